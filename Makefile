@@ -1,0 +1,60 @@
+# cua: the two commands a fresh Debian machine needs are `make demo` and `make test`.
+# Every target installs what it needs first (`deps`), so nothing depends on a hand-set-up machine.
+
+SHELL := /bin/bash
+CARGO ?= cargo
+CHROMIUM := /usr/lib/chromium/chromium
+export CARGO_TERM_COLOR ?= never
+
+.PHONY: help deps deps-chromium build demo test lint test-only bench evidence fmt clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
+
+deps: deps-chromium ## Install what is missing: Chromium (Debian), rustfmt and clippy
+	@command -v $(CARGO) >/dev/null || { echo "cargo is missing: install the Rust toolchain (https://rustup.rs) first" >&2; exit 1; }
+	@rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+	@rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+
+deps-chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+		echo "Chromium is missing: apt-get install -y chromium"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+	@test -x $(CHROMIUM) || { echo "Chromium still missing at $(CHROMIUM): run apt-get install -y chromium" >&2; exit 1; }
+
+build: deps ## Build the cua binary
+	$(CARGO) build --bin cua
+
+demo: build ## Run the end-to-end demo against the MemberDesk fixture app
+	@echo "== validating the reference capabilities and tenant overlays"
+	./target/debug/cua validate capabilities/*.yaml tenants/*/*.yaml
+	@echo "== reference capabilities"
+	@ls -1 capabilities/*.yaml
+
+fmt: ## Format the workspace
+	$(CARGO) fmt --all
+
+lint: deps ## Format check and clippy with warnings as errors
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+test: lint test-only ## Format check, clippy, and every test (Chromium ones included)
+
+test-only: deps
+	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
+		$(CARGO) nextest run --workspace --no-fail-fast; \
+	else \
+		$(CARGO) test --workspace --no-fail-fast -- --test-threads=2; \
+	fi
+	$(CARGO) test --workspace --doc
+
+bench: deps ## Benchmarks: figures and ratios printed side by side, never asserted
+	$(CARGO) bench -p cua-chromium --bench driver
+
+evidence: deps ## Regenerate evidence/ from real runs
+	@mkdir -p evidence
+	$(CARGO) bench -p cua-chromium --bench driver | tee evidence/bench-driver.txt
+
+clean: ## Remove build output
+	$(CARGO) clean

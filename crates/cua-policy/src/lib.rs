@@ -1,0 +1,16 @@
+//! The policy engine: allowlist, action allowlist, human-only actions, the lease check, and
+//! the mint of [`AuthorizedAction`], the only value a surface driver accepts.
+//!
+//! Architecture invariant: an [`AuthorizedAction`] has private fields and no public
+//! constructor; [`PolicyEngine::authorize`] is the only way to obtain one. This crate does no
+//! I/O, reads no clock and draws no randomness: decision ids come from a per-engine counter.
+
+mod allowlist;
+mod authorized;
+mod engine;
+mod lease;
+
+pub use allowlist::{Allowlist, AllowlistError, BlockedUrl};
+pub use authorized::{AuthorizedAction, RawInput, ResolvedTarget, ScrollDirection, SurfaceAction};
+pub use engine::{ActionRequest, Denial, DenialCode, PolicyEngine, PolicyRules};
+pub use lease::Lease;

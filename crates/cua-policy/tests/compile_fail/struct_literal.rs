@@ -1,0 +1,13 @@
+use cua_artifact::{Actor, RiskTier};
+use cua_policy::{AuthorizedAction, SurfaceAction};
+
+fn main() {
+    let _forged = AuthorizedAction {
+        actor: Actor::Automation,
+        lease_epoch: 1,
+        decision_id: "dec-forged".to_string(),
+        risk: RiskTier::Safe,
+        action: SurfaceAction::Click,
+        target: None,
+    };
+}

@@ -1,0 +1,142 @@
+//! The driver port every surface implements: observe a [`UiSnapshot`], dispatch an
+//! [`AuthorizedAction`], wait for a condition, take a screenshot.
+//!
+//! Architecture invariant: [`SurfaceDriver::dispatch`] takes an [`AuthorizedAction`] by value
+//! and nothing else, so nothing reaches a surface without the policy engine's decision. Drivers
+//! know nothing of capabilities, evidence or targeting.
+
+use std::future::Future;
+use std::time::Duration;
+
+use cua_policy::AuthorizedAction;
+use cua_snapshot::{Bounds, UiSnapshot};
+use serde::Serialize;
+
+/// What a driver reports after acting.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DispatchReceipt {
+    /// The driver performed the action without an error. Not proof of its effect: a receipt
+    /// never confirms a mutation.
+    pub ok: bool,
+    /// The action caused a top-level or frame navigation.
+    pub navigated: bool,
+    /// Worst HTTP status of documents loaded because of the action, if any loaded.
+    pub http_status: Option<u16>,
+    pub duration_ms: u64,
+    /// A short note for evidence (never a typed value).
+    pub message: String,
+}
+
+/// What a wait is waiting for.
+#[derive(Debug, Clone)]
+pub enum WaitCondition {
+    /// Two consecutive observations are identical.
+    SnapshotStable,
+    /// The page navigated away from `before` (URL or document changed).
+    Navigation { before: Box<UiSnapshot> },
+}
+
+/// How a wait ended. A timeout is a result, not an error.
+#[derive(Debug, Clone)]
+pub enum WaitOutcome {
+    /// The condition held; the snapshot that satisfied it.
+    Met(Box<UiSnapshot>),
+    /// The condition did not hold within the bound; the last snapshot seen.
+    TimedOut(Box<UiSnapshot>),
+}
+
+/// What to capture.
+#[derive(Debug, Clone, Default)]
+pub struct ScreenshotRequest {
+    /// Regions painted over before the capture (sensitive values), in page CSS pixels.
+    pub redact_regions: Vec<Bounds>,
+}
+
+/// A captured image with metadata read from its actual bytes.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Screenshot {
+    pub bytes: Vec<u8>,
+    pub mime_type: String,
+    pub width: u32,
+    pub height: u32,
+    /// Number of regions painted over before capture.
+    pub redacted_regions: usize,
+}
+
+impl std::fmt::Debug for Screenshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Screenshot")
+            .field("bytes", &self.bytes.len())
+            .field("mime_type", &self.mime_type)
+            .field("width", &self.width)
+            .field("height", &self.height)
+            .field("redacted_regions", &self.redacted_regions)
+            .finish()
+    }
+}
+
+/// A request the surface refused to fetch because its URL is off the allowlist.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BlockedRequest {
+    pub url: String,
+    pub reason: String,
+    /// The kind of resource (Document, Script, XHR…), as the surface names it.
+    pub resource_type: String,
+}
+
+/// Why a driver call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SurfaceError {
+    /// The surface is gone or unreachable (browser crashed, killed, never started).
+    #[error("surface unavailable: {reason}")]
+    Unavailable { reason: String },
+    /// The resolved node no longer exists on the live surface.
+    #[error("node `{node_id}` is not on the live surface any more")]
+    NodeGone { node_id: String },
+    /// The action could not be performed.
+    #[error("action failed: {reason}")]
+    ActionFailed { reason: String },
+    /// A navigation was blocked by the in-surface allowlist.
+    #[error("navigation to {url} was blocked: {reason}")]
+    NavigationBlocked { url: String, reason: String },
+    /// The surface did not answer within its bound.
+    #[error("{what} did not finish within {after:?}")]
+    Timeout { what: String, after: Duration },
+}
+
+/// The port. Static dispatch (`impl Future`) inside the engine; adapters box where needed.
+pub trait SurfaceDriver: Send + Sync {
+    /// Observes the surface: every frame's semantic tree, stitched in document order.
+    fn observe(&self) -> impl Future<Output = Result<UiSnapshot, SurfaceError>> + Send;
+
+    /// Performs one authorized action on the node it was resolved to.
+    fn dispatch(
+        &self,
+        action: AuthorizedAction,
+    ) -> impl Future<Output = Result<DispatchReceipt, SurfaceError>> + Send;
+
+    /// Waits for a built-in condition, bounded by `timeout`.
+    fn wait(
+        &self,
+        condition: WaitCondition,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<WaitOutcome, SurfaceError>> + Send;
+
+    /// Polls observations until `predicate` holds, bounded by `timeout`.
+    fn wait_until<P>(
+        &self,
+        predicate: P,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<WaitOutcome, SurfaceError>> + Send
+    where
+        P: Fn(&UiSnapshot) -> bool + Send + Sync;
+
+    /// Captures the viewport, painting over the requested regions first.
+    fn screenshot(
+        &self,
+        request: ScreenshotRequest,
+    ) -> impl Future<Output = Result<Screenshot, SurfaceError>> + Send;
+
+    /// Requests blocked by the allowlist since the last call, oldest first.
+    fn take_blocked_requests(&self) -> Vec<BlockedRequest>;
+}

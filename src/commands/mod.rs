@@ -1,0 +1,22 @@
+//! One module per verb: turn parsed arguments into settings, call a library crate, map the
+//! result to an exit code.
+
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+use crate::output::{self, Exit};
+
+/// Runs the parsed command line.
+pub(crate) fn run(cli: Cli) -> ExitCode {
+    let format = cli.format;
+    let exit = match cli.command {
+        Command::Version => {
+            let version = env!("CARGO_PKG_VERSION");
+            output::emit(format, "version", Some(&version), None, || {
+                format!("cua {version}\n")
+            });
+            Exit::Success
+        }
+    };
+    exit.into()
+}

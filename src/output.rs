@@ -1,0 +1,81 @@
+//! Exit codes and the JSON envelope every command prints with `--format json`.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use serde::Serialize;
+
+use crate::cli::Format;
+
+/// The JSON envelope's schema version; bump it when the envelope's shape changes.
+pub(crate) const ENVELOPE_SCHEMA_VERSION: &str = "cua.envelope/v1";
+
+/// Exit codes, as DESIGN.md fixes them.
+#[expect(dead_code, reason = "each variant comes into use with the command that returns it")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exit {
+    /// Success, or a declared business outcome.
+    Success = 0,
+    /// The run or command failed.
+    Failed = 1,
+    /// Usage error or invalid document.
+    Usage = 2,
+    /// The run stopped and needs a human.
+    NeedsHuman = 3,
+    /// A surface or target is unavailable (no browser, dead app).
+    Unavailable = 69,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> Self {
+        ExitCode::from(exit as u8)
+    }
+}
+
+/// An error the envelope carries: a stable code and a message.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct EnvelopeError {
+    pub(crate) code: String,
+    pub(crate) message: String,
+}
+
+#[derive(Serialize)]
+struct Envelope<'a, T: Serialize> {
+    ok: bool,
+    schema_version: &'static str,
+    command: &'a str,
+    meta: serde_json::Value,
+    data: Option<&'a T>,
+    error: Option<&'a EnvelopeError>,
+}
+
+/// Prints a command's result: JSON envelope on stdout in JSON mode, otherwise the text the
+/// caller rendered. A closed stdout (broken pipe) is not an error.
+pub(crate) fn emit<T: Serialize>(
+    format: Format,
+    command: &str,
+    data: Option<&T>,
+    error: Option<&EnvelopeError>,
+    text: impl FnOnce() -> String,
+) {
+    let rendered = match format {
+        Format::Json => {
+            let envelope = Envelope {
+                ok: error.is_none(),
+                schema_version: ENVELOPE_SCHEMA_VERSION,
+                command,
+                meta: serde_json::json!({ "cua_version": env!("CARGO_PKG_VERSION") }),
+                data,
+                error,
+            };
+            let mut line = serde_json::to_string(&envelope)
+                .expect("the envelope holds only serializable values");
+            line.push('\n');
+            line
+        }
+        Format::Text => text(),
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(rendered.as_bytes());
+    let _ = stdout.flush();
+}
