@@ -1,0 +1,448 @@
+//! The HTTP surface: routes, the guard layer in front of every protected page, sessions,
+//! the JSON read API and the unlinked control surface. Handlers hold the state lock only
+//! while reading or changing state, never across an await.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Request, State};
+use axum::http::header::{AUTHORIZATION, COOKIE, SET_COOKIE};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Form, Json};
+use serde_json::json;
+
+use crate::pages::{self, Notice, TransferFields};
+use crate::state::{DeskState, GuardVerdict, Lookup, Member};
+use crate::variant::Skin;
+use crate::{Fault, FaultCount, FixtureHandle, OPERATOR_ID, OPERATOR_PASSWORD};
+
+/// The session cookie's name.
+pub(crate) const SESSION_COOKIE: &str = "md_session";
+
+/// The bearer token the JSON API accepts in place of a session cookie.
+pub(crate) const API_TOKEN: &str = "md-api-token";
+
+/// How long `slow_page` holds a response.
+const SLOW_PAGE_DELAY: Duration = Duration::from_millis(1_500);
+
+type FormFields = Form<HashMap<String, String>>;
+
+/// Builds the whole app around a state handle.
+pub(crate) fn router(handle: FixtureHandle) -> Router {
+    let protected = Router::new()
+        .route("/search", get(search_page).post(search_submit))
+        .route("/member/{id}", get(member_detail))
+        .route(
+            "/member/{id}/new-subaccount",
+            get(subaccount_page).post(subaccount_submit),
+        )
+        .route(
+            "/member/{id}/transfer",
+            get(transfer_page).post(transfer_review),
+        )
+        .route("/member/{id}/transfer/confirm", post(transfer_confirm))
+        .route_layer(middleware::from_fn_with_state(handle.clone(), guard));
+    Router::new()
+        .route("/", get(frameset))
+        .route("/nav", get(nav))
+        .route("/login", get(login_page).post(login_submit))
+        .route("/logout", get(logout))
+        .route("/reports", get(reports))
+        .route("/admin", get(administration))
+        .route("/api/members/{id}", get(api_member))
+        .route("/_control/arm", post(control_arm))
+        .route("/_control/reset", post(control_reset))
+        .route("/_control/state", get(control_state))
+        .merge(protected)
+        .fallback(not_found)
+        .with_state(handle)
+}
+
+// ---- the guard layer ----
+
+/// Runs the guards of every protected request, in the fixed order 502, timeout,
+/// not-signed-in, dialog, before the handler can have any effect.
+async fn guard(State(handle): State<FixtureHandle>, request: Request, next: Next) -> Response {
+    let session = session_token(request.headers());
+    let navigation = request.method() == Method::GET;
+    let decision = handle.with(|state| state.guard(session.as_deref(), navigation));
+    if decision.slow {
+        tokio::time::sleep(SLOW_PAGE_DELAY).await;
+    }
+    let skin = handle.variant().skin();
+    match decision.verdict {
+        GuardVerdict::Unavailable => {
+            (StatusCode::BAD_GATEWAY, Html(pages::unavailable(skin))).into_response()
+        }
+        GuardVerdict::SessionTimeout => {
+            ([(SET_COOKIE, clear_cookie())], Redirect::to("/login")).into_response()
+        }
+        GuardVerdict::NotSignedIn => Redirect::to("/login").into_response(),
+        GuardVerdict::Notice => {
+            let continue_to = request
+                .uri()
+                .path_and_query()
+                .map_or("/search", |path| path.as_str());
+            Html(pages::system_notice(skin, continue_to)).into_response()
+        }
+        GuardVerdict::Proceed => next.run(request).await,
+    }
+}
+
+// ---- shell and sign-on ----
+
+async fn frameset(State(handle): State<FixtureHandle>, headers: HeaderMap) -> Html<String> {
+    let token = session_token(&headers);
+    let signed_in = handle.with(|state| state.is_signed_in(token.as_deref()));
+    Html(pages::frameset(handle.variant().skin(), signed_in))
+}
+
+async fn nav(State(handle): State<FixtureHandle>) -> Html<String> {
+    Html(pages::nav(handle.variant().skin()))
+}
+
+async fn login_page(State(handle): State<FixtureHandle>) -> Html<String> {
+    Html(pages::login(handle.variant().skin(), "", None))
+}
+
+async fn login_submit(State(handle): State<FixtureHandle>, Form(form): FormFields) -> Response {
+    let skin = handle.variant().skin();
+    let operator_id = field(&form, skin.field_operator_id);
+    let password = field(&form, skin.field_password);
+    if operator_id.trim() != OPERATOR_ID || password != OPERATOR_PASSWORD {
+        return Html(pages::login(
+            skin,
+            operator_id,
+            Some(pages::BAD_CREDENTIALS),
+        ))
+        .into_response();
+    }
+    let token = handle.with(|state| state.sign_on());
+    let cookie = format!("{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax");
+    (
+        [(SET_COOKIE, header_value(&cookie))],
+        Redirect::to("/search"),
+    )
+        .into_response()
+}
+
+async fn logout(State(handle): State<FixtureHandle>, headers: HeaderMap) -> Response {
+    if let Some(token) = session_token(&headers) {
+        handle.with(|state| state.sign_off(&token));
+    }
+    ([(SET_COOKIE, clear_cookie())], Redirect::to("/")).into_response()
+}
+
+async fn reports(State(handle): State<FixtureHandle>) -> Html<String> {
+    Html(pages::not_available(handle.variant().skin(), "Reports"))
+}
+
+async fn administration(State(handle): State<FixtureHandle>) -> Html<String> {
+    Html(pages::not_available(
+        handle.variant().skin(),
+        "Administration",
+    ))
+}
+
+async fn not_found(State(handle): State<FixtureHandle>) -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        Html(pages::not_available(
+            handle.variant().skin(),
+            "Page Not Found",
+        )),
+    )
+        .into_response()
+}
+
+// ---- search and member detail ----
+
+async fn search_page(State(handle): State<FixtureHandle>) -> Html<String> {
+    Html(pages::search(handle.variant().skin(), "", None))
+}
+
+async fn search_submit(State(handle): State<FixtureHandle>, Form(form): FormFields) -> Response {
+    let skin = handle.variant().skin();
+    let typed = field(&form, skin.field_member_number);
+    let member_id = typed.trim();
+    if member_id.is_empty() {
+        let notice = Some(Notice::Error(pages::ENTER_MEMBER_NUMBER));
+        return Html(pages::search(skin, typed, notice)).into_response();
+    }
+    let found = handle.with(|state| match state.lookup(member_id) {
+        Lookup::Found(member) => Ok(member.id.clone()),
+        Lookup::Restricted => Err(Notice::Error(pages::NOT_AUTHORIZED)),
+        Lookup::NotFound => Err(Notice::Info(pages::NO_RECORDS)),
+    });
+    match found {
+        Ok(id) => Redirect::to(&format!("/member/{id}")).into_response(),
+        Err(notice) => Html(pages::search(skin, typed, Some(notice))).into_response(),
+    }
+}
+
+async fn member_detail(State(handle): State<FixtureHandle>, Path(id): Path<String>) -> Response {
+    let skin = handle.variant().skin();
+    with_member(&handle, &id, |state, member| {
+        let lookalike = state.faults.take(Fault::LookalikeRow);
+        pages::member_detail(skin, member, lookalike)
+    })
+}
+
+// ---- sub-accounts ----
+
+async fn subaccount_page(State(handle): State<FixtureHandle>, Path(id): Path<String>) -> Response {
+    let skin = handle.variant().skin();
+    with_member(&handle, &id, |_, member| {
+        pages::subaccount_form(skin, member, "", "", None)
+    })
+}
+
+async fn subaccount_submit(
+    State(handle): State<FixtureHandle>,
+    Path(id): Path<String>,
+    Form(form): FormFields,
+) -> Response {
+    let skin = handle.variant().skin();
+    let account_type = field(&form, skin.field_account_type);
+    let deposit = field(&form, skin.field_initial_deposit);
+    with_member(&handle, &id, |state, _| {
+        let opened = state.open_subaccount(&id, account_type, deposit);
+        let member = current_member(state, &id);
+        match opened {
+            Ok(opened) => pages::subaccount_done(skin, &member, &opened),
+            Err(refusal) => pages::subaccount_form(
+                skin,
+                &member,
+                account_type,
+                deposit,
+                Some(refusal.message()),
+            ),
+        }
+    })
+}
+
+// ---- transfers ----
+
+async fn transfer_page(State(handle): State<FixtureHandle>, Path(id): Path<String>) -> Response {
+    let skin = handle.variant().skin();
+    with_member(&handle, &id, |_, member| {
+        pages::transfer_form(skin, member, TransferFields::default(), None)
+    })
+}
+
+async fn transfer_review(
+    State(handle): State<FixtureHandle>,
+    Path(id): Path<String>,
+    Form(form): FormFields,
+) -> Response {
+    let skin = handle.variant().skin();
+    let fields = transfer_fields(skin, &form);
+    with_member(&handle, &id, |state, member| {
+        match state.review_transfer(&id, fields.from, fields.to, fields.amount) {
+            Ok(reviewed) => pages::transfer_review(skin, member, &reviewed),
+            Err(refusal) => pages::transfer_form(skin, member, fields, Some(refusal.message())),
+        }
+    })
+}
+
+async fn transfer_confirm(
+    State(handle): State<FixtureHandle>,
+    Path(id): Path<String>,
+    Form(form): FormFields,
+) -> Response {
+    let skin = handle.variant().skin();
+    let fields = transfer_fields(skin, &form);
+    with_member(&handle, &id, |state, _| {
+        let posted = state.post_transfer(&id, fields.from, fields.to, fields.amount);
+        let member = current_member(state, &id);
+        match posted {
+            Ok(record) => pages::transfer_done(skin, &member, &record),
+            Err(refusal) => pages::transfer_failed(skin, &member, refusal),
+        }
+    })
+}
+
+// ---- JSON read API ----
+
+/// `GET /api/members/{id}`: the member and their accounts, for a signed-in session or the
+/// bearer token. Faults never apply here.
+async fn api_member(
+    State(handle): State<FixtureHandle>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let bearer = headers
+        .get(AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "));
+    let token = session_token(&headers);
+    let authorized =
+        bearer == Some(API_TOKEN) || handle.with(|state| state.is_signed_in(token.as_deref()));
+    if !authorized {
+        return api_error(StatusCode::UNAUTHORIZED, "unauthorized");
+    }
+    handle.with(|state| match state.lookup(&id) {
+        Lookup::Found(member) => Json(json!({
+            "member_id": member.id,
+            "name": member.name,
+            "accounts": member.accounts.iter().map(|account| json!({
+                "account": account.number,
+                "type": account.account_type.label(),
+                "balance": account.balance,
+                "status": account.status.label(),
+            })).collect::<Vec<_>>(),
+        }))
+        .into_response(),
+        Lookup::Restricted => api_error(StatusCode::FORBIDDEN, "permission_denied"),
+        Lookup::NotFound => api_error(StatusCode::NOT_FOUND, "member_not_found"),
+    })
+}
+
+// ---- control surface (linked from nowhere) ----
+
+/// `POST /_control/arm` with `{"fault": name, "count": n}`; `count` defaults to 1, `-1` is
+/// indefinite and `0` disarms. Answers with the new state.
+async fn control_arm(State(handle): State<FixtureHandle>, body: Bytes) -> Response {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct ArmRequest {
+        fault: String,
+        #[serde(default = "one")]
+        count: i64,
+    }
+    fn one() -> i64 {
+        1
+    }
+    let request: ArmRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(error) => {
+            return api_error(
+                StatusCode::BAD_REQUEST,
+                &format!("invalid request: {error}"),
+            );
+        }
+    };
+    let armed = request
+        .fault
+        .parse::<Fault>()
+        .and_then(|fault| FaultCount::from_wire(request.count).map(|count| (fault, count)));
+    match armed {
+        Ok((fault, Some(count))) => handle.arm(fault, count),
+        Ok((fault, None)) => handle.disarm(fault),
+        Err(error) => return api_error(StatusCode::BAD_REQUEST, &error.to_string()),
+    }
+    Json(handle.view()).into_response()
+}
+
+async fn control_reset(State(handle): State<FixtureHandle>) -> Response {
+    handle.reset();
+    Json(handle.view()).into_response()
+}
+
+async fn control_state(State(handle): State<FixtureHandle>) -> Response {
+    Json(handle.view()).into_response()
+}
+
+// ---- helpers ----
+
+/// Renders a member-scoped page, or the search page with "No records found" / not authorized
+/// when the member in the path cannot be shown. The closure runs under the state lock.
+fn with_member(
+    handle: &FixtureHandle,
+    member_id: &str,
+    render: impl FnOnce(&mut DeskState, &Member) -> String,
+) -> Response {
+    let skin = handle.variant().skin();
+    let page = handle.with(|state| {
+        let member = match state.lookup(member_id) {
+            Lookup::Found(member) => member.clone(),
+            Lookup::Restricted => {
+                return pages::search(skin, member_id, Some(Notice::Error(pages::NOT_AUTHORIZED)));
+            }
+            Lookup::NotFound => {
+                return pages::search(skin, member_id, Some(Notice::Info(pages::NO_RECORDS)));
+            }
+        };
+        render(state, &member)
+    });
+    Html(page).into_response()
+}
+
+/// The member as it is now, after a change made under the same lock.
+fn current_member(state: &DeskState, member_id: &str) -> Member {
+    match state.lookup(member_id) {
+        Lookup::Found(member) => member.clone(),
+        Lookup::Restricted | Lookup::NotFound => Member {
+            id: member_id.to_owned(),
+            name: String::new(),
+            accounts: Vec::new(),
+        },
+    }
+}
+
+fn transfer_fields<'a>(skin: &Skin, form: &'a HashMap<String, String>) -> TransferFields<'a> {
+    TransferFields {
+        from: field(form, skin.field_from_account),
+        to: field(form, skin.field_to_account),
+        amount: field(form, skin.field_amount),
+    }
+}
+
+fn field<'a>(form: &'a HashMap<String, String>, name: &str) -> &'a str {
+    form.get(name).map_or("", String::as_str)
+}
+
+/// The `md_session` cookie's value, if the request carries one.
+fn session_token(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value.to_owned())
+}
+
+fn clear_cookie() -> HeaderValue {
+    header_value(&format!(
+        "{SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax"
+    ))
+}
+
+fn header_value(text: &str) -> HeaderValue {
+    // Cookie values here are built from constants and `md-` plus digits, always valid.
+    HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+fn api_error(status: StatusCode, error: &str) -> Response {
+    (status, Json(json!({ "error": error }))).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_cookie(cookies: &[&str], expect: Option<&str>) {
+        let mut headers = HeaderMap::new();
+        for cookie in cookies {
+            headers.append(COOKIE, HeaderValue::from_str(cookie).expect("valid header"));
+        }
+        assert_eq!(session_token(&headers).as_deref(), expect, "{cookies:?}");
+    }
+
+    #[test]
+    fn reads_the_session_cookie() {
+        check_cookie(&[], None);
+        check_cookie(&["md_session=md-00000001"], Some("md-00000001"));
+        check_cookie(&["a=1; md_session=md-2; b=3"], Some("md-2"));
+        check_cookie(&["a=1", "md_session=md-3"], Some("md-3"));
+        check_cookie(&["xmd_session=md-4"], None);
+        check_cookie(&["md_session="], Some(""));
+    }
+}

@@ -1,0 +1,10 @@
+//! Integration tests: real HTTP over loopback against the in-process MemberDesk server, for
+//! both variants.
+
+mod api;
+mod faults;
+mod pages;
+mod sign_on;
+mod subaccounts;
+mod support;
+mod transfers;
