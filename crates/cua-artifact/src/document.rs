@@ -1,0 +1,139 @@
+//! The document family and its `schema:` discriminators. Every document names its exact kind
+//! and version in its first field, so a file read out of context says what it is.
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Declares a single-valued enum that serializes as one exact schema literal.
+macro_rules! schema_tag {
+    ($(#[$meta:meta])* $name:ident, $literal:literal) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+        pub enum $name {
+            #[default]
+            #[serde(rename = $literal)]
+            V1,
+        }
+
+        impl $name {
+            /// The exact literal on the wire.
+            pub const LITERAL: &'static str = $literal;
+        }
+    };
+}
+
+schema_tag!(
+    /// `schema: cua.capability/v1`
+    CapabilitySchema,
+    "cua.capability/v1"
+);
+schema_tag!(
+    /// `schema: cua.tenant_binding/v1`
+    TenantBindingSchema,
+    "cua.tenant_binding/v1"
+);
+schema_tag!(
+    /// `schema: cua.capability_approval/v1`
+    ApprovalSchema,
+    "cua.capability_approval/v1"
+);
+schema_tag!(
+    /// `schema: cua.capability_evaluation/v1`
+    EvaluationSchema,
+    "cua.capability_evaluation/v1"
+);
+schema_tag!(
+    /// `schema: cua.run_record/v1`
+    RunRecordSchema,
+    "cua.run_record/v1"
+);
+schema_tag!(
+    /// `schema: cua.policy/v1`
+    PolicySchema,
+    "cua.policy/v1"
+);
+
+/// The kinds of document cua reads and writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DocumentKind {
+    Capability,
+    TenantBinding,
+    Approval,
+    Evaluation,
+    RunRecord,
+    Policy,
+}
+
+impl DocumentKind {
+    /// Every kind.
+    pub const ALL: [DocumentKind; 6] = [
+        Self::Capability,
+        Self::TenantBinding,
+        Self::Approval,
+        Self::Evaluation,
+        Self::RunRecord,
+        Self::Policy,
+    ];
+
+    /// The short name used on the command line and for `schemas/<name>.schema.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Capability => "capability",
+            Self::TenantBinding => "tenant_binding",
+            Self::Approval => "approval",
+            Self::Evaluation => "evaluation",
+            Self::RunRecord => "run_record",
+            Self::Policy => "policy",
+        }
+    }
+
+    /// The `schema:` literal documents of this kind carry.
+    pub fn schema_literal(self) -> &'static str {
+        match self {
+            Self::Capability => CapabilitySchema::LITERAL,
+            Self::TenantBinding => TenantBindingSchema::LITERAL,
+            Self::Approval => ApprovalSchema::LITERAL,
+            Self::Evaluation => EvaluationSchema::LITERAL,
+            Self::RunRecord => RunRecordSchema::LITERAL,
+            Self::Policy => PolicySchema::LITERAL,
+        }
+    }
+
+    /// The kind a `schema:` literal names.
+    pub fn from_schema_literal(literal: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|kind| kind.schema_literal() == literal)
+    }
+
+    /// The kind with this short name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+
+    /// The JSON Schema of this document kind (draft-07, which yaml-language-server reads), as
+    /// pretty JSON with a trailing newline: exactly the text committed under `schemas/`.
+    pub fn json_schema_text(self) -> String {
+        let generator = schemars::generate::SchemaSettings::draft07().into_generator();
+        let schema = match self {
+            Self::Capability => generator.into_root_schema_for::<crate::Capability>(),
+            Self::TenantBinding => generator.into_root_schema_for::<crate::TenantBinding>(),
+            Self::Approval => generator.into_root_schema_for::<crate::CapabilityApproval>(),
+            Self::Evaluation => generator.into_root_schema_for::<crate::CapabilityEvaluation>(),
+            Self::RunRecord => generator.into_root_schema_for::<crate::RunRecord>(),
+            Self::Policy => generator.into_root_schema_for::<crate::PolicyConfig>(),
+        };
+        let mut text = serde_json::to_string_pretty(&schema)
+            .expect("a JSON Schema is plain JSON and always serializes");
+        text.push('\n');
+        text
+    }
+}
+
+impl fmt::Display for DocumentKind {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.name())
+    }
+}

@@ -1,0 +1,627 @@
+//! Validated names: capability ids, versions, references, content hashes and the identifiers
+//! documents use for inputs, outputs, steps, secrets and tenants.
+//!
+//! Every type here has private fields and is built only through its parser; `Deserialize` goes
+//! through the same parser, so a value of one of these types is valid by construction.
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use std::fmt;
+use std::str::FromStr;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::error::ArtifactError;
+
+/// Implements the string plumbing shared by every validated name: `as_str`, `Display`,
+/// `FromStr`, serde through the parser, and a JSON Schema string with a pattern.
+macro_rules! validated_string {
+    ($name:ident, $pattern:literal, $description:literal) => {
+        impl $name {
+            /// The validated text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str(&self.0)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = ArtifactError;
+
+            fn from_str(text: &str) -> Result<Self, Self::Err> {
+                Self::parse(text)
+            }
+        }
+
+        impl TryFrom<&str> for $name {
+            type Error = ArtifactError;
+
+            fn try_from(text: &str) -> Result<Self, Self::Error> {
+                Self::parse(text)
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = Cow::<'de, str>::deserialize(deserializer)?;
+                Self::parse(&text).map_err(serde::de::Error::custom)
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                Cow::Borrowed(stringify!($name))
+            }
+
+            fn json_schema(_generator: &mut SchemaGenerator) -> Schema {
+                json_schema!({
+                    "type": "string",
+                    "pattern": $pattern,
+                    "description": $description,
+                })
+            }
+        }
+    };
+}
+
+/// A capability id: `<vendor_product>.<domain>.<operation>`, lowercase dotted segments, each
+/// `[a-z][a-z0-9_]*`, three or more of them. Ids are namespaced by product, never by tenant:
+/// tenants bind a capability through an overlay, they do not fork its name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CapabilityId(String);
+
+impl CapabilityId {
+    /// Parses an id, refusing anything but three or more lowercase dotted segments.
+    pub fn parse(text: &str) -> Result<Self, ArtifactError> {
+        let invalid = |reason: &str| ArtifactError::invalid_name("capability id", text, reason);
+        if text.len() > 128 {
+            return Err(invalid("is longer than 128 characters"));
+        }
+        let segments: Vec<&str> = text.split('.').collect();
+        if segments.len() < 3 {
+            return Err(invalid(
+                "needs at least three dotted segments: <vendor_product>.<domain>.<operation>",
+            ));
+        }
+        for segment in segments {
+            if !is_snake_segment(segment) {
+                return Err(invalid(
+                    "each dotted segment must be lowercase letters, digits and `_`, starting \
+                     with a letter",
+                ));
+            }
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The first segment: the vendor product that namespaces the id.
+    pub fn product(&self) -> &str {
+        self.0.split('.').next().unwrap_or_default()
+    }
+}
+
+validated_string!(
+    CapabilityId,
+    "^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*){2,}$",
+    "<vendor_product>.<domain>.<operation>, lowercase dotted segments; namespaced by product, \
+     never by tenant"
+);
+
+/// A name declared inside a document: an input, output, step, outcome code or recovery rule id,
+/// a tenant var. Lowercase `[a-z][a-z0-9_]*`, at most 64 characters.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Identifier(String);
+
+/// An input name.
+pub type InputName = Identifier;
+/// An output name.
+pub type OutputName = Identifier;
+/// A step id.
+pub type StepId = Identifier;
+
+impl Identifier {
+    /// Parses an identifier.
+    pub fn parse(text: &str) -> Result<Self, ArtifactError> {
+        if text.len() > 64 {
+            return Err(ArtifactError::invalid_name(
+                "identifier",
+                text,
+                "is longer than 64 characters",
+            ));
+        }
+        if !is_snake_segment(text) {
+            return Err(ArtifactError::invalid_name(
+                "identifier",
+                text,
+                "must be lowercase letters, digits and `_`, starting with a letter",
+            ));
+        }
+        Ok(Self(text.to_owned()))
+    }
+}
+
+validated_string!(
+    Identifier,
+    "^[a-z][a-z0-9_]{0,63}$",
+    "a lowercase identifier: letters, digits and `_`, starting with a letter"
+);
+
+/// The name of a secret, resolved by the secret resolver at the moment of dispatch and never
+/// written anywhere: dotted lowercase segments such as `corebank.operator_password`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SecretName(String);
+
+impl SecretName {
+    /// Parses a secret name.
+    pub fn parse(text: &str) -> Result<Self, ArtifactError> {
+        let valid = text.len() <= 128 && text.split('.').all(is_snake_segment);
+        if !valid {
+            return Err(ArtifactError::invalid_name(
+                "secret name",
+                text,
+                "must be dotted lowercase segments such as `corebank.operator_password`",
+            ));
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The environment variable a secret resolver reads it from: the prefix, then the name
+    /// upper-cased with dots turned into underscores (`CUA_SECRET_COREBANK_OPERATOR_ID`).
+    pub fn env_var(&self, prefix: &str) -> String {
+        let mut variable = String::with_capacity(prefix.len() + self.0.len());
+        variable.push_str(prefix);
+        variable.extend(self.0.chars().map(|c| {
+            if c == '.' {
+                '_'
+            } else {
+                c.to_ascii_uppercase()
+            }
+        }));
+        variable
+    }
+}
+
+validated_string!(
+    SecretName,
+    "^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*$",
+    "a secret's name, dotted lowercase segments; the value is resolved at dispatch and never stored"
+);
+
+/// A tenant: lowercase words joined by `-`, e.g. `northgate-fcu`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TenantId(String);
+
+impl TenantId {
+    /// Parses a tenant id.
+    pub fn parse(text: &str) -> Result<Self, ArtifactError> {
+        let valid = !text.is_empty()
+            && text.len() <= 64
+            && text.split('-').all(|word| {
+                !word.is_empty()
+                    && word
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            });
+        if !valid {
+            return Err(ArtifactError::invalid_name(
+                "tenant id",
+                text,
+                "must be lowercase letters and digits in words joined by `-`",
+            ));
+        }
+        Ok(Self(text.to_owned()))
+    }
+}
+
+validated_string!(
+    TenantId,
+    "^[a-z0-9]+(-[a-z0-9]+)*$",
+    "a tenant, lowercase words joined by `-`"
+);
+
+/// A content hash: `blake3:` and 64 lowercase hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ContentHash(String);
+
+impl ContentHash {
+    /// The algorithm prefix.
+    pub const PREFIX: &'static str = "blake3:";
+
+    /// Parses a hash. The empty string is not a hash: documents model "no hash yet" (a draft)
+    /// as the absence of one.
+    pub fn parse(text: &str) -> Result<Self, ArtifactError> {
+        let digest = text.strip_prefix(Self::PREFIX).ok_or_else(|| {
+            ArtifactError::invalid_name("content hash", text, "must start with `blake3:`")
+        })?;
+        let valid = digest.len() == 64
+            && digest
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if !valid {
+            return Err(ArtifactError::invalid_name(
+                "content hash",
+                text,
+                "must be `blake3:` and 64 lowercase hex digits",
+            ));
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The hash of some bytes.
+    pub fn of_bytes(bytes: &[u8]) -> Self {
+        Self(format!("{}{}", Self::PREFIX, blake3::hash(bytes).to_hex()))
+    }
+
+    /// The 64 hex digits without the prefix.
+    pub fn hex(&self) -> &str {
+        &self.0[Self::PREFIX.len()..]
+    }
+}
+
+validated_string!(
+    ContentHash,
+    "^blake3:[0-9a-f]{64}$",
+    "blake3 over the canonical form: key-sorted compact JSON of the document minus its hash"
+);
+
+/// A strict semantic version: `MAJOR.MINOR.PATCH` in ASCII digits without leading zeros, with an
+/// optional pre-release (`1.0.0-rc.1`). Build metadata is refused: two artifacts differing only
+/// in metadata would share a reference.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SemVer {
+    text: String,
+    major: u64,
+    minor: u64,
+    patch: u64,
+    pre_release: Vec<String>,
+}
+
+impl SemVer {
+    /// Parses a version.
+    pub fn parse(text: &str) -> Result<Self, ArtifactError> {
+        let invalid = |reason: &str| ArtifactError::invalid_name("version", text, reason);
+        if text.contains('+') {
+            return Err(invalid("build metadata (`+…`) is not allowed"));
+        }
+        let (core, pre) = match text.split_once('-') {
+            Some((core, pre)) => (core, Some(pre)),
+            None => (text, None),
+        };
+        let parts: Vec<&str> = core.split('.').collect();
+        let [major, minor, patch] = parts.as_slice() else {
+            return Err(invalid("must be MAJOR.MINOR.PATCH"));
+        };
+        let number = |part: &str| -> Result<u64, ArtifactError> {
+            if !is_numeric_identifier(part) {
+                return Err(invalid(
+                    "each number must be ASCII digits without leading zeros",
+                ));
+            }
+            part.parse().map_err(|_| invalid("a number is too large"))
+        };
+        let (major, minor, patch) = (number(major)?, number(minor)?, number(patch)?);
+        let mut pre_release = Vec::new();
+        if let Some(pre) = pre {
+            for identifier in pre.split('.') {
+                let alphanumeric = !identifier.is_empty()
+                    && identifier
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-');
+                let numeric_ok = !identifier.bytes().all(|b| b.is_ascii_digit())
+                    || is_numeric_identifier(identifier);
+                if !alphanumeric || !numeric_ok {
+                    return Err(invalid(
+                        "a pre-release is dot-separated [0-9A-Za-z-] identifiers, numeric ones \
+                         without leading zeros",
+                    ));
+                }
+                pre_release.push(identifier.to_owned());
+            }
+        }
+        Ok(Self {
+            text: text.to_owned(),
+            major,
+            minor,
+            patch,
+            pre_release,
+        })
+    }
+
+    /// The version text.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// `(major, minor, patch)`.
+    pub fn numbers(&self) -> (u64, u64, u64) {
+        (self.major, self.minor, self.patch)
+    }
+
+    /// Whether this is a pre-release.
+    pub fn is_pre_release(&self) -> bool {
+        !self.pre_release.is_empty()
+    }
+}
+
+impl Ord for SemVer {
+    /// Semantic-version precedence: numbers first, then a pre-release sorts before its release,
+    /// then pre-release identifiers pairwise (numeric ones numerically, below alphanumeric ones).
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.numbers().cmp(&other.numbers()).then_with(|| {
+            match (self.pre_release.is_empty(), other.pre_release.is_empty()) {
+                (true, true) => Ordering::Equal,
+                (true, false) => Ordering::Greater,
+                (false, true) => Ordering::Less,
+                (false, false) => {
+                    for (left, right) in self.pre_release.iter().zip(&other.pre_release) {
+                        let order = match (left.parse::<u64>(), right.parse::<u64>()) {
+                            (Ok(left), Ok(right)) => left.cmp(&right),
+                            (Ok(_), Err(_)) => Ordering::Less,
+                            (Err(_), Ok(_)) => Ordering::Greater,
+                            (Err(_), Err(_)) => left.cmp(right),
+                        };
+                        if order != Ordering::Equal {
+                            return order;
+                        }
+                    }
+                    self.pre_release.len().cmp(&other.pre_release.len())
+                }
+            }
+        })
+    }
+}
+
+impl PartialOrd for SemVer {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Display for SemVer {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.text)
+    }
+}
+
+impl FromStr for SemVer {
+    type Err = ArtifactError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::parse(text)
+    }
+}
+
+impl Serialize for SemVer {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for SemVer {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = Cow::<'de, str>::deserialize(deserializer)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for SemVer {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("SemVer")
+    }
+
+    fn json_schema(_generator: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "pattern": "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$",
+            "description": "strict semantic version MAJOR.MINOR.PATCH[-pre.release], no leading zeros, no build metadata",
+        })
+    }
+}
+
+/// A pinned capability: `id@version`. This is what approvals, evaluations, run records, tenant
+/// bindings and `run_capability` remedies name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CapabilityRef {
+    id: CapabilityId,
+    version: SemVer,
+}
+
+impl CapabilityRef {
+    /// Pins an id to a version.
+    pub fn new(id: CapabilityId, version: SemVer) -> Self {
+        Self { id, version }
+    }
+
+    /// Parses `id@version`.
+    pub fn parse(text: &str) -> Result<Self, ArtifactError> {
+        let (id, version) = text.split_once('@').ok_or_else(|| {
+            ArtifactError::invalid_name("capability reference", text, "must be `id@version`")
+        })?;
+        Ok(Self {
+            id: CapabilityId::parse(id)?,
+            version: SemVer::parse(version)?,
+        })
+    }
+
+    /// The id.
+    pub fn id(&self) -> &CapabilityId {
+        &self.id
+    }
+
+    /// The version.
+    pub fn version(&self) -> &SemVer {
+        &self.version
+    }
+
+    /// The catalog file name for this reference: `<id>@<version>.yaml`.
+    pub fn file_name(&self) -> String {
+        format!("{self}.yaml")
+    }
+}
+
+impl fmt::Display for CapabilityRef {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}@{}", self.id, self.version)
+    }
+}
+
+impl FromStr for CapabilityRef {
+    type Err = ArtifactError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::parse(text)
+    }
+}
+
+impl Serialize for CapabilityRef {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for CapabilityRef {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = Cow::<'de, str>::deserialize(deserializer)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for CapabilityRef {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("CapabilityRef")
+    }
+
+    fn json_schema(_generator: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "pattern": "^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*){2,}@(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$",
+            "description": "a pinned capability, `id@version`",
+        })
+    }
+}
+
+/// `[a-z][a-z0-9_]*`.
+fn is_snake_segment(text: &str) -> bool {
+    let mut bytes = text.bytes();
+    matches!(bytes.next(), Some(b'a'..=b'z'))
+        && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// ASCII digits without a leading zero (a lone `0` is fine).
+fn is_numeric_identifier(text: &str) -> bool {
+    !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && (text == "0" || !text.starts_with('0'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capability_ids() {
+        assert!(CapabilityId::parse("corebank.member.savings_balance").is_ok());
+        assert_eq!(
+            CapabilityId::parse("corebank.member.x")
+                .map(|id| id.product().to_owned())
+                .ok(),
+            Some("corebank".into())
+        );
+        for bad in [
+            "corebank.member",
+            "Corebank.member.x",
+            "corebank..x",
+            "corebank.member.x-y",
+            "1bank.a.b",
+            "",
+        ] {
+            assert!(CapabilityId::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn versions() {
+        for good in [
+            "0.0.0",
+            "1.0.0",
+            "10.20.30",
+            "1.0.0-rc.1",
+            "1.0.0-alpha-1.0",
+        ] {
+            assert!(SemVer::parse(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "1.0",
+            "01.0.0",
+            "1.00.0",
+            "1.0.0+build",
+            "1.0.0-",
+            "1.0.0-01",
+            "v1.0.0",
+            "1.0.0.0",
+            "1.0.x",
+        ] {
+            assert!(SemVer::parse(bad).is_err(), "{bad}");
+        }
+        let order = [
+            "1.0.0-alpha",
+            "1.0.0-alpha.1",
+            "1.0.0-beta",
+            "1.0.0-rc.1",
+            "1.0.0",
+            "1.0.1",
+            "1.10.0",
+        ];
+        for pair in order.windows(2) {
+            assert!(
+                SemVer::parse(pair[0]).ok() < SemVer::parse(pair[1]).ok(),
+                "{pair:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn references_and_hashes() {
+        let reference = CapabilityRef::parse("corebank.auth.sign_on@1.0.0").expect("valid");
+        assert_eq!(reference.to_string(), "corebank.auth.sign_on@1.0.0");
+        assert_eq!(reference.file_name(), "corebank.auth.sign_on@1.0.0.yaml");
+        assert!(CapabilityRef::parse("corebank.auth.sign_on").is_err());
+        let hash = ContentHash::of_bytes(b"x");
+        assert_eq!(ContentHash::parse(hash.as_str()).ok(), Some(hash.clone()));
+        assert_eq!(hash.hex().len(), 64);
+        assert!(ContentHash::parse("").is_err());
+        assert!(ContentHash::parse(&hash.as_str().to_uppercase()).is_err());
+        assert!(ContentHash::parse("sha256:00").is_err());
+    }
+
+    #[test]
+    fn secrets_and_tenants() {
+        let secret = SecretName::parse("corebank.operator_id").expect("valid");
+        assert_eq!(
+            secret.env_var("CUA_SECRET_"),
+            "CUA_SECRET_COREBANK_OPERATOR_ID"
+        );
+        assert!(SecretName::parse("Corebank.x").is_err());
+        assert!(TenantId::parse("northgate-fcu").is_ok());
+        assert!(TenantId::parse("northgate--fcu").is_err());
+        assert!(TenantId::parse("Northgate").is_err());
+    }
+}

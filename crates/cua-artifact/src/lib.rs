@@ -1,0 +1,109 @@
+//! Every cua document type: capability, tenant binding, approval, evaluation, run record and
+//! policy file; their strict YAML codec, canonical content hash and validation diagnostics.
+//!
+//! Reading a capability for execution is one call, [`Capability::from_yaml`]: strict YAML, every
+//! rule, and the hash (a draft passes, a tampered text is refused). Tools that show a reviewer
+//! what is wrong use [`check_source`], which returns every finding as a [`Diagnostic`] placed in
+//! the text.
+//!
+//! Architecture invariant: this crate does no I/O beyond parsing the bytes it is handed, reads
+//! no clock and draws no randomness.
+
+mod approval;
+mod capability;
+mod check;
+mod diagnostic;
+mod document;
+mod error;
+mod hash;
+mod identifiers;
+mod policy;
+mod predicate;
+mod run_record;
+mod source_map;
+mod target;
+mod tenant;
+mod validate;
+mod value;
+mod vocabulary;
+pub mod yaml;
+
+pub use approval::{ApprovalScope, ApprovalState, CapabilityApproval, CapabilityEvaluation};
+pub use capability::{
+    Action, AppIdentity, Backoff, Capability, CapabilityPolicy, DiscoveredBy, DriverCapability,
+    Entrypoint, Escalation, EscalationPolicy, InputSpec, Outcome, OutputSource, OutputSpec,
+    Provenance, RawInputKind, RecoveryRule, RecoveryScope, Remedy, RunCapability, RunCapabilityTag,
+    ScrollDirection, Step, Surface, SurfaceKind, Transform, WaitCondition, WaitPolicy,
+};
+pub use check::{
+    Checked, Document, SealedText, check_binding, check_source, check_source_with, seal_source,
+};
+pub use diagnostic::{Diagnostic, DiagnosticCode, Problem, render_plain};
+pub use document::{
+    ApprovalSchema, CapabilitySchema, DocumentKind, EvaluationSchema, PolicySchema,
+    RunRecordSchema, TenantBindingSchema,
+};
+pub use error::{ArtifactError, YamlError, YamlErrorKind};
+pub use hash::{SealState, canonical_json};
+pub use identifiers::{
+    CapabilityId, CapabilityRef, ContentHash, Identifier, InputName, OutputName, SecretName,
+    SemVer, StepId, TenantId,
+};
+pub use policy::{
+    ActionRules, Allowlist, Budgets, Disposition, DispositionTable, Dispositions, PolicyConfig,
+    Redaction, RedactionRule, ReplayGates, RiskLexicon, RiskRules, SecretSource,
+};
+pub use predicate::{NodeQuery, NodeScope, Predicate};
+pub use run_record::{
+    FailureDetail, InterventionRef, OutcomeResult, ResolutionDebug, ResolutionRecord, RunKind,
+    RunRecord, RunResult, StepRecord,
+};
+pub use source_map::{DocPath, SourceLocation, SourceMap, SourceNode};
+pub use target::{
+    Anchor, AnchorRelation, Hints, IdentityCheck, MatchMode, NameMatch, TargetDescriptor,
+};
+pub use tenant::{PolicyNarrowing, StepOverride, TargetOverride, TenantBinding};
+pub use validate::{ValidationConfig, looks_like_css, validate_capability};
+pub use value::{ValueExpr, ValueType};
+pub use vocabulary::{
+    ActionKind, Actor, EffectVerdict, FailureCode, ObservationClass, ResolutionStrategy, RiskTier,
+    RunStatus,
+};
+
+impl Capability {
+    /// Reads a capability for use: strict YAML, every rule, and the content hash. A draft (no
+    /// hash) is accepted; a tampered one is refused naming the declared and computed hashes.
+    pub fn from_yaml(text: &str) -> Result<Self, ArtifactError> {
+        let capability: Capability = yaml::from_yaml(text)?;
+        let problems = capability.validate();
+        if !problems.is_empty() {
+            return Err(ArtifactError::Invalid(problems));
+        }
+        capability.verify_hash()?;
+        Ok(capability)
+    }
+
+    /// Writes the capability as readable block-style YAML.
+    pub fn to_yaml(&self) -> Result<String, ArtifactError> {
+        yaml::to_yaml(self)
+    }
+}
+
+impl TenantBinding {
+    /// Reads a binding from strict YAML.
+    pub fn from_yaml(text: &str) -> Result<Self, ArtifactError> {
+        Ok(yaml::from_yaml(text)?)
+    }
+}
+
+impl PolicyConfig {
+    /// Reads the policy file from strict YAML and checks it.
+    pub fn from_yaml(text: &str) -> Result<Self, ArtifactError> {
+        let policy: PolicyConfig = yaml::from_yaml(text)?;
+        let problems = policy.validate();
+        if !problems.is_empty() {
+            return Err(ArtifactError::Invalid(problems));
+        }
+        Ok(policy)
+    }
+}

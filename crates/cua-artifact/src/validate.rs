@@ -1,0 +1,838 @@
+//! The capability rules beyond types. Every rule runs on every document and every finding is
+//! reported, so one run of `cua validate` shows a reviewer everything wrong at once.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::capability::{
+    Action, Capability, RecoveryScope, Remedy, Step, WaitCondition, WaitPolicy,
+};
+use crate::diagnostic::{DiagnosticCode, Problem};
+use crate::policy::RiskLexicon;
+use crate::predicate::{NodeQuery, NodeScope, Predicate};
+use crate::source_map::DocPath;
+use crate::target::{MatchMode, TargetDescriptor};
+use crate::value::{ValueExpr, ValueType};
+use crate::vocabulary::RiskTier;
+
+/// What the rules need from outside the document.
+#[derive(Debug, Clone, Default)]
+pub struct ValidationConfig {
+    /// The words that make a control elevated or irreversible; the same lexicon the policy
+    /// engine classifies with, so that what validates is what policy will permit.
+    pub lexicon: RiskLexicon,
+}
+
+impl Capability {
+    /// Checks every rule with the built-in lexicon; empty means valid.
+    pub fn validate(&self) -> Vec<Problem> {
+        validate_capability(self, &ValidationConfig::default())
+    }
+}
+
+/// Checks every rule; empty means valid.
+pub fn validate_capability(capability: &Capability, config: &ValidationConfig) -> Vec<Problem> {
+    let extracted_at = capability
+        .steps
+        .iter()
+        .enumerate()
+        .filter_map(|(index, step)| match &step.action {
+            Action::Extract { into, .. } => Some((into.as_str(), index)),
+            _ => None,
+        })
+        .fold(HashMap::new(), |mut first, (name, index)| {
+            first.entry(name).or_insert(index);
+            first
+        });
+    let mut checker = Checker {
+        capability,
+        config,
+        extracted_at,
+        problems: Vec::new(),
+    };
+    checker.run();
+    checker.problems
+}
+
+/// Where a value sits decides whether a secret may appear there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SecretUse {
+    /// Typed or selected into a control, or handed to a remedy capability.
+    Allowed,
+    /// Inside a predicate or identity check: evaluated against screen text, logged with it.
+    Predicate,
+    /// Anywhere else (outcome returns, input defaults): it would leave the process.
+    Misplaced,
+}
+
+struct Checker<'a> {
+    capability: &'a Capability,
+    config: &'a ValidationConfig,
+    /// The first step that extracts each output.
+    extracted_at: HashMap<&'a str, usize>,
+    problems: Vec<Problem>,
+}
+
+impl<'a> Checker<'a> {
+    fn run(&mut self) {
+        let root = DocPath::root();
+        self.unique_ids();
+        self.inputs(&root);
+        self.outputs(&root);
+        if self.capability.steps.is_empty() {
+            self.report(
+                DiagnosticCode::EmptyList,
+                root.key("steps"),
+                "the capability has no steps",
+                "a capability does at least one thing; add the steps it takes",
+            );
+        }
+        for (index, step) in self.capability.steps.iter().enumerate() {
+            self.step(&root.key("steps").index(index), index, step);
+        }
+        self.predicate(&root.key("checkpoint"), &self.capability.checkpoint, None);
+        for (index, outcome) in self.capability.outcomes.iter().enumerate() {
+            let path = root.key("outcomes").index(index);
+            self.predicate(&path.key("detect"), &outcome.detect, None);
+            for (name, value) in &outcome.returns {
+                self.value(
+                    &path.key("returns").key(name.as_str()),
+                    value,
+                    SecretUse::Misplaced,
+                    None,
+                );
+            }
+        }
+        self.recovery(&root);
+        self.budgets(&root);
+    }
+
+    fn unique_ids(&mut self) {
+        let capability = self.capability;
+        self.unique(
+            "input",
+            "inputs",
+            "name",
+            capability.inputs.iter().map(|input| input.name.as_str()),
+        );
+        self.unique(
+            "output",
+            "outputs",
+            "name",
+            capability.outputs.iter().map(|output| output.name.as_str()),
+        );
+        self.unique(
+            "step",
+            "steps",
+            "id",
+            capability.steps.iter().map(|step| step.id.as_str()),
+        );
+        self.unique(
+            "outcome",
+            "outcomes",
+            "code",
+            capability
+                .outcomes
+                .iter()
+                .map(|outcome| outcome.code.as_str()),
+        );
+        self.unique(
+            "recovery rule",
+            "recovery",
+            "id",
+            capability.recovery.iter().map(|rule| rule.id.as_str()),
+        );
+    }
+
+    fn unique<'n>(
+        &mut self,
+        what: &str,
+        list: &str,
+        field: &str,
+        names: impl Iterator<Item = &'n str>,
+    ) {
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        for (index, name) in names.enumerate() {
+            if let Some(first) = seen.get(name) {
+                self.report(
+                    DiagnosticCode::DuplicateId,
+                    DocPath::root().key(list).index(index).key(field),
+                    format!("{what} `{name}` is declared twice (first at {list}[{first}])"),
+                    format!("give every {what} a distinct {field}"),
+                );
+            } else {
+                seen.insert(name, index);
+            }
+        }
+    }
+
+    fn inputs(&mut self, root: &DocPath) {
+        for (index, input) in self.capability.inputs.iter().enumerate() {
+            let path = root.key("inputs").index(index);
+            let pattern = input.pattern.as_ref().and_then(|pattern| {
+                self.regex(&path.key("pattern"), pattern)
+                    .and_then(|_| Regex::new(&format!("^(?:{pattern})$")).ok())
+            });
+            match (input.value_type, input.allowed.is_empty()) {
+                (ValueType::Enum, true) => self.report(
+                    DiagnosticCode::InvalidInputSpec,
+                    path.key("type"),
+                    format!("input `{}` is an enum with no `enum` values", input.name),
+                    "list the allowed values under `enum`",
+                ),
+                (ValueType::Enum, false) | (_, true) => {}
+                (other, false) => self.report(
+                    DiagnosticCode::InvalidInputSpec,
+                    path.key("enum"),
+                    format!(
+                        "input `{}` lists `enum` values but has type {}",
+                        input.name,
+                        other.as_str()
+                    ),
+                    "set `type: enum`, or drop the `enum` list",
+                ),
+            }
+            for (field, value) in [("default", &input.default), ("example", &input.example)] {
+                let Some(value) = value else { continue };
+                let field_path = path.key(field);
+                let Some(text) = value.literal_text() else {
+                    self.value(&field_path, value, SecretUse::Misplaced, None);
+                    self.report(
+                        DiagnosticCode::InvalidInputSpec,
+                        field_path,
+                        format!(
+                            "the {field} of input `{}` is a reference, not a literal",
+                            input.name
+                        ),
+                        format!("write the {field} as a literal value"),
+                    );
+                    continue;
+                };
+                if pattern
+                    .as_ref()
+                    .is_some_and(|pattern| !pattern.is_match(&text))
+                {
+                    self.report(
+                        DiagnosticCode::InvalidInputSpec,
+                        field_path.clone(),
+                        format!(
+                            "the {field} {value} of input `{}` does not match its pattern",
+                            input.name
+                        ),
+                        format!(
+                            "make the {field} match `{}` (the whole value must match)",
+                            input.pattern.as_deref().unwrap_or_default()
+                        ),
+                    );
+                }
+                if !input.allowed.is_empty() && !input.allowed.contains(&text) {
+                    self.report(
+                        DiagnosticCode::InvalidInputSpec,
+                        field_path,
+                        format!(
+                            "the {field} {value} of input `{}` is not one of its `enum` values",
+                            input.name
+                        ),
+                        format!("use one of: {}", input.allowed.join(", ")),
+                    );
+                }
+            }
+        }
+    }
+
+    fn outputs(&mut self, root: &DocPath) {
+        for (index, output) in self.capability.outputs.iter().enumerate() {
+            let path = root.key("outputs").index(index).key("source").key("step");
+            match self.capability.step(output.source.step.as_str()) {
+                None => self.report(
+                    DiagnosticCode::UnknownStep,
+                    path,
+                    format!(
+                        "output `{}` names source step `{}`, which does not exist",
+                        output.name, output.source.step
+                    ),
+                    format!(
+                        "name the extract step that produces it; steps are: {}",
+                        self.step_ids()
+                    ),
+                ),
+                Some(step) => {
+                    let extracts_it = matches!(&step.action, Action::Extract { into, .. } if *into == output.name);
+                    if !extracts_it {
+                        self.report(
+                            DiagnosticCode::OutputSourceMismatch,
+                            path,
+                            format!(
+                                "output `{}` names source step `{}`, which does not extract into it",
+                                output.name, output.source.step
+                            ),
+                            format!("point `source.step` at the step with `type: extract, into: {}`", output.name),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn step(&mut self, path: &DocPath, index: usize, step: &'a Step) {
+        self.action(&path.key("action"), &step.action, Some(index));
+        if let Some(precondition) = &step.precondition {
+            self.predicate(&path.key("precondition"), precondition, Some(index));
+        }
+        if let Some(postcondition) = &step.postcondition {
+            self.predicate(&path.key("postcondition"), postcondition, Some(index));
+        }
+        self.wait(&path.key("wait"), &step.wait, index);
+        self.declared_risk(path, step);
+    }
+
+    fn action(&mut self, path: &DocPath, action: &Action, step: Option<usize>) {
+        let kind = action.kind();
+        if kind.is_human_only() {
+            self.report(
+                DiagnosticCode::RawInputInArtifact,
+                path.key("type"),
+                "a `raw_input` action is in an artifact",
+                "raw input exists only for a human operator's console; describe the control \
+                 semantically with click, type or select instead",
+            );
+        } else if !self.capability.policy.allowed_actions.contains(&kind) {
+            self.report(
+                DiagnosticCode::ActionOutsidePolicy,
+                path.key("type"),
+                format!(
+                    "action `{}` is not in this capability's `policy.allowed_actions`",
+                    kind.as_str()
+                ),
+                format!(
+                    "add `{}` to policy.allowed_actions, or do not use it",
+                    kind.as_str()
+                ),
+            );
+        }
+        if let Some(target) = action.target() {
+            self.target(&path.key("target"), target, step);
+        }
+        match action {
+            Action::Type { value, .. } | Action::Select { value, .. } => {
+                self.value(&path.key("value"), value, SecretUse::Allowed, step);
+            }
+            Action::Extract { into, .. } => {
+                if self.capability.output(into.as_str()).is_none() {
+                    self.report(
+                        DiagnosticCode::UndeclaredOutput,
+                        path.key("into"),
+                        format!("extract into `{into}`, which is not a declared output"),
+                        format!(
+                            "declare `{into}` under `outputs`{}",
+                            declared_list(self.capability.outputs.iter().map(|o| o.name.as_str()))
+                        ),
+                    );
+                }
+            }
+            Action::WaitFor { until, .. } => self.predicate(&path.key("until"), until, step),
+            Action::Assert { that } => self.predicate(&path.key("that"), that, step),
+            Action::Click { .. }
+            | Action::PressKey { .. }
+            | Action::Navigate { .. }
+            | Action::Reload {}
+            | Action::Scroll { .. }
+            | Action::RawInput { .. } => {}
+        }
+    }
+
+    fn wait(&mut self, path: &DocPath, wait: &WaitPolicy, step: usize) {
+        match (wait.condition, &wait.until) {
+            (WaitCondition::Predicate, None) => self.report(
+                DiagnosticCode::WaitUntilMismatch,
+                path.key("for"),
+                "`wait: {for: predicate}` has no `until`",
+                "say what to wait for with `until: <predicate>`, or wait for snapshot_stable or navigation",
+            ),
+            (WaitCondition::Predicate, Some(until)) => self.predicate(&path.key("until"), until, Some(step)),
+            (_, Some(_)) => self.report(
+                DiagnosticCode::WaitUntilMismatch,
+                path.key("until"),
+                "`until` is given but the wait is not `for: predicate`",
+                "set `for: predicate`, or drop `until`",
+            ),
+            (_, None) => {}
+        }
+    }
+
+    fn declared_risk(&mut self, path: &DocPath, step: &Step) {
+        if step.risk == RiskTier::Irreversible && step.postcondition.is_none() {
+            self.report(
+                DiagnosticCode::UnverifiedIrreversible,
+                path.key("risk"),
+                format!("irreversible step `{}` has no postcondition", step.id),
+                "declare the observable effect (a confirmation number, a changed balance) so the \
+                 effect is confirmed, never assumed from a dispatch",
+            );
+        }
+        if step.action.kind().is_read_only() {
+            return;
+        }
+        let Some(target) = step.action.target() else {
+            return;
+        };
+        let Some(name) = target
+            .name
+            .as_ref()
+            .filter(|name| name.match_mode != MatchMode::Regex)
+        else {
+            return;
+        };
+        let Some((tier, phrase)) = self.config.lexicon.classify(&target.role, &name.value) else {
+            return;
+        };
+        if step.risk < tier {
+            self.report(
+                DiagnosticCode::UndeclaredRisk,
+                path.key("action").key("target").key("name").key("value"),
+                format!(
+                    "{} {:?} reads as {} (lexicon: {phrase:?}) but step `{}` declares risk {}",
+                    target.role,
+                    name.value,
+                    tier.as_str(),
+                    step.id,
+                    step.risk.as_str()
+                ),
+                format!(
+                    "declare `risk: {}` on the step; policy classifies by the control's name and \
+                     refuses what the artifact did not declare",
+                    tier.as_str()
+                ),
+            );
+        }
+    }
+
+    fn recovery(&mut self, root: &DocPath) {
+        for (index, rule) in self.capability.recovery.iter().enumerate() {
+            let path = root.key("recovery").index(index);
+            self.predicate(&path.key("detect"), &rule.detect, None);
+            if rule.remedy.is_empty() {
+                self.report(
+                    DiagnosticCode::EmptyList,
+                    path.key("remedy"),
+                    format!("recovery rule `{}` has no remedy", rule.id),
+                    "list at least one remedy action, or remove the rule",
+                );
+            }
+            for (position, remedy) in rule.remedy.iter().enumerate() {
+                let remedy_path = path.key("remedy").index(position);
+                match remedy {
+                    Remedy::Action(action) => self.action(&remedy_path, action, None),
+                    Remedy::RunCapability(run) => {
+                        if run.capability.id() == &self.capability.id {
+                            self.report(
+                                DiagnosticCode::SelfRemedy,
+                                remedy_path.key("capability"),
+                                format!("recovery rule `{}` runs this capability as its own remedy", rule.id),
+                                "a remedy must be a different capability (re-authentication, for one)",
+                            );
+                        }
+                        for (name, value) in &run.inputs {
+                            self.value(
+                                &remedy_path.key("inputs").key(name.as_str()),
+                                value,
+                                SecretUse::Allowed,
+                                None,
+                            );
+                        }
+                    }
+                }
+            }
+            if !(1..=10).contains(&rule.max_attempts) {
+                self.report(
+                    DiagnosticCode::AttemptsOutOfRange,
+                    path.key("max_attempts"),
+                    format!("recovery rule `{}` allows {} attempts", rule.id, rule.max_attempts),
+                    "max_attempts is 1 to 10: recovery is bounded, and a rule that never runs is not a rule",
+                );
+            }
+            match (rule.scope, rule.steps.is_empty()) {
+                (RecoveryScope::NamedSteps, true) => self.report(
+                    DiagnosticCode::RecoveryScopeMismatch,
+                    path.key("scope"),
+                    format!(
+                        "recovery rule `{}` has `scope: named_steps` but names no steps",
+                        rule.id
+                    ),
+                    "list the step ids under `steps`, or use `scope: any_step`",
+                ),
+                (RecoveryScope::AnyStep, false) => self.report(
+                    DiagnosticCode::RecoveryScopeMismatch,
+                    path.key("steps"),
+                    format!(
+                        "recovery rule `{}` names steps but has `scope: any_step`",
+                        rule.id
+                    ),
+                    "set `scope: named_steps`, or drop `steps`",
+                ),
+                _ => {}
+            }
+            for (position, step) in rule.steps.iter().enumerate() {
+                if self.capability.step(step.as_str()).is_none() {
+                    self.report(
+                        DiagnosticCode::UnknownStep,
+                        path.key("steps").index(position),
+                        format!(
+                            "recovery rule `{}` names step `{step}`, which does not exist",
+                            rule.id
+                        ),
+                        format!("steps are: {}", self.step_ids()),
+                    );
+                }
+            }
+        }
+    }
+
+    fn budgets(&mut self, root: &DocPath) {
+        let steps = self.capability.steps.len();
+        let max_steps = self.capability.policy.max_steps;
+        if u32::try_from(steps).map_or(true, |steps| steps > max_steps) {
+            self.report(
+                DiagnosticCode::StepBudgetExceeded,
+                root.key("policy").key("max_steps"),
+                format!("the capability has {steps} steps but `policy.max_steps` is {max_steps}"),
+                "raise policy.max_steps (within the global budget) or split the capability",
+            );
+        }
+    }
+
+    fn target(&mut self, path: &DocPath, target: &TargetDescriptor, step: Option<usize>) {
+        self.role(&path.key("role"), &target.role);
+        if let Some(name) = &target.name {
+            self.text_match(&path.key("name").key("value"), &name.value, name.match_mode);
+        }
+        if let Some(anchor) = &target.anchor {
+            self.text_match(
+                &path.key("anchor").key("text"),
+                &anchor.text,
+                anchor.match_mode,
+            );
+        }
+        if let Some(scope) = &target.scope {
+            self.scope(&path.key("scope"), scope);
+        }
+        if target.ordinal.is_some() && target.identity.is_none() {
+            self.report(
+                DiagnosticCode::OrdinalWithoutIdentity,
+                path.key("ordinal"),
+                format!(
+                    "the target `{}` is chosen by position but has no identity check",
+                    target.describe()
+                ),
+                "add `identity: {column: <key column header>, equals: {$input: <key input>}}` so \
+                 replay refuses a row that belongs to someone else",
+            );
+        }
+        if let Some(identity) = &target.identity {
+            let identity_path = path.key("identity");
+            if let Some(column) = &identity.column {
+                self.css(&identity_path.key("column"), column);
+            }
+            self.value(
+                &identity_path.key("equals"),
+                &identity.equals,
+                SecretUse::Predicate,
+                step,
+            );
+            if let Some(text) = identity
+                .equals
+                .literal_text()
+                .filter(|_| identity.match_mode == MatchMode::Regex)
+            {
+                self.regex(&identity_path.key("equals"), &text);
+            }
+        }
+    }
+
+    fn role(&mut self, path: &DocPath, role: &str) {
+        if looks_like_css(role) {
+            self.css(path, role);
+        } else if !is_role_name(role) {
+            self.report(
+                DiagnosticCode::InvalidValue,
+                path.clone(),
+                format!("role {role:?} is not a role name"),
+                "use a lowercase accessibility role such as textbox, button, link, cell, combobox",
+            );
+        }
+    }
+
+    fn text_match(&mut self, path: &DocPath, text: &str, mode: MatchMode) {
+        if mode == MatchMode::Regex {
+            self.regex(path, text);
+        } else {
+            self.css(path, text);
+        }
+    }
+
+    fn scope(&mut self, path: &DocPath, scope: &NodeScope) {
+        if let Some(frame) = &scope.frame {
+            self.css(&path.key("frame"), frame);
+        }
+        if let Some(region) = &scope.region {
+            self.css(&path.key("region"), region);
+        }
+    }
+
+    fn query(&mut self, path: &DocPath, query: &NodeQuery) {
+        if let Some(role) = &query.role {
+            self.role(&path.key("role"), role);
+        }
+        if let Some(name) = &query.name {
+            self.css(&path.key("name"), name);
+        }
+        if let Some(name) = &query.name_contains {
+            self.css(&path.key("name_contains"), name);
+        }
+        if let Some(pattern) = &query.name_matches {
+            self.regex(&path.key("name_matches"), pattern);
+        }
+        if let Some(scope) = &query.scope {
+            self.scope(&path.key("scope"), scope);
+        }
+    }
+
+    fn predicate(&mut self, path: &DocPath, predicate: &Predicate, step: Option<usize>) {
+        match predicate {
+            Predicate::NodeExists { query, .. } | Predicate::NodeAbsent { query } => {
+                self.query(&path.key("query"), query)
+            }
+            Predicate::NodeHasValue { query, value } => {
+                self.query(&path.key("query"), query);
+                self.value(&path.key("value"), value, SecretUse::Predicate, step);
+            }
+            Predicate::TextPresent { value } | Predicate::TextAbsent { value } => {
+                self.value(&path.key("value"), value, SecretUse::Predicate, step);
+            }
+            Predicate::UrlMatches { pattern } => {
+                self.regex(&path.key("pattern"), pattern);
+            }
+            Predicate::HttpStatusIn { codes } => {
+                if codes.is_empty() {
+                    self.report(
+                        DiagnosticCode::EmptyList,
+                        path.key("codes"),
+                        "`http_status_in` lists no status codes",
+                        "list the HTTP statuses to match, e.g. [502, 503, 504]",
+                    );
+                }
+                for (index, code) in codes.iter().enumerate() {
+                    if !(100..=599).contains(code) {
+                        self.report(
+                            DiagnosticCode::InvalidValue,
+                            path.key("codes").index(index),
+                            format!("{code} is not an HTTP status"),
+                            "HTTP statuses are 100 to 599",
+                        );
+                    }
+                }
+            }
+            Predicate::AllOf { of } | Predicate::AnyOf { of } => {
+                if of.is_empty() {
+                    self.report(
+                        DiagnosticCode::EmptyList,
+                        path.key("of"),
+                        format!("`{}` combines no predicates", predicate.kind()),
+                        "an empty all_of always holds and an empty any_of never does; list what you mean",
+                    );
+                }
+                for (index, inner) in of.iter().enumerate() {
+                    self.predicate(&path.key("of").index(index), inner, step);
+                }
+            }
+            Predicate::Not { of } => self.predicate(&path.key("of"), of, step),
+        }
+    }
+
+    fn value(
+        &mut self,
+        path: &DocPath,
+        value: &ValueExpr,
+        secrets: SecretUse,
+        step: Option<usize>,
+    ) {
+        match value {
+            ValueExpr::Input(name) => {
+                if self.capability.input(name.as_str()).is_none() {
+                    self.report(
+                        DiagnosticCode::UndeclaredInput,
+                        path.key("$input"),
+                        format!("`$input: {name}` names no declared input"),
+                        format!("declare `{name}` under `inputs`{}", declared_list(self.capability.inputs.iter().map(|i| i.name.as_str()))),
+                    );
+                }
+            }
+            ValueExpr::Output(name) => {
+                if self.capability.output(name.as_str()).is_none() {
+                    self.report(
+                        DiagnosticCode::UndeclaredOutput,
+                        path.key("$output"),
+                        format!("`$output: {name}` names no declared output"),
+                        format!("declare `{name}` under `outputs`{}", declared_list(self.capability.outputs.iter().map(|o| o.name.as_str()))),
+                    );
+                } else if let Some(step) = step {
+                    let extracted = self.extracted_at.get(name.as_str()).copied();
+                    if extracted.is_none_or(|extracted| extracted >= step) {
+                        self.report(
+                            DiagnosticCode::OutputBeforeExtract,
+                            path.key("$output"),
+                            format!("`$output: {name}` is used before any step extracts it"),
+                            "an output can be read only by steps after the extract that fills it",
+                        );
+                    }
+                }
+            }
+            ValueExpr::Secret(name) => match secrets {
+                SecretUse::Allowed => {}
+                SecretUse::Predicate => self.report(
+                    DiagnosticCode::SecretInPredicate,
+                    path.key("$secret"),
+                    format!("secret `{name}` is used in a predicate"),
+                    "predicates compare against screen text and are logged with it; a secret is \
+                     resolved only when typed into a control",
+                ),
+                SecretUse::Misplaced => self.report(
+                    DiagnosticCode::SecretMisplaced,
+                    path.key("$secret"),
+                    format!("secret `{name}` is used where its value would leave the process"),
+                    "secrets may only be typed or selected into a control, or passed to a remedy capability",
+                ),
+            },
+            ValueExpr::String(_) | ValueExpr::Integer(_) | ValueExpr::Number(_) | ValueExpr::Boolean(_) => {}
+        }
+    }
+
+    fn regex(&mut self, path: &DocPath, pattern: &str) -> Option<Regex> {
+        match Regex::new(pattern) {
+            Ok(regex) => Some(regex),
+            Err(error) => {
+                let reason = error
+                    .to_string()
+                    .lines()
+                    .last()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_owned();
+                self.report(
+                    DiagnosticCode::InvalidRegex,
+                    path.clone(),
+                    format!("the regex {pattern:?} does not compile: {}", reason.trim_start_matches("error: ")),
+                    "regexes use the Rust `regex` crate's syntax (no look-around, no backreferences)",
+                );
+                None
+            }
+        }
+    }
+
+    fn css(&mut self, path: &DocPath, text: &str) {
+        if looks_like_css(text) {
+            self.report(
+                DiagnosticCode::CssOutsideHints,
+                path.clone(),
+                format!("{text:?} looks like a CSS selector"),
+                "describe the control by role, accessible name, anchor and scope; CSS may appear \
+                 only under `hints.css`, an unverified cache",
+            );
+        }
+    }
+
+    fn step_ids(&self) -> String {
+        self.capability
+            .steps
+            .iter()
+            .map(|step| step.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn report(
+        &mut self,
+        code: DiagnosticCode,
+        path: DocPath,
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) {
+        self.problems.push(Problem::new(code, path, message, help));
+    }
+}
+
+/// `; declared: a, b` or nothing.
+fn declared_list<'n>(names: impl Iterator<Item = &'n str>) -> String {
+    let names: Vec<&str> = names.collect();
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!(" (declared: {})", names.join(", "))
+    }
+}
+
+/// `textbox`, `menuitem`, `columnheader`: a lowercase word, underscores allowed.
+fn is_role_name(role: &str) -> bool {
+    !role.is_empty() && role.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+}
+
+/// Whether a text reads as a CSS selector (or an XPath) rather than as words on a screen:
+/// `#id`, `.class`, `tag.class`, `[attr=…]`, `tag > tag`, `:nth-child(…)`, `//tag`.
+pub fn looks_like_css(text: &str) -> bool {
+    static CSS: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r#"(?x)
+            ^\s*[.\#][A-Za-z_-][\w-]*
+            | \[\s*@?[A-Za-z_][\w-]*\s*[~|^$*]?=
+            | (?:^|[\s>+~(])(?:input|button|select|option|textarea|form|label|table|tbody|thead|tr|td|th|div|span|iframe|frame|frameset|body|nav|section|ul|ol|img)
+              (?:[.\#\[:][A-Za-z_@-]|\s*[>+~]\s*[A-Za-z.\#\[])
+            | :(?:nth-child|nth-of-type|first-child|last-child|first-of-type|last-of-type|has|contains)\b
+            | ^\s*//[A-Za-z*]
+            "#,
+        )
+        .expect("the CSS detector is a valid regex")
+    });
+    CSS.is_match(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::looks_like_css;
+
+    #[test]
+    fn css_detector() {
+        for css in [
+            "#memno",
+            ".frmfld",
+            "input[name=\"memno\"]",
+            "input[name=memno]",
+            "[data-testid=x]",
+            "td.label",
+            "table > tr",
+            "div span > input",
+            "tr:nth-child(2)",
+            "//input[@name='x']",
+            "button#go",
+        ] {
+            assert!(looks_like_css(css), "{css}");
+        }
+        for words in [
+            "Member Number",
+            "Savings Bal.",
+            "Acct. Status",
+            "Member #",
+            "#1 Choice",
+            "Transfer Funds",
+            "S-12345-01 Savings",
+            "^\\$[0-9,]+\\.[0-9]{2}$",
+            "Home > Accounts",
+            "Search",
+            "No records found",
+            "[a-z]+",
+        ] {
+            assert!(!looks_like_css(words), "{words}");
+        }
+    }
+}
