@@ -4,6 +4,8 @@
 use cua_artifact::{ActionKind, Actor, RiskTier};
 use cua_snapshot::NodeId;
 
+use crate::engine::RiskAssessment;
+
 /// Scroll direction for [`SurfaceAction::Scroll`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScrollDirection {
@@ -117,7 +119,7 @@ pub struct AuthorizedAction {
     actor: Actor,
     lease_epoch: u64,
     decision_id: String,
-    risk: RiskTier,
+    assessment: RiskAssessment,
     action: SurfaceAction,
     target: Option<ResolvedTarget>,
 }
@@ -127,7 +129,7 @@ impl AuthorizedAction {
         actor: Actor,
         lease_epoch: u64,
         decision_id: String,
-        risk: RiskTier,
+        assessment: RiskAssessment,
         action: SurfaceAction,
         target: Option<ResolvedTarget>,
     ) -> Self {
@@ -135,7 +137,7 @@ impl AuthorizedAction {
             actor,
             lease_epoch,
             decision_id,
-            risk,
+            assessment,
             action,
             target,
         }
@@ -154,7 +156,12 @@ impl AuthorizedAction {
     }
 
     pub fn risk(&self) -> RiskTier {
-        self.risk
+        self.assessment.tier
+    }
+
+    /// The risk tier with the signals and the reason the engine recorded.
+    pub fn assessment(&self) -> &RiskAssessment {
+        &self.assessment
     }
 
     pub fn action(&self) -> &SurfaceAction {

@@ -7,10 +7,17 @@
 
 mod allowlist;
 mod authorized;
+mod budget;
 mod engine;
+mod grant;
 mod lease;
 
 pub use allowlist::{Allowlist, AllowlistError, BlockedUrl};
 pub use authorized::{AuthorizedAction, RawInput, ResolvedTarget, ScrollDirection, SurfaceAction};
-pub use engine::{ActionRequest, Denial, DenialCode, PolicyEngine, PolicyRules};
+pub use budget::{BudgetExceeded, RunBudget};
+pub use engine::{
+    ActionRequest, AuthorizationContext, Denial, DenialCode, PolicyEngine, PolicyError,
+    PolicyRules, RiskAssessment,
+};
+pub use grant::{BoundFrom, IrreversibleGrant};
 pub use lease::Lease;

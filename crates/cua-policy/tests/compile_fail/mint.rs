@@ -6,7 +6,7 @@ fn main() {
         Actor::Automation,
         1,
         "dec-forged".to_string(),
-        RiskTier::Safe,
+        cua_policy::RiskAssessment { tier: RiskTier::Safe, signals: vec![], reason: String::new() },
         SurfaceAction::Click,
         None,
     );

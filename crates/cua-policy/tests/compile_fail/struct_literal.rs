@@ -6,7 +6,7 @@ fn main() {
         actor: Actor::Automation,
         lease_epoch: 1,
         decision_id: "dec-forged".to_string(),
-        risk: RiskTier::Safe,
+        assessment: cua_policy::RiskAssessment { tier: RiskTier::Safe, signals: vec![], reason: String::new() },
         action: SurfaceAction::Click,
         target: None,
     };

@@ -1,0 +1,112 @@
+//! The irreversible grant: what `allow_if_approved` requires, computed from the documents
+//! themselves so that nobody can hand the engine a pre-approved flag.
+
+use cua_artifact::{Capability, CapabilityApproval, ReplayGates, SealState, TenantBinding};
+
+/// Evidence that an irreversible step may run unattended: the caller's opt-in and an approval
+/// pinned to the recomputed content hash (directly, or through a substitution-only tenant
+/// binding re-derived from its approved base). Private fields; built only by
+/// [`IrreversibleGrant::evaluate`], which checks the documents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IrreversibleGrant {
+    caller_opt_in: bool,
+    approval: Result<String, String>,
+}
+
+/// The tenant side of an approval: the sealed base and the binding that produced the
+/// capability being run.
+#[derive(Debug, Clone, Copy)]
+pub struct BoundFrom<'a> {
+    pub base: &'a Capability,
+    pub binding: &'a TenantBinding,
+}
+
+impl IrreversibleGrant {
+    /// Checks the approval against the capability about to run. The hash is recomputed from
+    /// the capability's content, so a stale declared hash cannot match.
+    pub fn evaluate(
+        capability: &Capability,
+        approval: Option<&CapabilityApproval>,
+        bound_from: Option<BoundFrom<'_>>,
+        caller_opt_in: bool,
+    ) -> Self {
+        let approval = match (approval, bound_from) {
+            (None, _) => Err(format!(
+                "no approval is recorded for {}",
+                capability.reference()
+            )),
+            (Some(approval), Some(bound)) => bound
+                .binding
+                .carries_approval(bound.base, approval, capability)
+                .map(|()| {
+                    format!(
+                        "approved base {} by {} through substitution-only binding for {}",
+                        bound.base.reference(),
+                        approval
+                            .approved_by
+                            .as_deref()
+                            .unwrap_or("an unnamed reviewer"),
+                        bound.binding.tenant
+                    )
+                }),
+            (Some(approval), None) => match capability.seal_state() {
+                SealState::Sealed(hash) if approval.covers(&hash) => Ok(format!(
+                    "{} approved by {} at {hash}",
+                    capability.reference(),
+                    approval
+                        .approved_by
+                        .as_deref()
+                        .unwrap_or("an unnamed reviewer")
+                )),
+                SealState::Sealed(hash) => Err(format!(
+                    "the approval does not cover {} at {hash} (approval pins {}, state {:?})",
+                    capability.reference(),
+                    approval.content_hash,
+                    approval.state
+                )),
+                SealState::Draft => Err(format!(
+                    "{} is an unsealed draft; only a sealed capability can be approved",
+                    capability.reference()
+                )),
+                SealState::Tampered { declared, computed } => Err(format!(
+                    "{} is tampered: declared {declared}, computed {computed}",
+                    capability.reference()
+                )),
+            },
+        };
+        Self {
+            caller_opt_in,
+            approval,
+        }
+    }
+
+    /// A grant with no approval and no opt-in: what discovery and assisted recovery present.
+    pub fn none() -> Self {
+        Self {
+            caller_opt_in: false,
+            approval: Err("no approval was presented".to_string()),
+        }
+    }
+
+    /// Why the gates refuse this grant, or `None` when they pass.
+    pub fn refusal(&self, gates: &ReplayGates) -> Option<String> {
+        let mut reasons = Vec::new();
+        if gates.irreversible_requires_caller_optin && !self.caller_opt_in {
+            reasons.push(
+                "the caller did not opt in to irreversible actions (--allow-irreversible)"
+                    .to_string(),
+            );
+        }
+        if gates.irreversible_requires_approval
+            && let Err(reason) = &self.approval
+        {
+            reasons.push(reason.clone());
+        }
+        (!reasons.is_empty()).then(|| reasons.join("; "))
+    }
+
+    /// What the approval rests on, for the authorize event; `None` when there is none.
+    pub fn approved_under(&self) -> Option<&str> {
+        self.approval.as_deref().ok()
+    }
+}
