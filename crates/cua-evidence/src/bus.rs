@@ -1,0 +1,387 @@
+//! The evidence bus: one directory per run, an append-only hash-chained `trace.jsonl`, the
+//! snapshots and screenshots the trace refers to, and `run_record.json` at the end.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use cua_artifact::{Actor, RunRecord};
+use cua_snapshot::UiSnapshot;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::chain::{self, ENVELOPE_KEYS, Envelope};
+use crate::clock::Clock;
+use crate::error::EvidenceError;
+use crate::event::Event;
+use crate::project::project;
+use crate::redact::Redactor;
+use crate::verify::read_trace;
+
+/// The trace file's name inside a run directory.
+pub const TRACE_FILE: &str = "trace.jsonl";
+/// The run record's file name inside a run directory.
+pub const RUN_RECORD_FILE: &str = "run_record.json";
+/// The snapshot directory's name inside a run directory.
+pub const SNAPSHOT_DIR: &str = "snapshots";
+/// The screenshot directory's name inside a run directory.
+pub const SCREENSHOT_DIR: &str = "screenshots";
+
+/// A run id: the name of the run's evidence directory. Injected by the caller (so tests and
+/// batch runs choose them), 1 to 128 ASCII letters, digits, `.`, `_` or `-`, starting with a
+/// letter or digit and containing at least one letter, so no sink mistakes it for a number.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct RunId(String);
+
+impl RunId {
+    /// Parses a run id.
+    pub fn parse(text: &str) -> Result<Self, EvidenceError> {
+        let reason = if text.is_empty() || text.len() > 128 {
+            Some("must be 1 to 128 characters")
+        } else if !text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        {
+            Some("may hold only ASCII letters, digits, `.`, `_` and `-`")
+        } else if !text.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+            Some("must start with a letter or a digit")
+        } else if !text.bytes().any(|b| b.is_ascii_alphabetic()) {
+            Some("must contain a letter, so it is never read as a number")
+        } else {
+            None
+        };
+        match reason {
+            Some(reason) => Err(EvidenceError::InvalidRunId {
+                run_id: text.to_owned(),
+                reason,
+            }),
+            None => Ok(Self(text.to_owned())),
+        }
+    }
+
+    /// The id's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for RunId {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+/// A file the bus wrote next to the trace: its path relative to the run directory, and the
+/// blake3 of its bytes (`verify` checks both when an event names them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ArtifactRef {
+    pub path: String,
+    pub digest: String,
+}
+
+/// The evidence of one run. Every method takes `&self`: the executor, the console and the
+/// broker may share one bus; lines are serialized under a lock, so `seq` and the chain follow
+/// the order in which events were emitted.
+pub struct EvidenceBus {
+    run_id: RunId,
+    dir: PathBuf,
+    clock: Arc<dyn Clock>,
+    redactor: Redactor,
+    writer: Mutex<Writer>,
+}
+
+impl EvidenceBus {
+    /// Creates `<root>/<run_id>/` with an empty `trace.jsonl`. Refuses a run directory that
+    /// already exists and is not empty: evidence is never overwritten.
+    pub fn create(
+        root: &Path,
+        run_id: RunId,
+        clock: Arc<dyn Clock>,
+        redactor: Redactor,
+    ) -> Result<Self, EvidenceError> {
+        fs::create_dir_all(root)
+            .map_err(|source| EvidenceError::io("create the evidence root", root, source))?;
+        let dir = root.join(run_id.as_str());
+        match fs::create_dir(&dir) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                let mut entries = fs::read_dir(&dir)
+                    .map_err(|source| EvidenceError::io("read the run directory", &dir, source))?;
+                if entries.next().is_some() {
+                    return Err(EvidenceError::RunDirNotEmpty { path: dir });
+                }
+            }
+            Err(source) => {
+                return Err(EvidenceError::io("create the run directory", &dir, source));
+            }
+        }
+        let trace_path = dir.join(TRACE_FILE);
+        let file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(&trace_path)
+            .map_err(|source| EvidenceError::io("create", &trace_path, source))?;
+        sync_dir(&dir)?;
+        let prev_hash = chain::genesis_hash(run_id.as_str());
+        Ok(Self {
+            run_id,
+            dir,
+            clock,
+            redactor,
+            writer: Mutex::new(Writer {
+                file,
+                trace_path,
+                next_seq: 1,
+                prev_hash,
+                ended: false,
+                failed: false,
+                snapshots: 0,
+                screenshots: 0,
+            }),
+        })
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &RunId {
+        &self.run_id
+    }
+
+    /// The run directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The redactor this bus writes through (shared with the secret resolver and other sinks).
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    /// Appends one event, redacted, and flushes it to the file before returning its `seq`.
+    /// `run_end` also syncs the file to disk and closes the trace to further events.
+    pub fn emit(
+        &self,
+        actor: Actor,
+        lease_epoch: u64,
+        event: impl Into<Event>,
+    ) -> Result<u64, EvidenceError> {
+        let event = event.into().bounded();
+        let name = event.name();
+        let payload = self.redacted_payload(&event)?;
+        let mut writer = self.lock()?;
+        let seq = writer.next_seq;
+        let sealed = chain::seal(
+            &Envelope {
+                seq,
+                at: self.clock.now(),
+                run_id: self.run_id.as_str(),
+                event: name,
+                actor,
+                lease_epoch,
+                prev_hash: &writer.prev_hash,
+            },
+            &payload,
+        )?;
+        let is_run_end = matches!(event, Event::RunEnd(_));
+        writer.append(&sealed.bytes, is_run_end)?;
+        writer.prev_hash = sealed.line_hash;
+        writer.next_seq += 1;
+        writer.ended = is_run_end;
+        Ok(seq)
+    }
+
+    /// Writes a snapshot, redacted, as `snapshots/NNNN-<label>.json`.
+    pub fn write_snapshot(
+        &self,
+        label: &str,
+        snapshot: &UiSnapshot,
+    ) -> Result<ArtifactRef, EvidenceError> {
+        let bytes = self.redactor.redact_snapshot(snapshot).to_json_bytes();
+        let label = self.file_label(label);
+        let mut writer = self.lock()?;
+        if writer.ended {
+            return Err(EvidenceError::RunEnded);
+        }
+        writer.snapshots += 1;
+        let name = format!("{SNAPSHOT_DIR}/{:04}-{label}.json", writer.snapshots);
+        write_new_file(&self.dir, &name, &bytes)
+    }
+
+    /// Writes a screenshot as `screenshots/NNNN-<label>.png`. Pixels cannot be redacted here:
+    /// the driver paints sensitive regions before capture. The bytes are still checked, and a
+    /// screenshot carrying a registered secret (in its metadata, say) is refused.
+    pub fn write_screenshot(&self, label: &str, png: &[u8]) -> Result<ArtifactRef, EvidenceError> {
+        if self.redactor.contains_secret(png) {
+            return Err(EvidenceError::SecretInScreenshot {
+                label: self.redactor.redact_text(label),
+            });
+        }
+        let label = self.file_label(label);
+        let mut writer = self.lock()?;
+        if writer.ended {
+            return Err(EvidenceError::RunEnded);
+        }
+        writer.screenshots += 1;
+        let name = format!("{SCREENSHOT_DIR}/{:04}-{label}.png", writer.screenshots);
+        write_new_file(&self.dir, &name, png)
+    }
+
+    /// After `run_end`: projects the trace as written into a run record, writes it through the
+    /// redactor as `run_record.json`, and returns it.
+    pub fn finish(&self) -> Result<RunRecord, EvidenceError> {
+        {
+            let writer = self.lock()?;
+            if !writer.ended {
+                return Err(EvidenceError::RunNotEnded);
+            }
+        }
+        let lines = read_trace(&self.dir)?;
+        let record = project(&lines)?;
+        let value = serde_json::to_value(&record).map_err(|source| EvidenceError::Serialize {
+            what: "the run record",
+            source,
+        })?;
+        let mut bytes =
+            serde_json::to_vec_pretty(&self.redactor.redact_json(&value)).map_err(|source| {
+                EvidenceError::Serialize {
+                    what: "the run record",
+                    source,
+                }
+            })?;
+        bytes.push(b'\n');
+        write_new_file(&self.dir, RUN_RECORD_FILE, &bytes)?;
+        Ok(record)
+    }
+
+    fn redacted_payload(
+        &self,
+        event: &Event,
+    ) -> Result<serde_json::Map<String, Value>, EvidenceError> {
+        let serialize = |source| EvidenceError::Serialize {
+            what: "an event",
+            source,
+        };
+        let Value::Object(mut payload) = serde_json::to_value(event).map_err(serialize)? else {
+            unreachable!("an internally tagged enum of structs serializes to an object")
+        };
+        payload.remove("event");
+        if let Some(key) = payload
+            .keys()
+            .find(|key| ENVELOPE_KEYS.contains(&key.as_str()))
+        {
+            return Err(EvidenceError::ReservedKey {
+                event: event.name(),
+                key: key.clone(),
+            });
+        }
+        match self.redactor.redact_json(&Value::Object(payload)) {
+            Value::Object(redacted) => Ok(redacted),
+            _ => unreachable!("redacting an object yields an object"),
+        }
+    }
+
+    /// A label safe as part of a file name, with nothing sensitive in it.
+    fn file_label(&self, label: &str) -> String {
+        let label: String = self
+            .redactor
+            .redact_text(label)
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
+            .take(MAX_LABEL_CHARS)
+            .collect();
+        let label = label.trim_matches('_');
+        if label.is_empty() {
+            "unlabelled".to_owned()
+        } else {
+            label.to_owned()
+        }
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Writer>, EvidenceError> {
+        let writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        if writer.failed {
+            return Err(EvidenceError::BusFailed {
+                path: writer.trace_path.clone(),
+            });
+        }
+        Ok(writer)
+    }
+}
+
+impl std::fmt::Debug for EvidenceBus {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("EvidenceBus")
+            .field("run_id", &self.run_id)
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+const MAX_LABEL_CHARS: usize = 48;
+
+struct Writer {
+    file: File,
+    trace_path: PathBuf,
+    next_seq: u64,
+    prev_hash: String,
+    ended: bool,
+    failed: bool,
+    snapshots: u32,
+    screenshots: u32,
+}
+
+impl Writer {
+    /// Writes one sealed line in one `write_all`, so an interrupted write leaves at most one
+    /// torn final line (no newline), which `verify` reports as torn rather than tampered.
+    fn append(&mut self, bytes: &[u8], sync: bool) -> Result<(), EvidenceError> {
+        if self.ended {
+            return Err(EvidenceError::RunEnded);
+        }
+        let written = self
+            .file
+            .write_all(bytes)
+            .and_then(|()| self.file.flush())
+            .and_then(|()| if sync { self.file.sync_data() } else { Ok(()) });
+        written.map_err(|source| {
+            // After a failed write the file may end in a torn line; appending more would bury
+            // it mid-file, where it reads as tampering.
+            self.failed = true;
+            EvidenceError::io("append to", &self.trace_path, source)
+        })
+    }
+}
+
+fn write_new_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<ArtifactRef, EvidenceError> {
+    let path = dir.join(name);
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent)
+            .map_err(|source| EvidenceError::io("create the directory", parent, source))?;
+    }
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|source| EvidenceError::io("create", &path, source))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_data())
+        .map_err(|source| EvidenceError::io("write", &path, source))?;
+    Ok(ArtifactRef {
+        path: name.to_owned(),
+        digest: format!("{}{}", chain::HASH_PREFIX, blake3::hash(bytes).to_hex()),
+    })
+}
+
+/// Makes a newly created entry in `dir` durable.
+fn sync_dir(dir: &Path) -> Result<(), EvidenceError> {
+    File::open(dir)
+        .and_then(|handle| handle.sync_all())
+        .map_err(|source| EvidenceError::io("sync", dir, source))
+}

@@ -1,0 +1,408 @@
+//! Reading a run directory back: [`verify`] checks the hash chain and the files the trace names;
+//! [`read_trace`] parses the committed lines for projection.
+
+use std::fs;
+use std::path::{Component, Path};
+
+use cua_artifact::RunStatus;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::bus::{RUN_RECORD_FILE, TRACE_FILE};
+use crate::chain::{self, Seal};
+use crate::error::EvidenceError;
+use crate::event::{Event, TraceLine};
+use crate::project::project;
+
+/// What [`verify`] found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VerifyReport {
+    /// The run id, from the directory name.
+    pub run_id: String,
+    /// Committed lines that verified, in order, before any break.
+    pub events: u64,
+    /// Whether the verified lines include `run_end`.
+    pub ended: bool,
+    /// The run's status, from `run_end`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<RunStatus>,
+    /// The `line_hash` of the last verified line (the genesis hash for an empty trace): the
+    /// head to anchor elsewhere if a stronger guarantee is wanted.
+    pub head: String,
+    /// A final line without its newline: a write the run did not finish (it was killed). It is
+    /// not counted and not trusted, and it is not tampering.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub torn_tail: Option<TornTail>,
+    /// The first place the evidence stops being trustworthy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broken: Option<ChainBreak>,
+}
+
+impl VerifyReport {
+    /// Whether everything committed verifies (a truncated run can be intact: it is a prefix).
+    pub fn is_intact(&self) -> bool {
+        self.broken.is_none()
+    }
+
+    /// One line for people: `12 events, chain intact, run_end (success)`.
+    pub fn summary(&self) -> String {
+        let mut summary = format!(
+            "{} event{}",
+            self.events,
+            if self.events == 1 { "" } else { "s" }
+        );
+        match &self.broken {
+            Some(broken) => {
+                summary.push_str(&format!(
+                    ", chain broken at line {}: {}",
+                    broken.line, broken.message
+                ));
+            }
+            None => {
+                summary.push_str(", chain intact");
+                match self.status {
+                    Some(status) if self.ended => {
+                        summary.push_str(&format!(", run_end ({})", status.as_str()));
+                    }
+                    _ => summary.push_str(", no run_end (the run was interrupted or is running)"),
+                }
+            }
+        }
+        if let Some(torn) = &self.torn_tail {
+            summary.push_str(&format!(
+                "; torn final line {} ({} bytes) ignored",
+                torn.line, torn.bytes
+            ));
+        }
+        summary
+    }
+}
+
+/// An unterminated final line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TornTail {
+    /// Its line number.
+    pub line: u64,
+    /// Its length in bytes.
+    pub bytes: usize,
+}
+
+/// Where and why the evidence stops verifying.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChainBreak {
+    /// The 1-based line number in `trace.jsonl` the problem was found at.
+    pub line: u64,
+    pub kind: BreakKind,
+    pub message: String,
+}
+
+/// The kinds of break, from the most local (one line's bytes) to the run as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakKind {
+    /// The line does not end with a `line_hash` member.
+    Unsealed,
+    /// The line's bytes do not match its `line_hash`: it was edited.
+    Altered,
+    /// The line is sealed but is not a well-formed event.
+    Malformed,
+    /// `seq` skips ahead: lines before this one were removed.
+    Missing,
+    /// `seq` repeats or goes back: a line was inserted, or lines were reordered.
+    OutOfOrder,
+    /// The line belongs to another run.
+    WrongRun,
+    /// `prev_hash` is not the previous line's `line_hash`.
+    ChainMismatch,
+    /// An event follows `run_end`.
+    AfterRunEnd,
+    /// A file the line names is missing or differs from its recorded digest.
+    File,
+    /// `run_record.json` exists but the trace has no `run_end`: its tail was removed.
+    TailRemoved,
+    /// `run_record.json` is not the projection of the trace.
+    RunRecord,
+}
+
+/// Verifies a run directory: every committed line's seal, `seq`, run id and `prev_hash`, the
+/// files the trace names, and the run record against the trace. A broken chain is reported in
+/// the report; the error is for a path that is not a run directory at all.
+pub fn verify(run_dir: &Path) -> Result<VerifyReport, EvidenceError> {
+    let (run_id, bytes) = open_trace(run_dir)?;
+    let mut report = VerifyReport {
+        run_id: run_id.clone(),
+        events: 0,
+        ended: false,
+        status: None,
+        head: chain::genesis_hash(&run_id),
+        torn_tail: None,
+        broken: None,
+    };
+    let mut lines = Vec::new();
+    for (index, segment) in bytes.split_inclusive(|&byte| byte == b'\n').enumerate() {
+        let number = index as u64 + 1;
+        let Some(line) = segment.strip_suffix(b"\n") else {
+            report.torn_tail = Some(TornTail {
+                line: number,
+                bytes: segment.len(),
+            });
+            break;
+        };
+        match check_line(run_dir, &run_id, number, line, &report) {
+            Ok(checked) => {
+                report.events = number;
+                report.head = checked.line_hash.clone();
+                if let Event::RunEnd(end) = &checked.event {
+                    report.ended = true;
+                    report.status = Some(end.status);
+                }
+                lines.push(checked);
+            }
+            Err((kind, message)) => {
+                report.broken = Some(ChainBreak {
+                    line: number,
+                    kind,
+                    message,
+                });
+                return Ok(report);
+            }
+        }
+    }
+    let record_path = run_dir.join(RUN_RECORD_FILE);
+    if record_path.exists() {
+        report.broken = check_run_record(&record_path, &lines, &report);
+    }
+    Ok(report)
+}
+
+/// Parses the committed lines of a run's trace (an unterminated final line is skipped), for
+/// projection. It does not check the chain; [`verify`] does.
+pub fn read_trace(run_dir: &Path) -> Result<Vec<TraceLine>, EvidenceError> {
+    let (_, bytes) = open_trace(run_dir)?;
+    bytes
+        .split_inclusive(|&byte| byte == b'\n')
+        .filter_map(|segment| segment.strip_suffix(b"\n"))
+        .enumerate()
+        .map(|(index, line)| {
+            serde_json::from_slice(line).map_err(|source| EvidenceError::MalformedLine {
+                line: index as u64 + 1,
+                source,
+            })
+        })
+        .collect()
+}
+
+fn open_trace(run_dir: &Path) -> Result<(String, Vec<u8>), EvidenceError> {
+    let not_a_run_dir = |reason: String| EvidenceError::NotARunDir {
+        path: run_dir.to_owned(),
+        reason,
+    };
+    if !run_dir.is_dir() {
+        return Err(not_a_run_dir("no such directory".into()));
+    }
+    let trace_path = run_dir.join(TRACE_FILE);
+    if !trace_path.is_file() {
+        return Err(not_a_run_dir(format!("it has no {TRACE_FILE}")));
+    }
+    let canonical = fs::canonicalize(run_dir)
+        .map_err(|source| EvidenceError::io("resolve", run_dir, source))?;
+    let run_id = canonical
+        .file_name()
+        .and_then(|name| name.to_str())
+        .ok_or_else(|| not_a_run_dir("its name is not a run id".into()))?
+        .to_owned();
+    let bytes =
+        fs::read(&trace_path).map_err(|source| EvidenceError::io("read", &trace_path, source))?;
+    Ok((run_id, bytes))
+}
+
+type LineProblem = (BreakKind, String);
+
+fn check_line(
+    run_dir: &Path,
+    run_id: &str,
+    number: u64,
+    line: &[u8],
+    report: &VerifyReport,
+) -> Result<TraceLine, LineProblem> {
+    match chain::unseal(line) {
+        Seal::Missing => {
+            return Err((
+                BreakKind::Unsealed,
+                format!(
+                    "line {number} does not end with a line_hash: it was edited, or it is not a \
+                     trace line"
+                ),
+            ));
+        }
+        Seal::Present { claimed, computed } if claimed != computed => {
+            return Err((
+                BreakKind::Altered,
+                format!(
+                    "line {number} was altered: its bytes hash to {computed}, not to its \
+                     line_hash {claimed}"
+                ),
+            ));
+        }
+        Seal::Present { .. } => {}
+    }
+    let value: Value = serde_json::from_slice(line).map_err(|error| {
+        (
+            BreakKind::Malformed,
+            format!("line {number} is not JSON: {error}"),
+        )
+    })?;
+    let seq = value.get("seq").and_then(Value::as_u64).ok_or_else(|| {
+        (
+            BreakKind::Malformed,
+            format!("line {number} has no numeric seq"),
+        )
+    })?;
+    if seq > number {
+        let missing = if seq == number + 1 {
+            format!("line {number}")
+        } else {
+            format!("lines {number} to {}", seq - 1)
+        };
+        return Err((
+            BreakKind::Missing,
+            format!("line {number} has seq {seq}: {missing} of the original trace were removed"),
+        ));
+    }
+    if seq < number {
+        return Err((
+            BreakKind::OutOfOrder,
+            format!(
+                "line {number} has seq {seq}, which comes earlier: a line was inserted or lines \
+                 were reordered"
+            ),
+        ));
+    }
+    let line_run_id = value.get("run_id").and_then(Value::as_str);
+    if line_run_id != Some(run_id) {
+        return Err((
+            BreakKind::WrongRun,
+            format!(
+                "line {number} belongs to run {}, not to {run_id}",
+                line_run_id.unwrap_or("<none>")
+            ),
+        ));
+    }
+    let prev_hash = value.get("prev_hash").and_then(Value::as_str);
+    if prev_hash != Some(report.head.as_str()) {
+        let previous = if number == 1 {
+            "the genesis hash of the run".to_owned()
+        } else {
+            format!("line {}'s line_hash", number - 1)
+        };
+        return Err((
+            BreakKind::ChainMismatch,
+            format!(
+                "line {number}'s prev_hash is not {previous}: a line before it was inserted, \
+                 removed or rewritten"
+            ),
+        ));
+    }
+    if report.ended {
+        return Err((
+            BreakKind::AfterRunEnd,
+            format!("line {number} follows run_end: nothing may be appended to a finished run"),
+        ));
+    }
+    let parsed: TraceLine = serde_json::from_value(value).map_err(|error| {
+        (
+            BreakKind::Malformed,
+            format!("line {number} is not a well-formed event: {error}"),
+        )
+    })?;
+    check_files(run_dir, number, &parsed)?;
+    Ok(parsed)
+}
+
+/// Every `<x>_ref` with a `<x>_digest` beside it names a file that must exist, inside the run
+/// directory, with that digest.
+fn check_files(run_dir: &Path, number: u64, line: &TraceLine) -> Result<(), LineProblem> {
+    let (snapshot, screenshot) = match &line.event {
+        Event::Observe(observe) => (
+            observe
+                .snapshot_ref
+                .as_ref()
+                .zip(observe.snapshot_digest.as_ref()),
+            None,
+        ),
+        Event::Escalate(escalate) => (
+            None,
+            escalate
+                .screenshot_ref
+                .as_ref()
+                .zip(escalate.screenshot_digest.as_ref()),
+        ),
+        _ => (None, None),
+    };
+    for (reference, digest) in snapshot.into_iter().chain(screenshot) {
+        let relative = Path::new(reference);
+        let inside = relative
+            .components()
+            .all(|component| matches!(component, Component::Normal(_)));
+        if !inside {
+            return Err((
+                BreakKind::File,
+                format!("line {number} names {reference}, which is outside the run directory"),
+            ));
+        }
+        let Ok(bytes) = fs::read(run_dir.join(relative)) else {
+            return Err((
+                BreakKind::File,
+                format!("line {number} names {reference}, which is missing"),
+            ));
+        };
+        let actual = format!("{}{}", chain::HASH_PREFIX, blake3::hash(&bytes).to_hex());
+        if &actual != digest {
+            return Err((
+                BreakKind::File,
+                format!("line {number} names {reference}, whose bytes no longer match {digest}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_run_record(
+    record_path: &Path,
+    lines: &[TraceLine],
+    report: &VerifyReport,
+) -> Option<ChainBreak> {
+    let next_line = report.events + 1;
+    if !report.ended {
+        return Some(ChainBreak {
+            line: next_line,
+            kind: BreakKind::TailRemoved,
+            message: format!(
+                "{RUN_RECORD_FILE} exists, so the run finished, but the trace has no run_end: \
+                 its tail from line {next_line} was removed"
+            ),
+        });
+    }
+    let mismatch = |detail: String| ChainBreak {
+        line: next_line,
+        kind: BreakKind::RunRecord,
+        message: format!("{RUN_RECORD_FILE} {detail}"),
+    };
+    let written: Value = match fs::read(record_path)
+        .map_err(|error| error.to_string())
+        .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|error| error.to_string()))
+    {
+        Ok(written) => written,
+        Err(error) => return Some(mismatch(format!("cannot be read: {error}"))),
+    };
+    let projected = project(lines)
+        .map_err(|error| error.to_string())
+        .and_then(|record| serde_json::to_value(record).map_err(|error| error.to_string()));
+    match projected {
+        Ok(projected) if projected == written => None,
+        Ok(_) => Some(mismatch(
+            "is not the projection of trace.jsonl: one of them was edited".into(),
+        )),
+        Err(error) => Some(mismatch(format!("cannot be checked: {error}"))),
+    }
+}
