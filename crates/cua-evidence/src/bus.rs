@@ -281,26 +281,25 @@ impl EvidenceBus {
         }
     }
 
-    /// A label safe as part of a file name, with nothing sensitive in it.
+    /// A label safe as part of a file name, with nothing sensitive in it: redacted, then
+    /// lowercase ASCII letters, digits and `-`, with every other run of characters one `_`.
     fn file_label(&self, label: &str) -> String {
-        let label: String = self
-            .redactor
-            .redact_text(label)
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c.to_ascii_lowercase()
-                } else {
-                    '_'
-                }
-            })
-            .take(MAX_LABEL_CHARS)
-            .collect();
-        let label = label.trim_matches('_');
-        if label.is_empty() {
+        let mut safe = String::new();
+        for c in self.redactor.redact_text(label).chars() {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                safe.push(c.to_ascii_lowercase());
+            } else if !safe.is_empty() && !safe.ends_with('_') {
+                safe.push('_');
+            }
+            if safe.len() >= MAX_LABEL_CHARS {
+                break;
+            }
+        }
+        let safe = safe.trim_end_matches('_');
+        if safe.is_empty() {
             "unlabelled".to_owned()
         } else {
-            label.to_owned()
+            safe.to_owned()
         }
     }
 

@@ -17,8 +17,10 @@ use crate::event::{Authorize, Dispatch, Escalate, Event, Resolve, RunEnd, TraceL
 ///
 /// * One step per `dispatch` that was not refused, in trace order.
 /// * A step takes the `resolve` emitted since the previous dispatch when it is for the same
-///   step (a `navigate` does not inherit the previous click's resolution), and the latest
-///   `classify`, `observe` and `recovery` before it.
+///   step (a `navigate` does not inherit the previous click's resolution), the latest
+///   `classify` when it is for the same step (`expected` otherwise, as for a discovery or
+///   operator action that nothing classified), and the latest `observe` and `recovery`
+///   before it.
 /// * `authorized` requires a granted `authorize` earlier in the trace with the same decision id,
 ///   **actor and lease epoch**, so a decision cannot be reused by another actor or after the
 ///   session changed hands.
@@ -158,7 +160,7 @@ struct Projection {
     resolve: Option<Resolve>,
     recovery: Option<cua_artifact::Identifier>,
     /// Latest before the next dispatch.
-    observation: Option<ObservationClass>,
+    observation: Option<(StepId, ObservationClass)>,
     snapshot_ref: Option<String>,
     authorizations: BTreeMap<String, (Actor, u64, Authorize)>,
     escalation: Option<Escalate>,
@@ -187,7 +189,9 @@ impl Projection {
                     (line.actor, line.lease_epoch, authorize.clone()),
                 );
             }
-            Event::Classify(classify) => self.observation = Some(classify.observation),
+            Event::Classify(classify) => {
+                self.observation = Some((classify.step.clone(), classify.observation));
+            }
             Event::Recovery(recovery) => {
                 self.recovery = Some(recovery.rule.clone());
                 self.recovery_attempts = self.recovery_attempts.saturating_add(1);
@@ -227,7 +231,7 @@ impl Projection {
                 }
             }
             Event::Lease(lease) => self.lease_transitions.push(format!(
-                "{} by {} at epoch {}",
+                "{} (holder {}, epoch {})",
                 lease.transition.as_str(),
                 lease.holder.as_str(),
                 line.lease_epoch
@@ -297,7 +301,11 @@ impl Projection {
             lease_epoch: line.lease_epoch,
             authorized,
             policy_decision,
-            observation: self.observation.unwrap_or(ObservationClass::Expected),
+            observation: self
+                .observation
+                .as_ref()
+                .filter(|(step, _)| dispatch.step.as_ref() == Some(step))
+                .map_or(ObservationClass::Expected, |(_, observation)| *observation),
             resolution,
             effect,
             started_at: line.at.to_string(),

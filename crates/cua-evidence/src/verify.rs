@@ -138,8 +138,9 @@ pub fn verify(run_dir: &Path) -> Result<VerifyReport, EvidenceError> {
         torn_tail: None,
         broken: None,
     };
+    let segments: Vec<&[u8]> = bytes.split_inclusive(|&byte| byte == b'\n').collect();
     let mut lines = Vec::new();
-    for (index, segment) in bytes.split_inclusive(|&byte| byte == b'\n').enumerate() {
+    for (index, segment) in segments.iter().enumerate() {
         let number = index as u64 + 1;
         let Some(line) = segment.strip_suffix(b"\n") else {
             report.torn_tail = Some(TornTail {
@@ -159,6 +160,7 @@ pub fn verify(run_dir: &Path) -> Result<VerifyReport, EvidenceError> {
                 lines.push(checked);
             }
             Err((kind, message)) => {
+                let (kind, message) = explain_skip(kind, message, number, &segments[index + 1..]);
                 report.broken = Some(ChainBreak {
                     line: number,
                     kind,
@@ -218,6 +220,34 @@ fn open_trace(run_dir: &Path) -> Result<(String, Vec<u8>), EvidenceError> {
 
 type LineProblem = (BreakKind, String);
 
+/// A `seq` that skips ahead means lines were removed, unless the skipped `seq` turns up later,
+/// in which case lines were moved.
+fn explain_skip(kind: BreakKind, message: String, number: u64, later: &[&[u8]]) -> LineProblem {
+    if kind != BreakKind::Missing {
+        return (kind, message);
+    }
+    let seq_of = |segment: &&[u8]| {
+        serde_json::from_slice::<Value>(segment.strip_suffix(b"\n").unwrap_or(segment))
+            .ok()?
+            .get("seq")?
+            .as_u64()
+    };
+    match later
+        .iter()
+        .position(|segment| seq_of(segment) == Some(number))
+    {
+        Some(offset) => (
+            BreakKind::OutOfOrder,
+            format!(
+                "line {number} is out of order: seq {number} appears later, at line {}; lines \
+                 were reordered",
+                number + 1 + offset as u64
+            ),
+        ),
+        None => (kind, message),
+    }
+}
+
 fn check_line(
     run_dir: &Path,
     run_id: &str,
@@ -260,13 +290,13 @@ fn check_line(
     })?;
     if seq > number {
         let missing = if seq == number + 1 {
-            format!("line {number}")
+            format!("line {number} of the original trace was")
         } else {
-            format!("lines {number} to {}", seq - 1)
+            format!("lines {number} to {} of the original trace were", seq - 1)
         };
         return Err((
             BreakKind::Missing,
-            format!("line {number} has seq {seq}: {missing} of the original trace were removed"),
+            format!("line {number} has seq {seq}: {missing} removed"),
         ));
     }
     if seq < number {
