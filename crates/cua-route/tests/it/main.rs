@@ -1,0 +1,8 @@
+//! Integration tests for `cua-route`: the seed's conformance properties, data-driven.
+
+mod determinism;
+mod observation;
+mod planner;
+mod recovery;
+mod support;
+mod verdict;
