@@ -492,3 +492,31 @@ fn requests_round_trip_through_json() {
     let explanation = explain(&request, &ProviderRegistry::builtin());
     assert!(matches!(explanation, RouteExplanation::Selected(_)));
 }
+
+#[test]
+fn step_action_names_parse_as_logical_actions() {
+    // The replay engine maps a capability step's action by name; every action a capability may
+    // contain (cua-artifact's `ActionKind`, less the console-only `raw_input`) must parse.
+    for name in [
+        "click",
+        "type",
+        "select",
+        "press_key",
+        "navigate",
+        "reload",
+        "scroll",
+        "wait_for",
+        "extract",
+        "assert",
+    ] {
+        let action: LogicalAction = name.parse().expect("step actions are logical actions");
+        assert_eq!(action.as_str(), name);
+    }
+    assert_eq!(
+        "raw_input".parse::<LogicalAction>(),
+        Err(RouteError::UnknownName {
+            kind: "logical action",
+            name: "raw_input".to_owned(),
+        })
+    );
+}
