@@ -25,4 +25,26 @@ pub(crate) enum Format {
 pub(crate) enum Command {
     /// Print the cua version.
     Version,
+    /// Run the MemberDesk fixture app that tests, demos and evals drive.
+    #[command(subcommand)]
+    Fixture(FixtureCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum FixtureCommand {
+    /// Serve MemberDesk until Ctrl-C, printing its base URL on stdout.
+    Serve(FixtureServeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct FixtureServeArgs {
+    /// Which tenant to render as: first-valley or northgate-fcu.
+    #[arg(long, default_value = "first-valley")]
+    pub(crate) variant: memberdesk::Variant,
+    /// Port to listen on; 0 picks a free one.
+    #[arg(long, default_value_t = 8811)]
+    pub(crate) port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub(crate) host: std::net::IpAddr,
 }

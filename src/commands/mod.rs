@@ -1,9 +1,11 @@
 //! One module per verb: turn parsed arguments into settings, call a library crate, map the
 //! result to an exit code.
 
+mod fixture;
+
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, FixtureCommand};
 use crate::output::{self, Exit};
 
 /// Runs the parsed command line.
@@ -17,6 +19,7 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
             });
             Exit::Success
         }
+        Command::Fixture(FixtureCommand::Serve(args)) => fixture::serve(format, &args),
     };
     exit.into()
 }
