@@ -210,6 +210,18 @@ pub struct ObservationEvidence {
     pub session: String,
 }
 
+impl From<&crate::observation::ObservationBinding> for ObservationEvidence {
+    /// The planning view of a live observation (see
+    /// [`ObservationLedger::peek`](crate::ObservationLedger::peek)).
+    fn from(binding: &crate::observation::ObservationBinding) -> Self {
+        ObservationEvidence {
+            issuer: binding.provider(),
+            target_scope: binding.scope().target_scope,
+            session: binding.session().to_owned(),
+        }
+    }
+}
+
 /// A ref whose namespace names the provider that owns it: `cdp-browser:node-42`. Only that
 /// provider may act on it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -128,6 +128,36 @@ fn claims_are_checked_against_every_binding() {
 }
 
 #[test]
+fn a_live_observation_plans_its_coordinate_action() {
+    use cua_route::{
+        LogicalAction, ObservationEvidence, Platform, ProviderRegistry, RouteName, RouteRequest,
+        TargetEvidence, plan,
+    };
+    let mut ledger = ObservationLedger::new();
+    let reference = ledger.issue([9; 32], ISSUED_AT, binding()).expect("issues");
+    let live = ledger.peek(&reference, ISSUED_AT).expect("live");
+    let request = RouteRequest::new(LogicalAction::PointClick, Platform::Linux)
+        .via(RouteName::Visual)
+        .evidence(
+            TargetEvidence::default()
+                .observation(ObservationEvidence::from(live))
+                .session("run-1")
+                .coordinates(640, 480),
+        );
+    let planned = plan(&request, &ProviderRegistry::builtin()).expect("plans");
+    assert_eq!(planned.selection().provider(), ProviderKind::Visual);
+    // The claim happens at dispatch, against the provider the plan selected.
+    let claim = CoordinateClaim {
+        provider: planned.selection().provider(),
+        ..matching_claim()
+    };
+    assert_eq!(
+        outcome(ledger.claim(&reference, &claim, Millis(ISSUED_AT.0 + 500))),
+        "ok (640, 480) -> (320, 240)"
+    );
+}
+
+#[test]
 fn refs_are_single_use() {
     let mut ledger = ObservationLedger::new();
     let reference = ledger.issue([1; 32], ISSUED_AT, binding()).expect("issues");
