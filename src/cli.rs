@@ -23,6 +23,9 @@ pub(crate) enum Format {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Inspect the evidence runs leave behind.
+    #[command(subcommand)]
+    Evidence(EvidenceCommand),
     /// Print the cua version.
     Version,
     /// Run the MemberDesk fixture app that tests, demos and evals drive.
@@ -47,4 +50,19 @@ pub(crate) struct FixtureServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub(crate) host: std::net::IpAddr,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum EvidenceCommand {
+    /// Verify a run directory: the hash chain of trace.jsonl, the snapshots and screenshots it
+    /// names, and run_record.json. Exits 0 when intact (a killed run verifies as a prefix), 1
+    /// when broken, 2 when the path is not a run directory.
+    Verify(EvidenceVerifyArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct EvidenceVerifyArgs {
+    /// The run directory, `<evidence root>/<run id>`.
+    #[arg(value_name = "RUN_DIR")]
+    pub(crate) run_dir: std::path::PathBuf,
 }

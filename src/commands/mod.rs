@@ -1,6 +1,8 @@
 //! One module per verb: turn parsed arguments into settings, call a library crate, map the
 //! result to an exit code.
 
+mod evidence;
+
 mod fixture;
 
 use std::process::ExitCode;
@@ -12,6 +14,9 @@ use crate::output::{self, Exit};
 pub(crate) fn run(cli: Cli) -> ExitCode {
     let format = cli.format;
     let exit = match cli.command {
+        Command::Evidence(crate::cli::EvidenceCommand::Verify(args)) => {
+            evidence::verify(format, &args)
+        }
         Command::Version => {
             let version = env!("CARGO_PKG_VERSION");
             output::emit(format, "version", Some(&version), None, || {

@@ -1,0 +1,3 @@
+//! End-to-end tests of the `cua` binary.
+
+mod evidence;
