@@ -23,6 +23,14 @@ pub(crate) enum Format {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Check documents: strict YAML, every rule, and a capability's content hash. Reports every
+    /// problem in every file; exits 2 if any document is invalid.
+    Validate(ValidateArgs),
+    /// Write a capability's content hash into its file, keeping comments and layout.
+    Seal(SealArgs),
+    /// Print the JSON Schema of a document kind (editors validate YAML with it).
+    Schema(SchemaArgs),
+
     /// Inspect the evidence runs leave behind.
     #[command(subcommand)]
     Evidence(EvidenceCommand),
@@ -65,4 +73,39 @@ pub(crate) struct EvidenceVerifyArgs {
     /// The run directory, `<evidence root>/<run id>`.
     #[arg(value_name = "RUN_DIR")]
     pub(crate) run_dir: std::path::PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ValidateArgs {
+    /// Document files: capabilities, tenant bindings, approvals, evaluations, run records,
+    /// policy files. The kind comes from each file's `schema:` field.
+    #[arg(required = true, value_name = "FILE")]
+    pub(crate) files: Vec<std::path::PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct SealArgs {
+    /// The capability file to seal in place.
+    #[arg(value_name = "FILE")]
+    pub(crate) file: std::path::PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct SchemaArgs {
+    /// The document kind.
+    #[arg(value_enum, value_name = "DOCUMENT")]
+    pub(crate) document: SchemaDocument,
+}
+
+/// The document kinds `cua schema` knows, by their short names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SchemaDocument {
+    Capability,
+    #[value(name = "tenant_binding")]
+    TenantBinding,
+    Approval,
+    Evaluation,
+    #[value(name = "run_record")]
+    RunRecord,
+    Policy,
 }

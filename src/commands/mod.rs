@@ -5,6 +5,10 @@ mod evidence;
 
 mod fixture;
 
+mod schema;
+mod seal;
+mod validate;
+
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command, FixtureCommand};
@@ -14,6 +18,9 @@ use crate::output::{self, Exit};
 pub(crate) fn run(cli: Cli) -> ExitCode {
     let format = cli.format;
     let exit = match cli.command {
+        Command::Validate(args) => validate::run(format, &args),
+        Command::Seal(args) => seal::run(format, &args),
+        Command::Schema(args) => schema::run(format, &args),
         Command::Evidence(crate::cli::EvidenceCommand::Verify(args)) => {
             evidence::verify(format, &args)
         }
