@@ -9,10 +9,11 @@ use cua_artifact::{
     ActionKind, Actor, CapabilityRef, ContentHash, EffectVerdict, FailureCode, Identifier,
     ObservationClass, ResolutionStrategy, RiskTier, RunKind, RunStatus, StepId, TenantId,
 };
-use cua_snapshot::NodeId;
+use cua_snapshot::{NodeId, UiSnapshot};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::bus::ArtifactRef;
 use crate::clock::Timestamp;
 
 /// One line of `trace.jsonl`, as read back: the envelope and the event.
@@ -153,6 +154,24 @@ pub struct Observe {
     /// The blake3 of the written snapshot file; `verify` checks it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_digest: Option<String>,
+}
+
+impl Observe {
+    /// The observation of a snapshot, with where the bus wrote it (if it did). The URL and title
+    /// are redacted when the event is written, like every payload.
+    pub fn of(snapshot: &UiSnapshot, written: Option<ArtifactRef>) -> Self {
+        let (snapshot_ref, snapshot_digest) = written
+            .map(|written| (written.path, written.digest))
+            .unzip();
+        Self {
+            url: snapshot.url.clone(),
+            title: snapshot.title.clone(),
+            node_count: snapshot.nodes.len() as u64,
+            http_status: snapshot.http_status,
+            snapshot_ref,
+            snapshot_digest,
+        }
+    }
 }
 
 /// `resolve`: the target resolver's answer for one step.

@@ -117,6 +117,19 @@ impl Redactor {
         })
     }
 
+    /// A redactor for a policy file's `redaction` section: its rules, and its `names` as keys
+    /// always masked by shape. Shapes are always preserved.
+    pub fn from_policy(redaction: &cua_artifact::Redaction) -> Result<Self, EvidenceError> {
+        let redactor = Self::new(
+            redaction
+                .rules
+                .iter()
+                .map(|rule| (rule.name.clone(), rule.pattern.as_str())),
+        )?;
+        redactor.add_sensitive_keys(redaction.names.iter().cloned());
+        Ok(redactor)
+    }
+
     /// Registers a secret value: from now on every occurrence is `<redacted:secret>`. Returns
     /// whether it was registered (values under [`MIN_LITERAL_CHARS`] characters are not).
     pub fn register_secret(&self, secret: &str) -> bool {

@@ -574,3 +574,30 @@ fn verify_refuses_what_is_not_a_run_directory() {
         "{empty}"
     );
 }
+
+#[test]
+fn concurrent_emitters_share_one_chain() {
+    let root = tempfile::tempdir().expect("a temporary directory");
+    let bus = bus(root.path(), "run-concurrent", Redactor::default());
+    std::thread::scope(|scope| {
+        for thread in 0..4 {
+            let bus = &bus;
+            scope.spawn(move || {
+                for index in 0..50 {
+                    bus.emit(
+                        Actor::System,
+                        0,
+                        Note {
+                            note: format!("thread {thread} note {index}"),
+                            data: Default::default(),
+                        },
+                    )
+                    .expect("written");
+                }
+            });
+        }
+    });
+    let report = verify(bus.dir()).expect("a run directory");
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.events, 200);
+}

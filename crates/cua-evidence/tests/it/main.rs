@@ -218,22 +218,12 @@ fn replay_run(bus: &EvidenceBus) {
         ActionKind::Navigate,
         None,
     );
+    let page = snapshot("");
     let written = bus
-        .write_snapshot("open_search", &snapshot(""))
+        .write_snapshot("open_search", &page)
         .expect("snapshot is written");
-    bus.emit(
-        system,
-        0,
-        Observe {
-            url: "http://127.0.0.1:8811/search".into(),
-            title: "MemberDesk".into(),
-            node_count: 3,
-            http_status: Some(200),
-            snapshot_ref: Some(written.path),
-            snapshot_digest: Some(written.digest),
-        },
-    )
-    .expect("observe is written");
+    bus.emit(system, 0, Observe::of(&page, Some(written)))
+        .expect("observe is written");
     bus.emit(
         automation,
         1,

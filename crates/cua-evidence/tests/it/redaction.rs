@@ -642,3 +642,25 @@ fn canary_secrets_never_reach_a_byte_under_the_run_directory() {
             .is_intact()
     );
 }
+
+#[test]
+fn a_policy_redaction_section_builds_a_redactor() {
+    let section = cua_artifact::Redaction {
+        preserve_shape: true,
+        names: vec!["operator_password".into(), "pin".into()],
+        rules: crate::POLICY_RULES
+            .iter()
+            .map(|(name, pattern)| cua_artifact::RedactionRule {
+                name: (*name).to_owned(),
+                pattern: (*pattern).to_owned(),
+            })
+            .collect(),
+        always_redact_sensitive_inputs: true,
+        blur_sensitive_regions_in_screenshots: true,
+    };
+    let redactor = Redactor::from_policy(&section).expect("valid rules");
+    assert_eq!(
+        redactor.redact_json(&json!({"pin": "1234", "note": "SSN 123-45-6789"})),
+        json!({"pin": "<redacted:string[4]>", "note": "SSN <redacted:ssn>"})
+    );
+}
