@@ -1,0 +1,104 @@
+//! The values a predicate or identity check may read: inputs and outputs, never secrets.
+
+use std::collections::BTreeMap;
+
+use cua_artifact::{Identifier, ValueExpr};
+
+use crate::error::TargetError;
+
+/// Where `{$input: …}` and `{$output: …}` are looked up.
+///
+/// There is deliberately no way to ask for a secret: predicates and identity checks compare
+/// their values with screen text and are written to evidence with it, so a `{$secret: …}`
+/// reaching them is refused by construction ([`TargetError::SecretRefused`]), whatever the
+/// implementation of this trait.
+pub trait Bindings {
+    /// The run's value for an input, as text.
+    fn input(&self, name: &Identifier) -> Option<&str>;
+    /// The value an earlier step extracted, as text.
+    fn output(&self, name: &Identifier) -> Option<&str>;
+}
+
+impl<T: Bindings + ?Sized> Bindings for &T {
+    fn input(&self, name: &Identifier) -> Option<&str> {
+        (**self).input(name)
+    }
+
+    fn output(&self, name: &Identifier) -> Option<&str> {
+        (**self).output(name)
+    }
+}
+
+/// A plain set of bound inputs and outputs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BoundValues {
+    inputs: BTreeMap<Identifier, String>,
+    outputs: BTreeMap<Identifier, String>,
+}
+
+impl BoundValues {
+    /// No values: enough for predicates and descriptors made of literals.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds an input.
+    pub fn with_input(mut self, name: Identifier, value: impl Into<String>) -> Self {
+        self.inputs.insert(name, value.into());
+        self
+    }
+
+    /// Adds an output.
+    pub fn with_output(mut self, name: Identifier, value: impl Into<String>) -> Self {
+        self.outputs.insert(name, value.into());
+        self
+    }
+
+    /// Records an output as a step extracts it.
+    pub fn set_output(&mut self, name: Identifier, value: impl Into<String>) {
+        self.outputs.insert(name, value.into());
+    }
+}
+
+impl Bindings for BoundValues {
+    fn input(&self, name: &Identifier) -> Option<&str> {
+        self.inputs.get(name).map(String::as_str)
+    }
+
+    fn output(&self, name: &Identifier) -> Option<&str> {
+        self.outputs.get(name).map(String::as_str)
+    }
+}
+
+/// The text a value stands for. `context` names the place for the refusal message
+/// ("a predicate", "an identity check").
+pub(crate) fn bind_text<B: Bindings + ?Sized>(
+    value: &ValueExpr,
+    bindings: &B,
+    context: &'static str,
+) -> Result<String, TargetError> {
+    match value {
+        ValueExpr::Input(name) => bindings
+            .input(name)
+            .map(str::to_owned)
+            .ok_or_else(|| TargetError::UnboundInput { name: name.clone() }),
+        ValueExpr::Output(name) => bindings
+            .output(name)
+            .map(str::to_owned)
+            .ok_or_else(|| TargetError::UnboundOutput { name: name.clone() }),
+        ValueExpr::Secret(name) => Err(TargetError::SecretRefused {
+            name: name.clone(),
+            context,
+        }),
+        literal => Ok(literal.literal_text().unwrap_or_default()),
+    }
+}
+
+/// How a value reads in an explanation: the literal, or the reference and what it is bound to.
+pub(crate) fn render_bound(value: &ValueExpr, bound: &str) -> String {
+    if value.is_literal() {
+        format!("{bound:?}")
+    } else {
+        format!("{bound:?} ({value})")
+    }
+}

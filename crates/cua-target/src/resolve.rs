@@ -1,0 +1,648 @@
+//! The resolution ladder: a snapshot and a `TargetDescriptor` give exactly one node, or a
+//! refusal that says why.
+
+use std::collections::BTreeSet;
+
+use cua_artifact::{
+    AnchorRelation, IdentityCheck, MatchMode, ResolutionRecord, ResolutionStrategy,
+    TargetDescriptor,
+};
+use cua_snapshot::{NodeId, UiSnapshot, fold, normalize_role};
+use serde::Serialize;
+
+use crate::bindings::{Bindings, bind_text};
+use crate::error::{CandidateSummary, RungAttempt, RungOutcome, TargetError};
+use crate::index::{SnapshotIndex, to_u32};
+use crate::structure::{
+    CONTAINER_ROLES, cell_text_indexed, column_cell, label_of_indexed, row_cells,
+};
+use crate::text::{TextMatcher, fold_equals};
+
+/// How the resolver runs. Passed explicitly; replay uses the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResolverConfig {
+    /// Whether the vision rung may be asked for. Replay sets `false`: a descriptor recorded by
+    /// vision is refused ([`TargetError::VisionRefused`]), never silently resolved another way.
+    /// Discovery sets `true`, and the rung is reported as having no generator.
+    pub allow_vision: bool,
+}
+
+impl ResolverConfig {
+    /// Deterministic replay: no vision.
+    pub const REPLAY: Self = Self {
+        allow_vision: false,
+    };
+    /// Model-driven discovery, where vision may be asked for (it has no generator yet).
+    pub const DISCOVERY: Self = Self { allow_vision: true };
+}
+
+/// One resolved target.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Resolution {
+    /// Index of the node in the snapshot.
+    pub node: usize,
+    pub node_id: NodeId,
+    /// The rung that decided.
+    pub strategy: ResolutionStrategy,
+    /// The descriptor's drift baseline.
+    pub recorded_strategy: Option<ResolutionStrategy>,
+    /// How many candidates the deciding rung produced.
+    pub candidates_considered: u32,
+    /// `(n - 1) / n` over those candidates: reported, never used to decide.
+    pub ambiguity: f64,
+    /// Whether the deciding rung is weaker than the recorded one.
+    pub drifted: bool,
+    /// Whether an identity check ran on the node's row (and passed; a failure is an error).
+    pub identity_verified: bool,
+}
+
+impl Resolution {
+    /// The run-record form of this resolution.
+    pub fn record(&self, descriptor: &TargetDescriptor) -> ResolutionRecord {
+        ResolutionRecord {
+            target_description: descriptor.describe(),
+            strategy_recorded: self.recorded_strategy,
+            strategy_used: Some(self.strategy),
+            resolved_node_id: Some(self.node_id.to_string()),
+            candidates_considered: self.candidates_considered,
+            ambiguity_score: self.ambiguity,
+            identity_verified: self.identity_verified.then_some(true),
+        }
+    }
+}
+
+/// Resolves `descriptor` in `snapshot` for replay (no vision).
+///
+/// The ladder runs in fixed order: semantic_exact, semantic_normalized, label_association,
+/// structural_anchor, hint_cached, ordinal_in_region. The first rung that produces any
+/// candidate decides: one candidate wins; several are narrowed by an in-range `ordinal`
+/// (`candidates[ordinal]`, document order) or refused as [`TargetError::Ambiguous`]; when no
+/// rung produces one, the result is [`TargetError::NotFound`]. There are no scores and no
+/// thresholds. When the descriptor has an `identity` check, it must hold on the chosen node's
+/// row, or the result is [`TargetError::IdentityMismatch`].
+///
+/// What each rung matches (role is always compared after `normalize_role`; scope means every
+/// frame/region the descriptor gives equals the node's):
+/// - **semantic_exact**: role, scope, and the node's name by `name.match` (exact after
+///   `normalize_name`; normalized by `fold`; contains, case-insensitively; regex search).
+/// - **semantic_normalized**: role, scope, and `fold(name) == fold(descriptor name)` (a
+///   `contains` name compares folded substrings; a regex name skips this rung).
+/// - **label_association**: role and scope, and the node's label ([`crate::label_of`]: the
+///   nearest preceding label cell or text in its row, or the preceding sibling outside rows)
+///   matches the name by `name.match`.
+/// - **structural_anchor**: anchor nodes are nodes (not rows, tables or documents) whose name
+///   matches `anchor.text` by `anchor.match`; for each anchor, candidates with role and scope
+///   are taken relative to it, never the anchor itself, its ancestors or its descendants:
+///   `row_of` inside the anchor's nearest row; `adjacent_to` in the first following sibling of
+///   the anchor (a `text` anchor that is the last child of a cell stands for its cell) that is,
+///   or contains, a match; `within_section` inside the anchor's nearest table, or for a heading
+///   the nodes after it up to the next heading within its parent, or else its parent;
+///   `labelled_by` the nodes whose label matches the anchor text. Deduplicated, in document order.
+/// - **hint_cached**: nodes whose CSS hint equals `hints.css`, kept only if they also have the
+///   role and scope and, when the descriptor has a name, the name matches by `name.match`, by
+///   `fold`, or through the node's label. A dead hint finds nothing; a lying one is rejected.
+/// - **ordinal_in_region**: every node with the role and scope, in document order; the
+///   candidate is `pool[ordinal]`. It runs only when the descriptor has an `ordinal`, or has
+///   neither a name nor an anchor (then role and scope are the whole description): a name or
+///   anchor that matched nothing is never satisfied by position alone.
+pub fn resolve<B: Bindings + ?Sized>(
+    snapshot: &UiSnapshot,
+    descriptor: &TargetDescriptor,
+    bindings: &B,
+) -> Result<Resolution, TargetError> {
+    resolve_with(
+        &SnapshotIndex::new(snapshot),
+        descriptor,
+        bindings,
+        &ResolverConfig::REPLAY,
+    )
+}
+
+/// [`resolve`] over a prebuilt index, with an explicit configuration.
+pub fn resolve_with<B: Bindings + ?Sized>(
+    index: &SnapshotIndex<'_>,
+    descriptor: &TargetDescriptor,
+    bindings: &B,
+    config: &ResolverConfig,
+) -> Result<Resolution, TargetError> {
+    if descriptor.recorded_strategy == Some(ResolutionStrategy::Vision) && !config.allow_vision {
+        return Err(TargetError::VisionRefused {
+            target: descriptor.describe(),
+        });
+    }
+    let query = Query::new(index, descriptor)?;
+    let mut tried = Vec::new();
+    for strategy in ResolutionStrategy::LADDER {
+        let generated = match strategy {
+            ResolutionStrategy::SemanticExact => query.semantic_exact(),
+            ResolutionStrategy::SemanticNormalized => query.semantic_normalized(),
+            ResolutionStrategy::LabelAssociation => query.label_association(),
+            ResolutionStrategy::StructuralAnchor => query.structural_anchor(),
+            ResolutionStrategy::HintCached => query.hint_cached(),
+            ResolutionStrategy::OrdinalInRegion => query.ordinal_in_region(),
+            ResolutionStrategy::Vision => {
+                if config.allow_vision {
+                    tried.push(RungAttempt {
+                        strategy,
+                        outcome: RungOutcome::NoGenerator,
+                    });
+                }
+                continue;
+            }
+        };
+        let (chosen, considered) = match generated {
+            Generated::Candidates(found) => {
+                let chosen = decide(index, descriptor, strategy, &found)?;
+                (chosen, found.len())
+            }
+            Generated::Chosen { node, pool } => (node, pool),
+            Generated::Nothing(outcome) => {
+                tried.push(RungAttempt { strategy, outcome });
+                continue;
+            }
+        };
+        let identity_verified = match &descriptor.identity {
+            Some(identity) => {
+                check_identity(index, chosen, identity, bindings)?;
+                true
+            }
+            None => false,
+        };
+        let considered = to_u32(considered);
+        return Ok(Resolution {
+            node: chosen,
+            node_id: index
+                .node(chosen)
+                .map(|node| node.id.clone())
+                .expect("candidates are indexes of the snapshot"),
+            strategy,
+            recorded_strategy: descriptor.recorded_strategy,
+            candidates_considered: considered,
+            ambiguity: if considered == 0 {
+                0.0
+            } else {
+                f64::from(considered - 1) / f64::from(considered)
+            },
+            drifted: descriptor
+                .recorded_strategy
+                .is_some_and(|recorded| recorded.drifted_to(strategy)),
+            identity_verified,
+        });
+    }
+    Err(TargetError::NotFound {
+        target: descriptor.describe(),
+        tried,
+    })
+}
+
+/// The share of resolutions that fell to a weaker rung than recorded: drifted / total, 0 when
+/// there were none. A signal for reviewers; it never stops a run.
+pub fn drift_score(resolutions: &[Resolution]) -> f64 {
+    if resolutions.is_empty() {
+        return 0.0;
+    }
+    let drifted = resolutions
+        .iter()
+        .filter(|resolution| resolution.drifted)
+        .count();
+    drifted as f64 / resolutions.len() as f64
+}
+
+/// Verifies `identity` on the row of the node at `node`: the key cell (the cell under the
+/// column headed `identity.column`, or the row's first cell) must match the bound value by
+/// `identity.match`.
+pub(crate) fn check_identity<B: Bindings + ?Sized>(
+    index: &SnapshotIndex<'_>,
+    node: usize,
+    identity: &IdentityCheck,
+    bindings: &B,
+) -> Result<(), TargetError> {
+    let expected = bind_text(&identity.equals, bindings, "an identity check")?;
+    let node_id = index
+        .node(node)
+        .map(|found| found.id.clone())
+        .unwrap_or_else(|| NodeId::new(""));
+    let key = match &identity.column {
+        Some(column) => format!("the {column:?} cell of its row"),
+        None => "the first cell of its row".to_owned(),
+    };
+    let mismatch = |key: String, found: Option<String>| TargetError::IdentityMismatch {
+        node: node_id.clone(),
+        key,
+        expected: expected.clone(),
+        found,
+    };
+    let Some(row) = index.row_of(node) else {
+        return Err(mismatch(
+            "the node's row (it is not inside one)".to_owned(),
+            None,
+        ));
+    };
+    let key_cell = match &identity.column {
+        Some(column) => column_cell(index, row, column),
+        None => row_cells(index, row).first().copied(),
+    };
+    let Some(key_cell) = key_cell else {
+        return Err(mismatch(key, None));
+    };
+    let found = cell_text_indexed(index, key_cell);
+    let matcher = TextMatcher::new(identity.match_mode, &expected)?;
+    if matcher.matches(&found) {
+        Ok(())
+    } else {
+        Err(mismatch(key, Some(found)))
+    }
+}
+
+/// What a rung produced.
+enum Generated {
+    /// Candidates in document order, for the decision rule.
+    Candidates(Vec<usize>),
+    /// The ordinal rung's pick, and the size of the pool it was picked from.
+    Chosen {
+        node: usize,
+        pool: usize,
+    },
+    Nothing(RungOutcome),
+}
+
+impl Generated {
+    fn from_candidates(found: Vec<usize>) -> Self {
+        if found.is_empty() {
+            Self::Nothing(RungOutcome::NoCandidates)
+        } else {
+            Self::Candidates(found)
+        }
+    }
+}
+
+/// The decision rule for a rung with candidates.
+fn decide(
+    index: &SnapshotIndex<'_>,
+    descriptor: &TargetDescriptor,
+    strategy: ResolutionStrategy,
+    found: &[usize],
+) -> Result<usize, TargetError> {
+    if let [only] = found {
+        return Ok(*only);
+    }
+    if let Some(&chosen) = descriptor
+        .ordinal
+        .and_then(|ordinal| found.get(ordinal as usize))
+    {
+        return Ok(chosen);
+    }
+    Err(TargetError::Ambiguous {
+        target: descriptor.describe(),
+        strategy,
+        count: to_u32(found.len()),
+        ordinal: descriptor.ordinal,
+        candidates: found
+            .iter()
+            .take(5)
+            .filter_map(|&candidate| summarize(index, candidate))
+            .collect(),
+    })
+}
+
+fn summarize(index: &SnapshotIndex<'_>, node: usize) -> Option<CandidateSummary> {
+    let found = index.node(node)?;
+    Some(CandidateSummary {
+        id: found.id.clone(),
+        role: found.role.clone(),
+        name: found.name.clone(),
+        scope: found.scope.clone(),
+    })
+}
+
+/// A descriptor compiled against one index: role normalized, patterns compiled once.
+struct Query<'i, 's> {
+    index: &'i SnapshotIndex<'s>,
+    descriptor: &'i TargetDescriptor,
+    role: String,
+    name: Option<TextMatcher>,
+    /// The folded name for semantic_normalized, when that rung applies.
+    folded_name: Option<(String, bool)>,
+    anchor: Option<(AnchorRelation, TextMatcher)>,
+}
+
+impl<'i, 's> Query<'i, 's> {
+    fn new(
+        index: &'i SnapshotIndex<'s>,
+        descriptor: &'i TargetDescriptor,
+    ) -> Result<Self, TargetError> {
+        let name = descriptor
+            .name
+            .as_ref()
+            .map(|name| TextMatcher::new(name.match_mode, &name.value))
+            .transpose()?;
+        let folded_name = descriptor.name.as_ref().and_then(|name| {
+            let folded = fold(&name.value);
+            let applies = name.match_mode != MatchMode::Regex && !folded.is_empty();
+            applies.then_some((folded, name.match_mode == MatchMode::Contains))
+        });
+        let anchor = descriptor
+            .anchor
+            .as_ref()
+            .map(|anchor| {
+                TextMatcher::new(anchor.match_mode, &anchor.text)
+                    .map(|matcher| (anchor.relation, matcher))
+            })
+            .transpose()?;
+        Ok(Self {
+            index,
+            descriptor,
+            role: normalize_role(&descriptor.role),
+            name,
+            folded_name,
+            anchor,
+        })
+    }
+
+    /// Nodes with the descriptor's role and scope, in document order.
+    fn pool(&self) -> impl Iterator<Item = usize> + '_ {
+        self.index
+            .nodes_with_role(&self.role)
+            .iter()
+            .map(|&node| node as usize)
+            .filter(|&node| self.in_scope(node))
+    }
+
+    fn in_scope(&self, node: usize) -> bool {
+        let Some(scope) = &self.descriptor.scope else {
+            return true;
+        };
+        let Some(found) = self.index.node(node) else {
+            return false;
+        };
+        scope
+            .frame
+            .as_ref()
+            .is_none_or(|frame| found.scope.frame.as_ref() == Some(frame))
+            && scope
+                .region
+                .as_ref()
+                .is_none_or(|region| found.scope.region.as_ref() == Some(region))
+    }
+
+    fn has_role_and_scope(&self, node: usize) -> bool {
+        self.index
+            .node(node)
+            .is_some_and(|found| found.role == self.role)
+            && self.in_scope(node)
+    }
+
+    fn folded_matches(&self, node: usize) -> bool {
+        self.folded_name.as_ref().is_some_and(|(folded, contains)| {
+            if *contains {
+                self.index.folded_name(node).contains(folded.as_str())
+            } else {
+                self.index
+                    .node(node)
+                    .is_some_and(|found| fold_equals(&found.name, folded))
+            }
+        })
+    }
+
+    fn label_matches(&self, matcher: &TextMatcher, node: usize) -> bool {
+        label_of_indexed(self.index, node)
+            .is_some_and(|label| matcher.matches_node(self.index, label))
+    }
+
+    fn semantic_exact(&self) -> Generated {
+        let Some(name) = &self.name else {
+            return Generated::Nothing(RungOutcome::NotApplicable { reason: "no name" });
+        };
+        Generated::from_candidates(
+            self.pool()
+                .filter(|&node| name.matches_node(self.index, node))
+                .collect(),
+        )
+    }
+
+    fn semantic_normalized(&self) -> Generated {
+        if self.name.is_none() {
+            return Generated::Nothing(RungOutcome::NotApplicable { reason: "no name" });
+        }
+        if self.folded_name.is_none() {
+            return Generated::Nothing(RungOutcome::NotApplicable {
+                reason: "a regex name, or one with no letters or digits, does not fold",
+            });
+        }
+        Generated::from_candidates(
+            self.pool()
+                .filter(|&node| self.folded_matches(node))
+                .collect(),
+        )
+    }
+
+    fn label_association(&self) -> Generated {
+        let Some(name) = &self.name else {
+            return Generated::Nothing(RungOutcome::NotApplicable { reason: "no name" });
+        };
+        Generated::from_candidates(
+            self.pool()
+                .filter(|&node| self.label_matches(name, node))
+                .collect(),
+        )
+    }
+
+    fn structural_anchor(&self) -> Generated {
+        let Some((relation, matcher)) = &self.anchor else {
+            return Generated::Nothing(RungOutcome::NotApplicable {
+                reason: "no anchor",
+            });
+        };
+        if *relation == AnchorRelation::LabelledBy {
+            return Generated::from_candidates(
+                self.pool()
+                    .filter(|&node| self.label_matches(matcher, node))
+                    .collect(),
+            );
+        }
+        let anchors: Vec<usize> = (0..self.index.len())
+            .filter(|&node| {
+                matcher.matches_node(self.index, node)
+                    && self
+                        .index
+                        .node(node)
+                        .is_some_and(|found| !CONTAINER_ROLES.contains(&found.role.as_str()))
+            })
+            .collect();
+        if anchors.is_empty() {
+            return Generated::Nothing(RungOutcome::NoAnchor);
+        }
+        let mut found = BTreeSet::new();
+        for anchor in anchors {
+            match relation {
+                AnchorRelation::RowOf => {
+                    if let Some(row) = self.index.nearest_row(anchor) {
+                        self.collect_relative(
+                            anchor,
+                            row + 1..self.index.subtree_end(row),
+                            &mut found,
+                        );
+                    }
+                }
+                AnchorRelation::AdjacentTo => self.collect_adjacent(anchor, &mut found),
+                AnchorRelation::WithinSection => {
+                    let section = self.section_of(anchor);
+                    self.collect_relative(anchor, section, &mut found);
+                }
+                AnchorRelation::LabelledBy => {}
+            }
+        }
+        Generated::from_candidates(found.into_iter().collect())
+    }
+
+    /// Adds the nodes of `range` with role and scope that are not `anchor`, an ancestor of it,
+    /// or inside it.
+    fn collect_relative(
+        &self,
+        anchor: usize,
+        range: std::ops::Range<usize>,
+        found: &mut BTreeSet<usize>,
+    ) {
+        let anchor_end = self.index.subtree_end(anchor);
+        for node in range {
+            let related = node == anchor
+                || self.index.is_ancestor(node, anchor)
+                || (anchor < node && node < anchor_end);
+            if !related && self.has_role_and_scope(node) {
+                found.insert(node);
+            }
+        }
+    }
+
+    /// The first following sibling of the anchor that is, or contains, a match.
+    fn collect_adjacent(&self, anchor: usize, found: &mut BTreeSet<usize>) {
+        let mut from = anchor;
+        let Some(mut parent) = self.index.parent(from) else {
+            return;
+        };
+        // A text node that ends its cell stands for the cell: "the cell beside this label".
+        let is_text = self
+            .index
+            .node(from)
+            .is_some_and(|node| node.role == "text");
+        let parent_is_cell = self
+            .index
+            .node(parent)
+            .is_some_and(|node| node.role == "cell");
+        if is_text
+            && parent_is_cell
+            && self
+                .index
+                .node(parent)
+                .and_then(|node| node.children.last())
+                == Some(&to_u32(from))
+        {
+            from = parent;
+            match self.index.parent(from) {
+                Some(grandparent) => parent = grandparent,
+                None => return,
+            }
+        }
+        let Some(siblings) = self.index.node(parent).map(|node| &node.children) else {
+            return;
+        };
+        let Some(position) = siblings
+            .iter()
+            .position(|&sibling| sibling as usize == from)
+        else {
+            return;
+        };
+        for &sibling in &siblings[position + 1..] {
+            let sibling = sibling as usize;
+            let matches: Vec<usize> = (sibling..self.index.subtree_end(sibling))
+                .filter(|&node| self.has_role_and_scope(node))
+                .collect();
+            if !matches.is_empty() {
+                found.extend(matches);
+                return;
+            }
+        }
+    }
+
+    /// The section an anchor belongs to, as a range of node indexes.
+    fn section_of(&self, anchor: usize) -> std::ops::Range<usize> {
+        if let Some(table) = self.index.nearest_table(anchor) {
+            return table + 1..self.index.subtree_end(table);
+        }
+        let Some(parent) = self.index.parent(anchor) else {
+            return 0..0;
+        };
+        let parent_end = self.index.subtree_end(parent);
+        if self
+            .index
+            .node(anchor)
+            .is_some_and(|node| node.role == "heading")
+        {
+            let start = self.index.subtree_end(anchor);
+            let end = (start..parent_end)
+                .find(|&node| {
+                    self.index
+                        .node(node)
+                        .is_some_and(|found| found.role == "heading")
+                })
+                .unwrap_or(parent_end);
+            return start..end;
+        }
+        parent + 1..parent_end
+    }
+
+    fn hint_cached(&self) -> Generated {
+        let Some(css) = &self.descriptor.hints.css else {
+            return Generated::Nothing(RungOutcome::NotApplicable {
+                reason: "no css hint",
+            });
+        };
+        let carriers = self.index.nodes_with_css_hint(css);
+        if carriers.is_empty() {
+            return Generated::Nothing(RungOutcome::NoCandidates);
+        }
+        let accepted: Vec<usize> = carriers
+            .iter()
+            .map(|&node| node as usize)
+            .filter(|&node| self.has_role_and_scope(node))
+            .filter(|&node| match &self.name {
+                None => true,
+                Some(name) => {
+                    name.matches_node(self.index, node)
+                        || self.folded_matches(node)
+                        || self.label_matches(name, node)
+                }
+            })
+            .collect();
+        if accepted.is_empty() {
+            return Generated::Nothing(RungOutcome::HintRejected {
+                carriers: to_u32(carriers.len()),
+            });
+        }
+        Generated::Candidates(accepted)
+    }
+
+    fn ordinal_in_region(&self) -> Generated {
+        let described = self.descriptor.name.is_some() || self.descriptor.anchor.is_some();
+        if described && self.descriptor.ordinal.is_none() {
+            return Generated::Nothing(RungOutcome::NotApplicable {
+                reason: "the name or anchor matched nothing and there is no ordinal",
+            });
+        }
+        let pool: Vec<usize> = self.pool().collect();
+        match self.descriptor.ordinal {
+            None => Generated::from_candidates(pool),
+            Some(ordinal) => match pool.get(ordinal as usize) {
+                Some(&node) => Generated::Chosen {
+                    node,
+                    pool: pool.len(),
+                },
+                None if pool.is_empty() => Generated::Nothing(RungOutcome::NoCandidates),
+                None => Generated::Nothing(RungOutcome::OrdinalOutOfRange {
+                    ordinal,
+                    pool: to_u32(pool.len()),
+                }),
+            },
+        }
+    }
+}

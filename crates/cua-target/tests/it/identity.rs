@@ -1,0 +1,157 @@
+//! Identity checks on the resolved node's row, and reading a grid by column header.
+
+use cua_artifact::FailureCode;
+use cua_target::{BoundValues, cell_text, read_by_column, resolve};
+
+use crate::dsl::snapshot;
+use crate::fixtures::{member_detail, member_detail_lookalike};
+use crate::{check, check_with, inputs, render, target};
+
+/// The first account's balance in the Accounts grid, chosen by position and guarded by the
+/// member number in the same row.
+const GRID_BALANCE: &str = "{role: cell, scope: {region: accounts_view}, ordinal: 8, \
+                            identity: {column: Member, equals: {$input: member_id}}}";
+
+#[test]
+fn the_identity_check_passes_on_the_right_row() {
+    check_with(
+        &member_detail(),
+        GRID_BALANCE,
+        &inputs(&[("member_id", "12345")]),
+        "ordinal_in_region content:/document[0]/table[1]/row[1]/cell[3] (15 candidates) identity verified",
+    );
+    // Without a column the key is the row's first cell.
+    check(
+        &member_detail(),
+        "{role: cell, name: {value: Savings}, identity: {equals: S-12345-01}}",
+        "semantic_exact content:/document[0]/table[1]/row[1]/cell[2] identity verified",
+    );
+}
+
+#[test]
+fn the_lookalike_row_is_refused_not_read() {
+    let lookalike = member_detail_lookalike();
+    let outcome = resolve(
+        &lookalike,
+        &target(GRID_BALANCE),
+        &inputs(&[("member_id", "12345")]),
+    );
+    insta::assert_snapshot!(render(&outcome), @r#"error: identity check failed on content:/document[0]/table[1]/row[1]/cell[3]: expected "12345" in the "Member" cell of its row, found "12346""#);
+    assert_eq!(
+        outcome.unwrap_err().failure_code(),
+        FailureCode::TargetNotFound
+    );
+    // The same check with the key column left implicit: the account number differs by one digit.
+    let outcome = resolve(
+        &lookalike,
+        &target(
+            "{role: cell, scope: {region: accounts_view}, ordinal: 8, identity: {equals: S-12345-01}}",
+        ),
+        &BoundValues::new(),
+    );
+    insta::assert_snapshot!(render(&outcome), @r#"error: identity check failed on content:/document[0]/table[1]/row[1]/cell[3]: expected "S-12345-01" in the first cell of its row, found "S-12346-01""#);
+}
+
+#[test]
+fn an_identity_check_that_cannot_find_its_key_refuses() {
+    let detail = member_detail();
+    check(
+        &detail,
+        "{role: cell, scope: {region: accounts_view}, ordinal: 8, identity: {column: Owner, equals: '12345'}}",
+        "error: identity check failed on content:/document[0]/table[1]/row[1]/cell[3]: expected \"12345\" in the \
+         \"Owner\" cell of its row, found nothing",
+    );
+    check(
+        &detail,
+        "{role: link, name: {value: New Search}, identity: {equals: '12345'}}",
+        "error: identity check failed on content:/document[0]/link[2]: expected \"12345\" in the node's row (it is \
+         not inside one), found nothing",
+    );
+    check(
+        &detail,
+        "{role: cell, scope: {region: accounts_view}, ordinal: 8, identity: {column: Member, equals: {$input: member_id}}}",
+        "error: input `member_id` is not bound",
+    );
+}
+
+#[test]
+fn a_secret_can_never_be_bound_into_an_identity_check() {
+    let outcome = resolve(
+        &member_detail(),
+        &target(
+            "{role: cell, scope: {region: accounts_view}, ordinal: 8, identity: {equals: {$secret: corebank.pin}}}",
+        ),
+        &BoundValues::new(),
+    );
+    insta::assert_snapshot!(render(&outcome), @"error: secret `corebank.pin` cannot be used in an identity check; secrets are bound only at dispatch");
+}
+
+#[test]
+fn identity_match_modes() {
+    let detail = member_detail();
+    let bindings = inputs(&[("account", "s-12345-01"), ("prefix", "S-12345")]);
+    // normalized (the default) folds case and punctuation.
+    check_with(
+        &detail,
+        "{role: cell, name: {value: Savings}, identity: {column: Account, equals: {$input: account}}}",
+        &bindings,
+        "semantic_exact content:/document[0]/table[1]/row[1]/cell[2] identity verified",
+    );
+    check_with(
+        &detail,
+        "{role: cell, name: {value: Savings}, identity: {column: Account, equals: {$input: account}, match: exact}}",
+        &bindings,
+        "error: identity check failed on content:/document[0]/table[1]/row[1]/cell[2]: expected \"s-12345-01\" in \
+         the \"Account\" cell of its row, found \"S-12345-01\"",
+    );
+    check_with(
+        &detail,
+        "{role: cell, name: {value: Savings}, identity: {column: Account, equals: {$input: prefix}, match: contains}}",
+        &bindings,
+        "semantic_exact content:/document[0]/table[1]/row[1]/cell[2] identity verified",
+    );
+}
+
+#[test]
+fn read_by_column_picks_the_cell_under_its_header() {
+    let grid = snapshot(
+        r#"
+document
+  table
+    rowgroup > row > cell "Account" | cell "Member" | cell "Type" | cell "Balance" | cell "Status"
+    rowgroup
+      row > cell "S-12345-01" | cell "12345" | cell "Savings" | cell "$4,210.55" | cell "Active"
+      row
+        cell > link "C-12345-02"
+        cell "12345"
+        cell "Checking"
+        cell > text "$812.30"
+        cell "Closed"
+          table > row > cell "nested" | cell "cells"
+"#,
+    );
+    let rows: Vec<usize> = grid
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, node)| node.role == "row")
+        .map(|(at, _)| at)
+        .collect();
+    let read = |row: usize, header: &str| {
+        read_by_column(&grid, row, header).map(|cell| cell_text(&grid, cell))
+    };
+    assert_eq!(read(rows[1], "Balance").as_deref(), Some("$4,210.55"));
+    assert_eq!(read(rows[1], "balance").as_deref(), Some("$4,210.55"));
+    assert_eq!(read(rows[2], "Balance").as_deref(), Some("$812.30"));
+    assert_eq!(read(rows[2], "Account").as_deref(), Some("C-12345-02"));
+    // Cells of a nested table are not cells of the outer row.
+    assert_eq!(read(rows[2], "Status").as_deref(), Some("Closed"));
+    assert_eq!(read(rows[2], "Owner"), None);
+    // Any node inside the row stands for its row.
+    let link = grid
+        .nodes
+        .iter()
+        .position(|node| node.role == "link")
+        .unwrap();
+    assert_eq!(read(link, "Type").as_deref(), Some("Checking"));
+}

@@ -1,0 +1,586 @@
+//! The ladder: each rung alone, the decision rule, ambiguity, ordinals, hints, drift, vision.
+
+use cua_artifact::ResolutionStrategy;
+use cua_target::{BoundValues, ResolverConfig, SnapshotIndex, drift_score, resolve, resolve_with};
+
+use crate::dsl::snapshot;
+use crate::fixtures::{member_detail, member_detail_northgate, search_page, subaccount_form};
+use crate::{check, render, target};
+
+#[test]
+fn semantic_exact_compares_by_the_name_match_mode() {
+    let page = snapshot(
+        r#"
+document
+  textbox "Member Number:*"
+  textbox "Search members by name"
+  button "Sign On"
+"#,
+    );
+    check(
+        &page,
+        "{role: textbox, name: {value: Member Number}}",
+        "semantic_exact main:/document[0]/textbox[0]",
+    );
+    check(
+        &page,
+        "{role: textbox, name: {value: BY NAME, match: contains}}",
+        "semantic_exact main:/document[0]/textbox[1]",
+    );
+    check(
+        &page,
+        r#"{role: textbox, name: {value: '^Search\b', match: regex}}"#,
+        "semantic_exact main:/document[0]/textbox[1]",
+    );
+    check(
+        &page,
+        "{role: button, name: {value: Sign On}}",
+        "semantic_exact main:/document[0]/button[0]",
+    );
+    // The role is part of the description: a button is not a textbox.
+    check(
+        &page,
+        "{role: button, name: {value: Member Number}}",
+        "error: no node matches button named exact \"Member Number\"; tried semantic_exact: no candidate; \
+         semantic_normalized: no candidate; label_association: no candidate; structural_anchor: not applicable \
+         (no anchor); hint_cached: not applicable (no css hint); ordinal_in_region: not applicable (the name or \
+         anchor matched nothing and there is no ordinal)",
+    );
+}
+
+#[test]
+fn semantic_normalized_folds_case_and_punctuation_but_is_not_fuzzy() {
+    let page = snapshot(
+        r#"
+document
+  button "SIGN-ON"
+  textbox "Member #"
+"#,
+    );
+    check(
+        &page,
+        "{role: button, name: {value: Sign On}}",
+        "semantic_normalized main:/document[0]/button[0]",
+    );
+    check(
+        &page,
+        "{role: textbox, name: {value: 'Member #'}}",
+        "semantic_exact main:/document[0]/textbox[0]",
+    );
+    let outcome = resolve(
+        &page,
+        &target("{role: textbox, name: {value: Member Number}}"),
+        &BoundValues::new(),
+    );
+    assert!(
+        render(&outcome).starts_with("error: no node matches"),
+        "{}",
+        render(&outcome)
+    );
+}
+
+#[test]
+fn label_association_finds_unnamed_controls_beside_their_label_cell() {
+    let form = subaccount_form(false);
+    check(
+        &form,
+        "{role: combobox, name: {value: Account Type}}",
+        "label_association content:/document[0]/table[0]/row[0]/cell[1]/combobox[0]",
+    );
+    // The label cell reads "Initial Deposit:"; exact matching drops the trailing colon.
+    check(
+        &form,
+        "{role: textbox, name: {value: Initial Deposit}}",
+        "label_association content:/document[0]/table[0]/row[1]/cell[1]/textbox[0]",
+    );
+    // The cell that holds the combobox is named after the selected option; it labels nothing.
+    check(
+        &form,
+        "{role: textbox, name: {value: Savings}}",
+        "error: no node matches textbox named exact \"Savings\"; tried semantic_exact: no candidate; \
+         semantic_normalized: no candidate; label_association: no candidate; structural_anchor: not applicable \
+         (no anchor); hint_cached: not applicable (no css hint); ordinal_in_region: not applicable (the name or \
+         anchor matched nothing and there is no ordinal)",
+    );
+}
+
+#[test]
+fn label_association_outside_tables_uses_the_preceding_sibling() {
+    let page = snapshot(
+        r#"
+document
+  group > text "Amount" | textbox
+  group
+    group > label "Memo"
+    group > textbox
+  group > textbox
+"#,
+    );
+    check(
+        &page,
+        "{role: textbox, name: {value: Amount}}",
+        "label_association main:/document[0]/group[0]/textbox[0]",
+    );
+    check(
+        &page,
+        "{role: textbox, name: {value: Memo}}",
+        "label_association main:/document[0]/group[1]/group[1]/textbox[0]",
+    );
+    // The last textbox follows a group whose "Memo" label already labels that group's textbox.
+    check(
+        &page,
+        "{role: textbox, ordinal: 2}",
+        "ordinal_in_region main:/document[0]/group[2]/textbox[0] (3 candidates)",
+    );
+}
+
+#[test]
+fn structural_anchor_relations() {
+    let detail = member_detail();
+    // adjacent_to: the value cell beside its label; the label's text child stands for its cell.
+    check(
+        &detail,
+        "{role: cell, anchor: {relation: adjacent_to, text: Savings Balance}}",
+        "structural_anchor content:/document[0]/table[2]/row[0]/cell[1]",
+    );
+    check(
+        &detail,
+        "{role: text, anchor: {relation: adjacent_to, text: Savings Balance}}",
+        "structural_anchor content:/document[0]/table[2]/row[0]/cell[1]/text[0]",
+    );
+    // row_of: everything of the role in the anchor's row, except the anchor and what holds it.
+    check(
+        &detail,
+        "{role: cell, anchor: {relation: row_of, text: As Of}}",
+        "structural_anchor content:/document[0]/table[2]/row[2]/cell[1]",
+    );
+    check(
+        &detail,
+        "{role: text, anchor: {relation: row_of, text: Status}}",
+        "structural_anchor content:/document[0]/table[2]/row[1]/cell[1]/text[0]",
+    );
+    // within_section: inside the anchor's table; the anchor is one of the cells, the rest tie.
+    check(
+        &detail,
+        "{role: cell, anchor: {relation: within_section, text: Ada Lovelace}, ordinal: 2}",
+        "structural_anchor content:/document[0]/table[0]/row[1]/cell[0] (3 candidates)",
+    );
+    // within_section from a heading: the nodes after it up to the next heading.
+    check(
+        &detail,
+        "{role: cell, anchor: {relation: within_section, text: Accounts}, ordinal: 8}",
+        "structural_anchor content:/document[0]/table[1]/row[1]/cell[3] (15 candidates)",
+    );
+    // labelled_by: the control whose label is the anchor text.
+    check(
+        &subaccount_form(false),
+        "{role: textbox, anchor: {relation: labelled_by, text: Initial Deposit}}",
+        "structural_anchor content:/document[0]/table[0]/row[1]/cell[1]/textbox[0]",
+    );
+    // An anchor that matches nothing says so.
+    check(
+        &detail,
+        "{role: cell, anchor: {relation: adjacent_to, text: Checking Balance}}",
+        "error: no node matches cell adjacent_to \"Checking Balance\"; tried semantic_exact: not applicable (no \
+         name); semantic_normalized: not applicable (no name); label_association: not applicable (no name); \
+         structural_anchor: no node matches the anchor text; hint_cached: not applicable (no css hint); \
+         ordinal_in_region: not applicable (the name or anchor matched nothing and there is no ordinal)",
+    );
+}
+
+#[test]
+fn the_first_rung_with_candidates_decides() {
+    let page = snapshot(
+        r#"
+document
+  button "Search" css="input.btn1"
+  button "SEARCH!"
+  button "Search" css="input.btn2"
+"#,
+    );
+    // semantic_exact has two; the later rungs (normalized: three; the hint: one) never run.
+    let outcome = resolve(
+        &page,
+        &target("{role: button, name: {value: Search}, hints: {css: input.btn2}}"),
+        &BoundValues::new(),
+    );
+    insta::assert_snapshot!(render(&outcome), @r#"error: 2 candidates for button named exact "Search" on semantic_exact; refusing to guess: main:/document[0]/button[0] button "Search"; main:/document[0]/button[2] button "Search""#);
+    // One exact candidate wins even though the normalized rung would have found two.
+    let single = snapshot(
+        r#"
+document
+  button "Search"
+  button "SEARCH!"
+"#,
+    );
+    check(
+        &single,
+        "{role: button, name: {value: Search}}",
+        "semantic_exact main:/document[0]/button[0]",
+    );
+}
+
+#[test]
+fn ambiguity_is_refused_with_five_summaries() {
+    let page = snapshot(
+        r#"
+document
+  table region=accounts_view
+    row > cell "Active" | cell "Active" | cell "Active"
+    row > cell "Active" | cell "Active" | cell "Active" frame=other
+"#,
+    );
+    let error = resolve(
+        &page,
+        &target("{role: cell, name: {value: Active}}"),
+        &BoundValues::new(),
+    )
+    .unwrap_err();
+    insta::assert_snapshot!(error.to_string(), @r#"6 candidates for cell named exact "Active" on semantic_exact; refusing to guess: main:/document[0]/table[0]/row[0]/cell[0] cell "Active" in region accounts_view; main:/document[0]/table[0]/row[0]/cell[1] cell "Active" in region accounts_view; main:/document[0]/table[0]/row[0]/cell[2] cell "Active" in region accounts_view; main:/document[0]/table[0]/row[1]/cell[0] cell "Active" in region accounts_view; main:/document[0]/table[0]/row[1]/cell[1] cell "Active" in region accounts_view; and 1 more"#);
+    assert_eq!(
+        error.failure_code(),
+        cua_artifact::FailureCode::TargetAmbiguous
+    );
+    // The scope narrows: the frame of the last cell sets it apart.
+    check(
+        &page,
+        "{role: cell, name: {value: Active}, scope: {frame: other}}",
+        "semantic_exact main:/document[0]/table[0]/row[1]/cell[2]",
+    );
+}
+
+#[test]
+fn an_ordinal_picks_among_candidates_in_document_order() {
+    let detail = member_detail();
+    check(
+        &detail,
+        "{role: cell, name: {value: Active}, ordinal: 0}",
+        "semantic_exact content:/document[0]/table[1]/row[1]/cell[4] (3 candidates)",
+    );
+    check(
+        &detail,
+        "{role: cell, name: {value: Active}, ordinal: 2}",
+        "semantic_exact content:/document[0]/table[2]/row[1]/cell[1] (3 candidates)",
+    );
+    let error = resolve(
+        &detail,
+        &target("{role: cell, name: {value: Active}, ordinal: 3}"),
+        &BoundValues::new(),
+    )
+    .unwrap_err();
+    insta::assert_snapshot!(error.to_string(), @r#"3 candidates for cell named exact "Active" #3 on semantic_exact (ordinal 3 is out of range); refusing to guess: content:/document[0]/table[1]/row[1]/cell[4] cell "Active" in frame content in region accounts_view; content:/document[0]/table[1]/row[2]/cell[4] cell "Active" in frame content in region accounts_view; content:/document[0]/table[2]/row[1]/cell[1] cell "Active" in frame content in region summary"#);
+}
+
+#[test]
+fn ordinal_in_region_takes_the_pool_position() {
+    let page = snapshot(
+        r#"
+document
+  group region=transfer > textbox | textbox | textbox
+  group region=other > textbox
+"#,
+    );
+    check(
+        &page,
+        "{role: textbox, scope: {region: transfer}, ordinal: 1}",
+        "ordinal_in_region main:/document[0]/group[0]/textbox[1] (3 candidates)",
+    );
+    check(
+        &page,
+        "{role: textbox, scope: {region: transfer}, ordinal: 3}",
+        "error: no node matches textbox #3 in region transfer; tried semantic_exact: not applicable (no name); \
+         semantic_normalized: not applicable (no name); label_association: not applicable (no name); \
+         structural_anchor: not applicable (no anchor); hint_cached: not applicable (no css hint); \
+         ordinal_in_region: ordinal 3 is out of range for 3 node(s)",
+    );
+    // Without an ordinal, role and scope alone must be unique.
+    check(
+        &page,
+        "{role: textbox, scope: {region: other}}",
+        "ordinal_in_region main:/document[0]/group[1]/textbox[0]",
+    );
+    let outcome = resolve(
+        &page,
+        &target("{role: textbox, scope: {region: transfer}}"),
+        &BoundValues::new(),
+    );
+    assert!(
+        render(&outcome)
+            .starts_with("error: 3 candidates for textbox in region transfer on ordinal_in_region")
+    );
+}
+
+#[test]
+fn a_hint_is_accepted_only_when_the_node_also_fits_the_description() {
+    let page = snapshot(
+        r#"
+document region=search_form
+  group > textbox css="input[name=memno]"
+  group > textbox css="input[name=other]"
+  button "Cancel" css="input.btn1"
+"#,
+    );
+    // No name or anchor to go on: the hint picks one of two textboxes, and it is a textbox.
+    check(
+        &page,
+        "{role: textbox, hints: {css: 'input[name=memno]'}}",
+        "hint_cached main:/document[0]/group[0]/textbox[0]",
+    );
+    // A dead hint (nothing carries it) finds nothing; two textboxes are then ambiguous.
+    let dead = resolve(
+        &page,
+        &target("{role: textbox, hints: {css: 'input[name=gone]'}}"),
+        &BoundValues::new(),
+    );
+    assert!(
+        render(&dead).starts_with("error: 2 candidates for textbox on ordinal_in_region"),
+        "{}",
+        render(&dead)
+    );
+    // A lying hint: it points at a "Cancel" button, not at a "Search" button.
+    check(
+        &page,
+        "{role: button, name: {value: Search}, hints: {css: input.btn1}}",
+        "error: no node matches button named exact \"Search\"; tried semantic_exact: no candidate; \
+         semantic_normalized: no candidate; label_association: no candidate; structural_anchor: not applicable \
+         (no anchor); hint_cached: 1 node(s) carry the hint but none has the described role, scope and name; \
+         ordinal_in_region: not applicable (the name or anchor matched nothing and there is no ordinal)",
+    );
+    // A hint onto a node of another role is rejected too.
+    let lying_role = resolve(
+        &page,
+        &target("{role: textbox, scope: {region: search_form}, hints: {css: input.btn1}}"),
+        &BoundValues::new(),
+    );
+    assert!(
+        render(&lying_role).starts_with("error: 2 candidates"),
+        "{}",
+        render(&lying_role)
+    );
+}
+
+#[test]
+fn ties_follow_document_order_across_frames() {
+    let page = snapshot(
+        r#"
+document frame=nav
+  link "Member Search"
+document frame=content
+  link "Member Search"
+"#,
+    );
+    check(
+        &page,
+        "{role: link, name: {value: Member Search}, ordinal: 1}",
+        "semantic_exact content:/document[0]/link[0] (2 candidates)",
+    );
+    check(
+        &page,
+        "{role: link, name: {value: Member Search}, scope: {frame: nav}}",
+        "semantic_exact nav:/document[0]/link[0]",
+    );
+}
+
+#[test]
+fn the_decoy_table_is_told_apart_by_scope_and_anchor() {
+    let search = search_page();
+    // The label "Member Number" is both the form's label cell and the decoy's column header.
+    let both = resolve(
+        &search,
+        &target("{role: cell, name: {value: Member Number}}"),
+        &BoundValues::new(),
+    );
+    assert!(
+        render(&both).starts_with("error: 2 candidates"),
+        "{}",
+        render(&both)
+    );
+    check(
+        &search,
+        "{role: cell, name: {value: Member Number}, scope: {region: search_form}}",
+        "semantic_exact content:/document[0]/table[0]/row[0]/cell[0]",
+    );
+    check(
+        &search,
+        "{role: textbox, name: {value: Member Number}}",
+        "semantic_exact content:/document[0]/table[0]/row[0]/cell[1]/textbox[0]",
+    );
+    // A header cell has no following sibling that is a value: adjacent_to finds only the form's.
+    check(
+        &search,
+        "{role: textbox, anchor: {relation: adjacent_to, text: Member Number}}",
+        "structural_anchor content:/document[0]/table[0]/row[0]/cell[1]/textbox[0]",
+    );
+    // A summary table and a decoy whose header row repeats its label, on one page.
+    let with_summary = snapshot(
+        r#"
+document frame=content
+  table region=summary
+    row > cell "Savings Balance" | cell "$4,210.55"
+  table region=training
+    row > cell "Member Number" | cell "Name" | cell "Savings Balance"
+    row > cell "12345" | cell "Ada Lovelace" | cell "$4,210.55"
+"#,
+    );
+    check(
+        &with_summary,
+        "{role: cell, anchor: {relation: adjacent_to, text: Savings Balance}}",
+        "structural_anchor content:/document[0]/table[0]/row[0]/cell[1]",
+    );
+    let row_of = resolve(
+        &with_summary,
+        &target("{role: cell, anchor: {relation: row_of, text: Savings Balance}}"),
+        &BoundValues::new(),
+    );
+    assert!(
+        render(&row_of).starts_with("error: 3 candidates"),
+        "{}",
+        render(&row_of)
+    );
+    check(
+        &with_summary,
+        "{role: cell, anchor: {relation: row_of, text: Savings Balance}, scope: {region: summary}}",
+        "structural_anchor content:/document[0]/table[0]/row[0]/cell[1]",
+    );
+}
+
+#[test]
+fn northgate_relabels_fail_exact_and_resolve_through_the_overlay_anchor() {
+    let base_value = "{role: cell, anchor: {relation: adjacent_to, text: Savings Balance}, hints: {css: td.valc}, \
+                      recorded_strategy: structural_anchor}";
+    check(
+        &member_detail(),
+        base_value,
+        "structural_anchor content:/document[0]/table[2]/row[0]/cell[1]",
+    );
+    // On northgate-fcu the label reads "Savings Bal." and every CSS hint is dead.
+    let northgate = member_detail_northgate();
+    let outcome = resolve(&northgate, &target(base_value), &BoundValues::new());
+    insta::assert_snapshot!(render(&outcome), @r#"error: no node matches cell adjacent_to "Savings Balance"; tried semantic_exact: not applicable (no name); semantic_normalized: not applicable (no name); label_association: not applicable (no name); structural_anchor: no node matches the anchor text; hint_cached: no candidate; ordinal_in_region: not applicable (the name or anchor matched nothing and there is no ordinal)"#);
+    // The tenant overlay replaces the anchor; the dead hint is never needed.
+    check(
+        &northgate,
+        "{role: cell, anchor: {relation: adjacent_to, text: Savings Bal.}, hints: {css: td.valc}, \
+         recorded_strategy: structural_anchor}",
+        "structural_anchor content:/document[0]/table[2]/row[0]/cell[1]",
+    );
+
+    // A control recorded through its label: "Initial Deposit" became "Opening Deposit".
+    let deposit = "{role: textbox, name: {value: Initial Deposit}, hints: {css: 'input[name=initdep]'}, \
+                   recorded_strategy: label_association}";
+    check(
+        &subaccount_form(false),
+        deposit,
+        "label_association content:/document[0]/table[0]/row[1]/cell[1]/textbox[0]",
+    );
+    let northgate_form = subaccount_form(true);
+    let outcome = resolve(&northgate_form, &target(deposit), &BoundValues::new());
+    assert!(
+        render(&outcome).starts_with("error: no node matches"),
+        "{}",
+        render(&outcome)
+    );
+    check(
+        &northgate_form,
+        "{role: textbox, name: {value: Initial Deposit}, anchor: {relation: labelled_by, text: Opening Deposit}, \
+         hints: {css: 'input[name=initdep]'}, recorded_strategy: label_association}",
+        "structural_anchor content:/document[0]/table[0]/row[1]/cell[1]/textbox[0] drifted",
+    );
+}
+
+#[test]
+fn drift_is_a_weaker_rung_than_recorded_and_never_an_error() {
+    let page = snapshot(
+        r#"
+document
+  button "SIGN ON"
+  button "Search"
+"#,
+    );
+    let bindings = BoundValues::new();
+    let weaker = resolve(
+        &page,
+        &target("{role: button, name: {value: Sign On}, recorded_strategy: semantic_exact}"),
+        &bindings,
+    )
+    .unwrap();
+    assert_eq!(
+        (weaker.strategy, weaker.drifted),
+        (ResolutionStrategy::SemanticNormalized, true)
+    );
+    let stronger = resolve(
+        &page,
+        &target("{role: button, name: {value: Search}, recorded_strategy: hint_cached}"),
+        &bindings,
+    )
+    .unwrap();
+    assert_eq!(
+        (stronger.strategy, stronger.drifted),
+        (ResolutionStrategy::SemanticExact, false)
+    );
+    let unrecorded = resolve(
+        &page,
+        &target("{role: button, name: {value: Sign On}}"),
+        &bindings,
+    )
+    .unwrap();
+    assert!(!unrecorded.drifted);
+    assert_eq!(drift_score(&[]), 0.0);
+    assert_eq!(
+        drift_score(&[
+            weaker.clone(),
+            stronger.clone(),
+            unrecorded.clone(),
+            weaker.clone()
+        ]),
+        0.5
+    );
+    let record = weaker.record(&target(
+        "{role: button, name: {value: Sign On}, recorded_strategy: semantic_exact}",
+    ));
+    assert!(record.drifted());
+    assert_eq!(
+        record.resolved_node_id.as_deref(),
+        Some("main:/document[0]/button[0]")
+    );
+}
+
+#[test]
+fn vision_is_refused_in_replay_and_has_no_generator_in_discovery() {
+    let page = snapshot("document > button \"Go\"");
+    let recorded_by_vision = target("{role: button, name: {value: Go}, recorded_strategy: vision}");
+    let error = resolve(&page, &recorded_by_vision, &BoundValues::new()).unwrap_err();
+    insta::assert_snapshot!(error.to_string(), @r#"button named exact "Go" was recorded by vision, which replay refuses; record it again with a semantic descriptor"#);
+    let index = SnapshotIndex::new(&page);
+    let discovery = resolve_with(
+        &index,
+        &recorded_by_vision,
+        &BoundValues::new(),
+        &ResolverConfig::DISCOVERY,
+    );
+    assert_eq!(
+        render(&discovery),
+        "semantic_exact main:/document[0]/button[0]"
+    );
+    let missing = resolve_with(
+        &index,
+        &target("{role: button, name: {value: Stop}}"),
+        &BoundValues::new(),
+        &ResolverConfig::DISCOVERY,
+    );
+    assert!(
+        render(&missing).ends_with("vision: no generator"),
+        "{}",
+        render(&missing)
+    );
+}
+
+#[test]
+fn an_invalid_regex_name_is_an_error_not_a_miss() {
+    let page = snapshot("document > button \"Go\"");
+    check(
+        &page,
+        "{role: button, name: {value: '(unclosed', match: regex}}",
+        "error: invalid regex \"(unclosed\": regex parse error:\n    (unclosed\n    ^\nerror: unclosed group",
+    );
+}
