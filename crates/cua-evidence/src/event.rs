@@ -362,6 +362,8 @@ pub struct Escalate {
 pub enum LeaseTransition {
     /// Automation took the session at the start of a run.
     Acquired,
+    /// The run stopped for a human: the session is paused and nobody holds it.
+    Escalated,
     /// An operator claimed the session.
     Claimed,
     /// The operator handed it back.
@@ -377,6 +379,7 @@ impl LeaseTransition {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Acquired => "acquired",
+            Self::Escalated => "escalated",
             Self::Claimed => "claimed",
             Self::Released => "released",
             Self::Resumed => "resumed",

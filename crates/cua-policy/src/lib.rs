@@ -1,4 +1,5 @@
-//! The policy engine: allowlist, action allowlist, human-only actions, the lease check, and
+//! The policy engine: allowlist, action allowlist, human-only actions, the session lease and
+//! its state machine (see [`Lease`]), and
 //! the mint of [`AuthorizedAction`], the only value a surface driver accepts.
 //!
 //! Architecture invariant: an [`AuthorizedAction`] has private fields and no public
@@ -20,4 +21,4 @@ pub use engine::{
     PolicyRules, RiskAssessment,
 };
 pub use grant::{BoundFrom, IrreversibleGrant};
-pub use lease::Lease;
+pub use lease::{Lease, LeaseError, LeaseOperation, LeaseState, LeaseTransition};

@@ -325,3 +325,5 @@ fn budgets_take_the_smaller_cap_and_count_recovery() {
         Err(BudgetExceeded::Recovery { spent: 6, max: 6 })
     );
 }
+
+mod lease;
