@@ -140,6 +140,8 @@ pub enum RungOutcome {
     NotApplicable { reason: &'static str },
     /// No node matches the anchor text, so there is nothing to be relative to.
     NoAnchor,
+    /// No node carries the CSS hint: a dead hint.
+    HintDead,
     /// Nodes carry the CSS hint but none satisfies role, scope and name: a lying hint.
     HintRejected { carriers: u32 },
     /// The ordinal points past the end of the role-and-scope pool.
@@ -154,6 +156,7 @@ impl fmt::Display for RungOutcome {
             Self::NoCandidates => formatter.write_str("no candidate"),
             Self::NotApplicable { reason } => write!(formatter, "not applicable ({reason})"),
             Self::NoAnchor => formatter.write_str("no node matches the anchor text"),
+            Self::HintDead => formatter.write_str("no node carries the hint"),
             Self::HintRejected { carriers } => write!(
                 formatter,
                 "{carriers} node(s) carry the hint but none has the described role, scope and name"

@@ -599,7 +599,7 @@ impl<'i, 's> Query<'i, 's> {
         };
         let carriers = self.index.nodes_with_css_hint(css);
         if carriers.is_empty() {
-            return Generated::Nothing(RungOutcome::NoCandidates);
+            return Generated::Nothing(RungOutcome::HintDead);
         }
         let accepted: Vec<usize> = carriers
             .iter()

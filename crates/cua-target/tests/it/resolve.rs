@@ -456,7 +456,7 @@ fn northgate_relabels_fail_exact_and_resolve_through_the_overlay_anchor() {
     // On northgate-fcu the label reads "Savings Bal." and every CSS hint is dead.
     let northgate = member_detail_northgate();
     let outcome = resolve(&northgate, &target(base_value), &BoundValues::new());
-    insta::assert_snapshot!(render(&outcome), @r#"error: no node matches cell adjacent_to "Savings Balance"; tried semantic_exact: not applicable (no name); semantic_normalized: not applicable (no name); label_association: not applicable (no name); structural_anchor: no node matches the anchor text; hint_cached: no candidate; ordinal_in_region: not applicable (the name or anchor matched nothing and there is no ordinal)"#);
+    insta::assert_snapshot!(render(&outcome), @r#"error: no node matches cell adjacent_to "Savings Balance"; tried semantic_exact: not applicable (no name); semantic_normalized: not applicable (no name); label_association: not applicable (no name); structural_anchor: no node matches the anchor text; hint_cached: no node carries the hint; ordinal_in_region: not applicable (the name or anchor matched nothing and there is no ordinal)"#);
     // The tenant overlay replaces the anchor; the dead hint is never needed.
     check(
         &northgate,
