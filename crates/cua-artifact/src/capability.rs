@@ -58,7 +58,7 @@ pub struct Capability {
     pub escalation: Escalation,
     /// Narrows the global policy for this capability; it can never widen it.
     pub policy: CapabilityPolicy,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Provenance::is_empty")]
     pub provenance: Provenance,
     /// `blake3:<hex>` over the canonical form; empty for a draft.
     #[serde(default, with = "draft_hash")]
@@ -688,6 +688,13 @@ pub struct Provenance {
     /// What a reviewer checked and concluded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review_notes: Option<String>,
+}
+
+impl Provenance {
+    /// Whether nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// The discovery run a draft was compiled from.

@@ -97,7 +97,7 @@ pub fn check_source_with(file: &str, text: &str, config: &ValidationConfig) -> C
         if let Err(error) = from_yaml::<serde_json::Value>(text) {
             checked
                 .diagnostics
-                .push(yaml_diagnostic(&error, file, text, &map));
+                .push(yaml_diagnostic(&error, file, text));
             return checked;
         }
         let literals: Vec<&str> = DocumentKind::ALL
@@ -162,7 +162,7 @@ pub fn check_source_with(file: &str, text: &str, config: &ValidationConfig) -> C
         }
         Err(error) => checked
             .diagnostics
-            .push(yaml_diagnostic(&error, file, text, &map)),
+            .push(yaml_diagnostic(&error, file, text)),
     }
     checked
 }
@@ -343,7 +343,7 @@ fn tampered_problem(
     )
 }
 
-fn yaml_diagnostic(error: &YamlError, file: &str, text: &str, map: &SourceMap) -> Diagnostic {
+fn yaml_diagnostic(error: &YamlError, file: &str, text: &str) -> Diagnostic {
     let (code, help) = match error.kind {
         YamlErrorKind::TooLarge => (
             DiagnosticCode::DocumentTooLarge,
@@ -378,6 +378,6 @@ fn yaml_diagnostic(error: &YamlError, file: &str, text: &str, map: &SourceMap) -
         file,
         text,
         error.location,
-        map,
+        error.path.clone(),
     )
 }

@@ -188,7 +188,7 @@ impl Diagnostic {
             .collect()
     }
 
-    /// A diagnostic at an already known location (parser errors carry their own).
+    /// A diagnostic at an already known location and path (parser errors carry their own).
     pub fn at(
         code: DiagnosticCode,
         message: impl Into<String>,
@@ -196,12 +196,9 @@ impl Diagnostic {
         file: &str,
         text: &str,
         location: Option<SourceLocation>,
-        map: &SourceMap,
+        path: Option<DocPath>,
     ) -> Diagnostic {
-        let path = location
-            .and_then(|location| map.at_offset(location.offset))
-            .map(|node| node.path.clone())
-            .unwrap_or_default();
+        let path = path.unwrap_or_default();
         Diagnostic {
             code,
             message: message.into(),

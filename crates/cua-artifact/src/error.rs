@@ -2,7 +2,7 @@
 
 use crate::diagnostic::Problem;
 use crate::identifiers::{CapabilityRef, ContentHash};
-use crate::source_map::SourceLocation;
+use crate::source_map::{DocPath, SourceLocation};
 
 /// Everything that can go wrong loading, checking, sealing or binding a document.
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +90,8 @@ pub struct YamlError {
     pub kind: YamlErrorKind,
     pub message: String,
     pub location: Option<SourceLocation>,
+    /// The document path of the offending node, when it can be told.
+    pub path: Option<DocPath>,
 }
 
 fn location_suffix(location: &Option<SourceLocation>) -> String {

@@ -55,13 +55,17 @@ impl TargetDescriptor {
         let mut text = self.role.clone();
         if let Some(name) = &self.name {
             text.push_str(&format!(
-                " named {} {:?}",
+                " named {} \"{}\"",
                 name.match_mode.as_str(),
                 name.value
             ));
         }
         if let Some(anchor) = &self.anchor {
-            text.push_str(&format!(" {} {:?}", anchor.relation.as_str(), anchor.text));
+            text.push_str(&format!(
+                " {} \"{}\"",
+                anchor.relation.as_str(),
+                anchor.text
+            ));
         }
         if let Some(ordinal) = self.ordinal {
             text.push_str(&format!(" #{ordinal}"));

@@ -32,8 +32,14 @@ pub fn from_yaml<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
                 text.len()
             ),
             location: None,
+            path: None,
         });
     }
+    // First as plain YAML, so that what is wrong with the text as YAML (syntax, a duplicate
+    // key, an alias bomb) is reported as such even where the document type would have stopped
+    // earlier at an unknown key. Then as the document type.
+    serde_saphyr::from_str_with_options::<serde_json::Value>(text, strict_options())
+        .map_err(|error| yaml_error(&error, text))?;
     serde_saphyr::from_str_with_options(text, strict_options())
         .map_err(|error| yaml_error(&error, text))
 }
@@ -94,9 +100,31 @@ fn yaml_error(error: &SaphyrError, text: &str) -> YamlError {
     let mut message = serde_saphyr::UserMessageFormatter
         .format_message(inner)
         .into_owned();
-    if kind == YamlErrorKind::Syntax && message.contains("multiple documents") {
-        message = "a document file holds exactly one YAML document".to_owned();
+    let several_documents = matches!(inner, SaphyrError::MultipleDocuments { .. })
+        || matches!(
+            inner,
+            SaphyrError::Budget {
+                breach: serde_saphyr::budget::BudgetBreach::Documents { .. },
+                ..
+            }
+        );
+    if matches!(
+        inner,
+        SaphyrError::AliasReplayLimitExceeded { .. }
+            | SaphyrError::AliasExpansionLimitExceeded { .. }
+            | SaphyrError::AliasReplayStackDepthExceeded { .. }
+            | SaphyrError::AliasReplayCounterOverflow { .. }
+    ) {
+        message = format!(
+            "alias expansion would replay more than {MAX_ALIAS_REPLAYED_EVENTS} nodes: refused as an alias bomb"
+        );
     }
+    let kind = if several_documents {
+        message = "a document file holds exactly one YAML document".to_owned();
+        YamlErrorKind::Syntax
+    } else {
+        kind
+    };
     let location = error.location().map(|location| {
         let span = location.span();
         let offset = match span.byte_offset() {
@@ -111,11 +139,18 @@ fn yaml_error(error: &SaphyrError, text: &str) -> YamlError {
             length: usize::try_from(length).unwrap_or(0),
         }
     });
-    let location = location.map(|location| refine(kind, inner, location, text));
+    let (location, path) = match location {
+        Some(location) => {
+            let (location, path) = refine(kind, inner, location, text);
+            (Some(location), path)
+        }
+        None => (None, None),
+    };
     YamlError {
         kind,
         message,
         location,
+        path,
     }
 }
 
@@ -128,28 +163,28 @@ fn innermost(error: &SaphyrError) -> &SaphyrError {
 }
 
 /// Serde buffers internally tagged enums (actions, predicates), so an error inside one is
-/// reported at the enum's start. Search that subtree for the key or value the error names.
+/// reported at the enum's start. Search that subtree for the key or value the error names, and
+/// work out the document path of what was found. A missing key is reported on the mapping that
+/// lacks it.
 fn refine(
     kind: YamlErrorKind,
     error: &SaphyrError,
     location: SourceLocation,
     text: &str,
-) -> SourceLocation {
+) -> (SourceLocation, Option<DocPath>) {
     let map = SourceMap::build(text);
     let Some(origin) = map.at_offset(location.offset) else {
-        return location;
+        return (location, None);
     };
     let origin_path: DocPath = origin.path.clone();
     let found = match (kind, error) {
         (YamlErrorKind::UnknownKey, SaphyrError::SerdeUnknownField { field, .. }) => map
             .find_under(&origin_path, |node| {
-                node.path.as_str().ends_with(field.as_str())
-                    && node
-                        .path
-                        .parent()
-                        .is_some_and(|parent| parent.key(field) == node.path)
+                node.path
+                    .parent()
+                    .is_some_and(|parent| parent.key(field) == node.path)
             })
-            .and_then(|node| node.key),
+            .and_then(|node| node.key.map(|key| (key, node.path.clone()))),
         (YamlErrorKind::InvalidValue, SaphyrError::SerdeInvalidType { unexpected, .. })
         | (YamlErrorKind::InvalidValue, SaphyrError::SerdeInvalidValue { unexpected, .. })
         | (
@@ -165,18 +200,27 @@ fn refine(
             map.find_under(&origin_path, |node| {
                 node.scalar.as_deref() == Some(wanted.as_str())
             })
-            .map(|node| node.value)
+            .map(|node| (node.value, node.path.clone()))
         }
-        (YamlErrorKind::InvalidValue, SaphyrError::Message { msg, .. }) => {
-            let wanted = backticked(msg);
-            wanted.and_then(|wanted| {
+        (YamlErrorKind::InvalidValue, SaphyrError::Message { msg, .. }) => backticked(msg)
+            .and_then(|wanted| {
                 map.find_under(&origin_path, |node| node.scalar.as_deref() == Some(wanted))
-                    .map(|node| node.value)
-            })
+                    .map(|node| (node.value, node.path.clone()))
+            }),
+        (YamlErrorKind::MissingKey, _) => {
+            // The parser stops at the last key it read; the key is missing from its parent.
+            let parent = origin_path.parent().unwrap_or_default();
+            let location = map
+                .get(&parent)
+                .map_or(location, |node| node.key.unwrap_or(node.value));
+            Some((location, parent))
         }
         _ => None,
     };
-    found.unwrap_or(location)
+    match found {
+        Some((location, path)) => (location, Some(path)),
+        None => (location, Some(origin_path)),
+    }
 }
 
 /// `string "x"` → `x`.

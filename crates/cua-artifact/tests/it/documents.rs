@@ -1,0 +1,134 @@
+//! Approvals, evaluations and run records: their behaviour beyond parsing.
+
+use cua_artifact::{
+    CapabilityApproval, CapabilityEvaluation, ContentHash, DiagnosticCode, DocumentKind,
+    ResolutionRecord, ResolutionStrategy, RunRecord, RunStatus, check_source, yaml::from_yaml,
+};
+
+const EVALUATION: &str = "schema: cua.capability_evaluation/v1
+capability: corebank.member.savings_balance@1.0.0
+content_hash: blake3:ef89aa9b253de6eb3dfe3949c4bdbd2f51895f6e0ec43a79a43d0f5e4854d0c4
+suite: cross_tenant
+runs: 20
+successes: 14
+business_outcomes: 6
+needs_human: 0
+failures: 0
+wrong_actions: 0
+ambiguity_refusals: 0
+determinism_holds: true
+mean_drift: 0.05
+strategy_mix: {semantic_exact: 40, structural_anchor: 60}
+fallback_rate: 0.0
+";
+
+#[test]
+fn approvals_cover_exactly_their_pinned_hash() {
+    let text = "schema: cua.capability_approval/v1
+capability: corebank.member.savings_balance@1.0.0
+content_hash: blake3:ef89aa9b253de6eb3dfe3949c4bdbd2f51895f6e0ec43a79a43d0f5e4854d0c4
+state: approved
+approved_by: aditya
+";
+    let approval: CapabilityApproval = from_yaml(text).expect("parses");
+    let pinned = approval.content_hash.clone();
+    let other = ContentHash::of_bytes(b"another content");
+    assert!(approval.covers(&pinned));
+    assert!(!approval.covers(&other));
+    assert!(
+        !approval.permits_unattended_replay(&pinned),
+        "unattended replay is opt-in"
+    );
+    assert!(check_source("approval.yaml", text).is_valid());
+    // An approval is always pinned: no hash, no approval.
+    let unpinned = text.replace(
+        "content_hash: blake3:ef89aa9b253de6eb3dfe3949c4bdbd2f51895f6e0ec43a79a43d0f5e4854d0c4\n",
+        "",
+    );
+    let checked = check_source("approval.yaml", &unpinned);
+    assert_eq!(
+        checked
+            .diagnostics
+            .iter()
+            .map(|d| d.code)
+            .collect::<Vec<_>>(),
+        [DiagnosticCode::MissingKey]
+    );
+}
+
+#[test]
+fn evaluations_recommend_but_never_approve() {
+    let evaluation: CapabilityEvaluation = from_yaml(EVALUATION).expect("parses");
+    assert_eq!(evaluation.validate(), vec![]);
+    assert_eq!(evaluation.stability_score(), 1.0);
+    assert!(evaluation.is_trustworthy());
+    let (recommended, why) = CapabilityApproval::recommend(&evaluation);
+    assert!(recommended, "{why}");
+    for (change, reason) in [
+        ("wrong_actions: 0", "wrong_actions: 1"),
+        ("runs: 20\nsuccesses: 14", "runs: 4\nsuccesses: 0"),
+        ("determinism_holds: true", "determinism_holds: false"),
+        ("failures: 0", "failures: 2"),
+    ] {
+        let mut text = EVALUATION.replace(change, reason);
+        if reason == "failures: 2" {
+            text = text.replace("successes: 14", "successes: 12");
+        }
+        let evaluation: CapabilityEvaluation = from_yaml(&text).expect("parses");
+        assert!(!CapabilityApproval::recommend(&evaluation).0, "{reason}");
+    }
+}
+
+#[test]
+fn run_records_project_drift_and_authorization() {
+    let record = RunRecord {
+        schema: Default::default(),
+        run_id: "run-1".into(),
+        kind: cua_artifact::RunKind::Replay,
+        capability: Some(
+            "corebank.member.savings_balance@1.0.0"
+                .parse()
+                .expect("a reference"),
+        ),
+        capability_content_hash: None,
+        tenant: None,
+        goal: None,
+        inputs: Default::default(),
+        steps: Vec::new(),
+        result: None,
+        started_at: "2026-09-30T22:07:14Z".into(),
+        duration_ms: 10,
+        evidence_ref: "evidence/runs/run-1".into(),
+        model_name: None,
+        tokens_used: None,
+        resolver_config_hash: None,
+        human_actions: 0,
+        lease_transitions: Vec::new(),
+    };
+    assert_eq!(record.drift_score(), 0.0);
+    assert_eq!(record.unauthorized_dispatches(), 0);
+    let resolution = |recorded, used| ResolutionRecord {
+        target_description: "cell adjacent_to \"Savings Balance\"".into(),
+        strategy_recorded: recorded,
+        strategy_used: used,
+        resolved_node_id: None,
+        candidates_considered: 1,
+        ambiguity_score: 0.0,
+        identity_verified: None,
+    };
+    use ResolutionStrategy::*;
+    assert!(resolution(Some(SemanticExact), Some(StructuralAnchor)).drifted());
+    assert!(!resolution(Some(StructuralAnchor), Some(SemanticExact)).drifted());
+    assert!(!resolution(None, Some(OrdinalInRegion)).drifted());
+    assert_eq!(SemanticExact.rank(), 0);
+    assert_eq!(Vision.rank(), 6);
+    let text = cua_artifact::yaml::to_yaml(&record).expect("dumps");
+    let checked = check_source("run.yaml", &text);
+    assert_eq!(checked.kind, Some(DocumentKind::RunRecord));
+    assert!(
+        checked.is_valid(),
+        "{}",
+        cua_artifact::render_plain(&checked.diagnostics)
+    );
+    assert_eq!(RunStatus::BusinessOutcome.as_str(), "business_outcome");
+}

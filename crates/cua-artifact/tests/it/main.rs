@@ -1,0 +1,13 @@
+//! Integration tests of the document family: strict YAML, round trips, content hashing, every
+//! validation rule, tenant overlays, schema freshness and the reference artifacts.
+
+mod documents;
+mod hashing;
+mod invalid;
+mod overlay;
+mod properties;
+mod references;
+mod round_trip;
+mod schemas;
+mod strict_yaml;
+mod support;
