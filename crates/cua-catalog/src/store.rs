@@ -1,0 +1,767 @@
+//! The catalog on disk: `<id>@<version>.yaml` artifacts in one directory, each with its
+//! approval beside it as `<id>@<version>.approval.yaml`; evaluations as
+//! `<suite>.evaluation.json` in the evaluations directory (or beside the artifacts); tenant
+//! bindings as `<tenants>/<tenant>/<id>.yaml`.
+//!
+//! Listing never stops at a bad file: an unreadable, invalid or tampered artifact is an entry
+//! that says so. Loading refuses a tampered artifact. Every write goes to a temporary file in the
+//! same directory that is flushed and then renamed over the target, so a reader sees the old
+//! document or the new one, never half of each.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cua_artifact::{
+    ApprovalSchema, ApprovalScope, ApprovalState, Capability, CapabilityApproval, CapabilityId,
+    CapabilityRef, ContentHash, TenantBinding, TenantId, yaml,
+};
+use serde::Serialize;
+
+use crate::error::CatalogError;
+use crate::evaluation::{Assessment, EvaluationRecord};
+use crate::review::{ApprovalAnswer, Integrity, ReviewStatus, carried_answer, direct_answer};
+use crate::search::SearchDocument;
+
+/// The file name suffix of an artifact.
+pub const CAPABILITY_SUFFIX: &str = ".yaml";
+/// The file name suffix of an approval, after `<id>@<version>`.
+pub const APPROVAL_SUFFIX: &str = ".approval.yaml";
+/// The file name suffix of an evaluation, after the suite name.
+pub const EVALUATION_SUFFIX: &str = ".evaluation.json";
+
+/// Where the catalog's documents live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatalogConfig {
+    /// Artifacts and their approvals.
+    pub capabilities: PathBuf,
+    /// Evaluation reports (`<suite>.evaluation.json`). A missing directory holds none.
+    pub evaluations: PathBuf,
+    /// Tenant bindings, one directory per tenant. A missing directory holds none.
+    pub tenants: PathBuf,
+}
+
+/// One artifact file as the catalog sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CatalogEntry {
+    pub path: PathBuf,
+    /// From the file name; `None` when the name is not `<id>@<version>.yaml`.
+    pub reference: Option<CapabilityRef>,
+    pub integrity: Integrity,
+    /// The parsed artifact, unless it is invalid. A tampered artifact is kept for inspection
+    /// only; [`Catalog::load`] refuses it.
+    pub capability: Option<Capability>,
+    pub approval: Option<CapabilityApproval>,
+    pub review: ReviewStatus,
+}
+
+/// A file that could not be used, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileProblem {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// Every evaluation found, and every evaluation file that could not be read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EvaluationScan {
+    pub records: Vec<EvaluationRecord>,
+    pub problems: Vec<FileProblem>,
+}
+
+/// `approve`: who decides, when (from the caller's clock), and on what evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApproveRequest {
+    pub reference: CapabilityRef,
+    pub by: String,
+    /// RFC 3339, from the caller's clock; the catalog reads none.
+    pub at: String,
+    pub notes: Option<String>,
+    /// Require a passing evaluation at this exact content hash, and record that the approval
+    /// covers unattended replay.
+    pub from_eval: bool,
+}
+
+/// `revoke`: who withdraws the approval, and when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevokeRequest {
+    pub reference: CapabilityRef,
+    pub by: String,
+    /// RFC 3339, from the caller's clock.
+    pub at: String,
+    pub notes: Option<String>,
+}
+
+/// What `approve` or `revoke` wrote.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DecisionRecorded {
+    pub approval: CapabilityApproval,
+    pub path: PathBuf,
+    /// The review state before the decision.
+    pub previous: ReviewStatus,
+    /// The evaluations the decision rests on (`--from-eval`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<Assessment>,
+}
+
+/// The catalog over its directories.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    config: CatalogConfig,
+}
+
+impl Default for CatalogConfig {
+    /// The repository layout: `capabilities/`, `evidence/evals/`, `tenants/`.
+    fn default() -> Self {
+        Self::rooted_at(Path::new(""))
+    }
+}
+
+impl CatalogConfig {
+    /// The repository layout under `root`.
+    pub fn rooted_at(root: &Path) -> Self {
+        Self {
+            capabilities: root.join("capabilities"),
+            evaluations: root.join("evidence").join("evals"),
+            tenants: root.join("tenants"),
+        }
+    }
+}
+
+impl CatalogEntry {
+    /// `id@version`, or the file name when the name is not a reference.
+    pub fn display_name(&self) -> String {
+        match &self.reference {
+            Some(reference) => reference.to_string(),
+            None => file_name(&self.path),
+        }
+    }
+}
+
+impl Catalog {
+    /// A catalog over these directories. Nothing is read until asked.
+    pub fn new(config: CatalogConfig) -> Self {
+        Self { config }
+    }
+
+    /// The directories.
+    pub fn config(&self) -> &CatalogConfig {
+        &self.config
+    }
+
+    /// Every `*.yaml` artifact file in the capabilities directory, ordered by reference (files
+    /// whose name is not a reference last, by name). Bad files are entries saying what is wrong.
+    pub fn list(&self) -> Result<Vec<CatalogEntry>, CatalogError> {
+        let directory = &self.config.capabilities;
+        let mut entries: Vec<CatalogEntry> = read_directory(directory)?
+            .into_iter()
+            .filter(|name| {
+                name.ends_with(CAPABILITY_SUFFIX)
+                    && !name.ends_with(APPROVAL_SUFFIX)
+                    && !name.starts_with('.')
+            })
+            .map(|name| read_entry(&directory.join(&name), &name))
+            .collect();
+        entries.sort_by(|left, right| match (&left.reference, &right.reference) {
+            (Some(left), Some(right)) => left.cmp(right),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => left.path.cmp(&right.path),
+        });
+        Ok(entries)
+    }
+
+    /// The entry of one reference, whatever its state.
+    pub fn entry(&self, reference: &CapabilityRef) -> Result<CatalogEntry, CatalogError> {
+        let name = reference.file_name();
+        let path = self.config.capabilities.join(&name);
+        if !path.is_file() {
+            return Err(CatalogError::NotFound {
+                reference: reference.to_string(),
+                directory: self.config.capabilities.clone(),
+            });
+        }
+        Ok(read_entry(&path, &name))
+    }
+
+    /// Parses `id@version`, or takes a bare `id` to mean its highest version in the catalog.
+    pub fn resolve(&self, text: &str) -> Result<CapabilityRef, CatalogError> {
+        let invalid = |reason: String| CatalogError::InvalidReference {
+            text: text.to_owned(),
+            reason,
+        };
+        if text.contains('@') {
+            return CapabilityRef::parse(text).map_err(|error| invalid(error.to_string()));
+        }
+        let id = CapabilityId::parse(text).map_err(|error| invalid(error.to_string()))?;
+        self.list()?
+            .into_iter()
+            .filter_map(|entry| entry.reference)
+            .filter(|reference| *reference.id() == id)
+            .max()
+            .ok_or_else(|| CatalogError::NotFound {
+                reference: text.to_owned(),
+                directory: self.config.capabilities.clone(),
+            })
+    }
+
+    /// Loads an artifact for use: sealed or draft. A tampered or invalid one is refused.
+    pub fn load(&self, reference: &CapabilityRef) -> Result<Capability, CatalogError> {
+        let entry = self.entry(reference)?;
+        usable(entry)
+    }
+
+    /// Every evaluation in the evaluations directory and beside the artifacts, by path.
+    pub fn evaluations(&self) -> Result<EvaluationScan, CatalogError> {
+        let mut scan = EvaluationScan::default();
+        let mut directories = vec![&self.config.evaluations];
+        if self.config.capabilities != self.config.evaluations {
+            directories.push(&self.config.capabilities);
+        }
+        for directory in directories {
+            if !directory.is_dir() {
+                continue;
+            }
+            for name in read_directory(directory)? {
+                if !name.ends_with(EVALUATION_SUFFIX) || name.starts_with('.') {
+                    continue;
+                }
+                let path = directory.join(&name);
+                let parsed = std::fs::read_to_string(&path)
+                    .map_err(|error| format!("cannot read the file: {error}"))
+                    .and_then(|text| EvaluationRecord::parse(&path, &text));
+                match parsed {
+                    Ok(record) => scan.records.push(record),
+                    Err(reason) => scan.problems.push(FileProblem { path, reason }),
+                }
+            }
+        }
+        scan.records
+            .sort_by(|left, right| left.source.cmp(&right.source));
+        scan.problems
+            .sort_by(|left, right| left.path.cmp(&right.path));
+        Ok(scan)
+    }
+
+    /// The tenant's binding of this capability, if the tenant has one:
+    /// `<tenants>/<tenant>/<id>.yaml`.
+    pub fn binding(
+        &self,
+        tenant: &TenantId,
+        reference: &CapabilityRef,
+    ) -> Result<Option<TenantBinding>, CatalogError> {
+        let path = self
+            .config
+            .tenants
+            .join(tenant.as_str())
+            .join(format!("{}{CAPABILITY_SUFFIX}", reference.id()));
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let text = read_text(&path)?;
+        let binding = TenantBinding::from_yaml(&text).map_err(|error| CatalogError::Invalid {
+            path: path.clone(),
+            reason: error.to_string(),
+        })?;
+        if binding.tenant != *tenant {
+            return Err(CatalogError::Invalid {
+                path,
+                reason: format!(
+                    "the binding is for tenant {}, but it sits in {}'s directory",
+                    binding.tenant, tenant
+                ),
+            });
+        }
+        Ok(Some(binding))
+    }
+
+    /// Whether `reference` counts as approved, for a tenant or for itself, and why. For a
+    /// tenant with a binding, the base's approval carries over only through a substitution-only
+    /// binding whose effective capability is re-derived and compared; a tenant without a
+    /// binding runs the base as it is.
+    pub fn approval_for(
+        &self,
+        reference: &CapabilityRef,
+        tenant: Option<&TenantId>,
+    ) -> Result<ApprovalAnswer, CatalogError> {
+        let entry = self.entry(reference)?;
+        if let Integrity::Invalid { reason } = &entry.integrity {
+            return Err(CatalogError::Invalid {
+                path: entry.path.clone(),
+                reason: reason.clone(),
+            });
+        }
+        let direct = direct_answer(reference, &entry.integrity, entry.approval.as_ref());
+        let Some(tenant) = tenant else {
+            return Ok(direct);
+        };
+        let Some(binding) = self.binding(tenant, reference)? else {
+            return Ok(ApprovalAnswer {
+                tenant: Some(tenant.clone()),
+                reason: format!(
+                    "tenant {tenant} has no binding of {}, so it runs the base as is: {}",
+                    reference.id(),
+                    direct.reason
+                ),
+                ..direct
+            });
+        };
+        if binding.capability != *reference {
+            return Ok(ApprovalAnswer {
+                tenant: Some(tenant.clone()),
+                approved: false,
+                basis: crate::review::ApprovalBasis::None,
+                reason: format!(
+                    "tenant {tenant}'s binding pins {}, not {reference}",
+                    binding.capability
+                ),
+                ..direct
+            });
+        }
+        let base = entry
+            .capability
+            .as_ref()
+            .expect("an entry whose integrity is not invalid holds its capability");
+        Ok(carried_answer(base, entry.approval.as_ref(), &binding))
+    }
+
+    /// Records an approval pinned to the artifact's sealed hash. Refuses an unsealed, tampered
+    /// or invalid artifact; with `from_eval`, refuses unless every evaluation at this exact hash
+    /// passes every [`crate::Criterion`] (and there is at least one).
+    pub fn approve(&self, request: &ApproveRequest) -> Result<DecisionRecorded, CatalogError> {
+        let by = reviewer(&request.by)?;
+        let entry = self.entry(&request.reference)?;
+        let content_hash = sealed_hash(&entry)?;
+        let evidence = if request.from_eval {
+            self.passing_evaluations(&request.reference, &content_hash)?
+        } else {
+            Vec::new()
+        };
+        let mut notes: Vec<String> = request
+            .notes
+            .iter()
+            .filter(|notes| !notes.trim().is_empty())
+            .cloned()
+            .collect();
+        notes.extend(
+            evidence
+                .iter()
+                .map(|assessment| format!("evaluated {}", assessment.summary())),
+        );
+        let approval = CapabilityApproval {
+            schema: ApprovalSchema::V1,
+            capability: request.reference.clone(),
+            content_hash,
+            state: ApprovalState::Approved,
+            approved_by: Some(by),
+            approved_at: Some(request.at.clone()),
+            scope: ApprovalScope {
+                unattended_replay: request.from_eval,
+                tenants: Vec::new(),
+            },
+            notes: notes.join("; "),
+        };
+        let path = self.write_approval(&approval)?;
+        Ok(DecisionRecorded {
+            approval,
+            path,
+            previous: entry.review,
+            evidence,
+        })
+    }
+
+    /// Records that the approval is withdrawn. The pin stays, so the record says which content
+    /// was revoked; `approved_by` and `approved_at` name the latest decision.
+    pub fn revoke(&self, request: &RevokeRequest) -> Result<DecisionRecorded, CatalogError> {
+        let by = reviewer(&request.by)?;
+        let entry = self.entry(&request.reference)?;
+        if let ReviewStatus::Invalid { reason } = &entry.review {
+            return Err(CatalogError::Invalid {
+                path: approval_path(&self.config.capabilities, &request.reference),
+                reason: reason.clone(),
+            });
+        }
+        let Some(previous_approval) = entry.approval.clone() else {
+            return Err(CatalogError::NothingToRevoke {
+                reference: Box::new(request.reference.clone()),
+            });
+        };
+        let mut history = Vec::new();
+        if let Some(notes) = request
+            .notes
+            .as_ref()
+            .filter(|notes| !notes.trim().is_empty())
+        {
+            history.push(notes.clone());
+        }
+        history.push(format!(
+            "previously {} by {}{}",
+            state_name(previous_approval.state),
+            previous_approval
+                .approved_by
+                .as_deref()
+                .unwrap_or("an unnamed reviewer"),
+            previous_approval
+                .approved_at
+                .as_deref()
+                .map(|at| format!(" at {at}"))
+                .unwrap_or_default()
+        ));
+        if !previous_approval.notes.is_empty() {
+            history.push(format!("notes then: {}", previous_approval.notes));
+        }
+        let approval = CapabilityApproval {
+            state: ApprovalState::Revoked,
+            approved_by: Some(by),
+            approved_at: Some(request.at.clone()),
+            notes: history.join("; "),
+            ..previous_approval
+        };
+        let path = self.write_approval(&approval)?;
+        Ok(DecisionRecorded {
+            approval,
+            path,
+            previous: entry.review,
+            evidence: Vec::new(),
+        })
+    }
+
+    /// The search documents of every usable (sealed or draft) artifact; tampered and invalid
+    /// ones cannot be called, so they are not offered.
+    pub fn search_documents(entries: &[CatalogEntry]) -> Vec<SearchDocument> {
+        entries
+            .iter()
+            .filter(|entry| {
+                matches!(
+                    entry.integrity,
+                    Integrity::Sealed { .. } | Integrity::Draft { .. }
+                )
+            })
+            .filter_map(|entry| {
+                entry.capability.as_ref().map(|capability| {
+                    SearchDocument::from_capability(capability, entry.review.is_approved())
+                })
+            })
+            .collect()
+    }
+
+    /// The assessments of every evaluation of `reference` at `content_hash`, when there is at
+    /// least one and all pass.
+    fn passing_evaluations(
+        &self,
+        reference: &CapabilityRef,
+        content_hash: &ContentHash,
+    ) -> Result<Vec<Assessment>, CatalogError> {
+        let scan = self.evaluations()?;
+        let of_reference: Vec<&EvaluationRecord> = scan
+            .records
+            .iter()
+            .filter(|record| record.evaluation.capability == *reference)
+            .collect();
+        let at_hash: Vec<Assessment> = of_reference
+            .iter()
+            .filter(|record| record.evaluation.content_hash == *content_hash)
+            .map(|record| record.assess())
+            .collect();
+        if at_hash.is_empty() {
+            let mut other_hashes: Vec<String> = of_reference
+                .iter()
+                .map(|record| record.evaluation.content_hash.to_string())
+                .collect();
+            other_hashes.sort();
+            other_hashes.dedup();
+            let mut reason = if other_hashes.is_empty() {
+                format!(
+                    "no evaluation of {reference} was found in {}",
+                    self.evaluation_directories()
+                )
+            } else {
+                format!(
+                    "no evaluation of {reference} at {content_hash}; the evaluations found are of \
+                     other content ({}), so run the suite against this exact version",
+                    other_hashes.join(", ")
+                )
+            };
+            if !scan.problems.is_empty() {
+                reason.push_str(&format!(
+                    " ({} evaluation file(s) could not be read: {})",
+                    scan.problems.len(),
+                    scan.problems
+                        .iter()
+                        .map(|problem| format!("{}: {}", problem.path.display(), problem.reason))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ));
+            }
+            return Err(CatalogError::NoEvaluation {
+                reference: Box::new(reference.clone()),
+                content_hash: content_hash.clone(),
+                reason,
+            });
+        }
+        if at_hash.iter().all(Assessment::passed) {
+            Ok(at_hash)
+        } else {
+            Err(CatalogError::EvaluationFailed {
+                reference: Box::new(reference.clone()),
+                content_hash: content_hash.clone(),
+                assessments: at_hash,
+            })
+        }
+    }
+
+    fn evaluation_directories(&self) -> String {
+        if self.config.capabilities == self.config.evaluations {
+            self.config.evaluations.display().to_string()
+        } else {
+            format!(
+                "{} or {}",
+                self.config.evaluations.display(),
+                self.config.capabilities.display()
+            )
+        }
+    }
+
+    fn write_approval(&self, approval: &CapabilityApproval) -> Result<PathBuf, CatalogError> {
+        let path = approval_path(&self.config.capabilities, &approval.capability);
+        let body = yaml::to_yaml(approval).map_err(|error| CatalogError::Invalid {
+            path: path.clone(),
+            reason: error.to_string(),
+        })?;
+        let text = format!(
+            "# Written by `cua catalog`. This decision covers exactly `content_hash`: any change\n\
+             # to the artifact's meaning voids it.\n{body}"
+        );
+        write_atomically(&path, &text).map_err(|source| CatalogError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(path)
+    }
+}
+
+/// The approval file beside an artifact.
+pub fn approval_path(capabilities: &Path, reference: &CapabilityRef) -> PathBuf {
+    capabilities.join(format!("{reference}{APPROVAL_SUFFIX}"))
+}
+
+/// Writes `text` to `path` through a flushed temporary file in the same directory and a rename,
+/// so the target holds the old text or the new one, never a mix.
+pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let directory = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let temporary = directory.join(format!(
+        ".{}.tmp-{}-{}",
+        file_name(path),
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)?;
+        // Make the rename itself durable; a directory that cannot be opened or synced (some
+        // file systems) still holds the complete file.
+        if let Ok(directory) = std::fs::File::open(directory) {
+            let _ = directory.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    result
+}
+
+fn read_entry(path: &Path, name: &str) -> CatalogEntry {
+    let invalid = |reference: Option<CapabilityRef>, reason: String| CatalogEntry {
+        path: path.to_owned(),
+        reference,
+        integrity: Integrity::Invalid { reason },
+        capability: None,
+        approval: None,
+        review: ReviewStatus::Unreviewed,
+    };
+    let stem = name.strip_suffix(CAPABILITY_SUFFIX).unwrap_or(name);
+    let reference = match CapabilityRef::parse(stem) {
+        Ok(reference) => reference,
+        Err(error) => {
+            return invalid(
+                None,
+                format!("the file name is not `<id>@<version>.yaml`: {error}"),
+            );
+        }
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) => return invalid(Some(reference), format!("cannot read the file: {error}")),
+    };
+    let capability: Capability = match yaml::from_yaml(&text) {
+        Ok(capability) => capability,
+        Err(error) => return invalid(Some(reference), error.to_string()),
+    };
+    let problems = capability.validate();
+    if !problems.is_empty() {
+        let reason = problems
+            .iter()
+            .map(|problem| {
+                format!(
+                    "[{}] {}: {}",
+                    problem.code.as_str(),
+                    problem.path,
+                    problem.message
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        return invalid(Some(reference), reason);
+    }
+    if capability.reference() != reference {
+        return invalid(
+            Some(reference),
+            format!(
+                "the file name says {}, the content is {}",
+                stem,
+                capability.reference()
+            ),
+        );
+    }
+    let integrity = Integrity::of(&capability);
+    let approval_file = approval_path(
+        path.parent().unwrap_or(Path::new(".")),
+        &capability.reference(),
+    );
+    let (approval, review) = match read_approval(&approval_file, &reference) {
+        Ok(approval) => {
+            let review = ReviewStatus::judge(&integrity, approval.as_ref());
+            (approval, review)
+        }
+        Err(reason) => (None, ReviewStatus::Invalid { reason }),
+    };
+    CatalogEntry {
+        path: path.to_owned(),
+        reference: Some(reference),
+        integrity,
+        capability: Some(capability),
+        approval,
+        review,
+    }
+}
+
+fn read_approval(
+    path: &Path,
+    reference: &CapabilityRef,
+) -> Result<Option<CapabilityApproval>, String> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text =
+        std::fs::read_to_string(path).map_err(|error| format!("cannot read the file: {error}"))?;
+    let approval: CapabilityApproval = yaml::from_yaml(&text).map_err(|error| error.to_string())?;
+    if approval.capability != *reference {
+        return Err(format!(
+            "it approves {}, not {reference}",
+            approval.capability
+        ));
+    }
+    Ok(Some(approval))
+}
+
+/// The capability of a sealed or draft entry, or the refusal.
+fn usable(entry: CatalogEntry) -> Result<Capability, CatalogError> {
+    match entry.integrity {
+        Integrity::Tampered { declared, computed } => Err(CatalogError::Tampered {
+            reference: Box::new(entry.reference.expect("a parsed entry has a reference")),
+            declared,
+            computed,
+        }),
+        Integrity::Invalid { reason } => Err(CatalogError::Invalid {
+            path: entry.path,
+            reason,
+        }),
+        Integrity::Sealed { .. } | Integrity::Draft { .. } => Ok(entry
+            .capability
+            .expect("a sealed or draft entry holds its capability")),
+    }
+}
+
+/// The sealed hash approval can pin, or why there is none.
+fn sealed_hash(entry: &CatalogEntry) -> Result<ContentHash, CatalogError> {
+    let reference = || {
+        Box::new(
+            entry
+                .reference
+                .clone()
+                .expect("a parsed entry has a reference"),
+        )
+    };
+    match &entry.integrity {
+        Integrity::Sealed { content_hash } => Ok(content_hash.clone()),
+        Integrity::Draft { .. } => Err(CatalogError::Unsealed {
+            reference: reference(),
+        }),
+        Integrity::Tampered { declared, computed } => Err(CatalogError::Tampered {
+            reference: reference(),
+            declared: declared.clone(),
+            computed: computed.clone(),
+        }),
+        Integrity::Invalid { reason } => Err(CatalogError::Invalid {
+            path: entry.path.clone(),
+            reason: reason.clone(),
+        }),
+    }
+}
+
+fn reviewer(by: &str) -> Result<String, CatalogError> {
+    let by = by.trim();
+    if by.is_empty() {
+        Err(CatalogError::NoReviewer)
+    } else {
+        Ok(by.to_owned())
+    }
+}
+
+fn state_name(state: ApprovalState) -> &'static str {
+    match state {
+        ApprovalState::Draft => "draft",
+        ApprovalState::Approved => "approved",
+        ApprovalState::Rejected => "rejected",
+        ApprovalState::Revoked => "revoked",
+    }
+}
+
+fn read_directory(directory: &Path) -> Result<Vec<String>, CatalogError> {
+    let read_error = |source| CatalogError::ReadDirectory {
+        path: directory.to_owned(),
+        source,
+    };
+    let mut names = Vec::new();
+    for item in std::fs::read_dir(directory).map_err(read_error)? {
+        let item = item.map_err(read_error)?;
+        if item.file_type().map_err(read_error)?.is_file() {
+            names.push(item.file_name().to_string_lossy().into_owned());
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+fn read_text(path: &Path) -> Result<String, CatalogError> {
+    std::fs::read_to_string(path).map_err(|source| CatalogError::Read {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
