@@ -148,6 +148,18 @@ fn structural_anchor_relations() {
         "{role: text, anchor: {relation: adjacent_to, text: Savings Balance}}",
         "structural_anchor content:/document[0]/table[2]/row[0]/cell[1]/text[0]",
     );
+    // The grid's "Status" column header is last in its row: only the summary's label has a
+    // value beside it (the reference savings_balance capability reads it this way).
+    check(
+        &detail,
+        "{role: cell, anchor: {relation: adjacent_to, text: Status}, scope: {frame: content}}",
+        "structural_anchor content:/document[0]/table[2]/row[1]/cell[1]",
+    );
+    check(
+        &member_detail_northgate(),
+        "{role: cell, anchor: {relation: adjacent_to, text: Acct Status}, scope: {frame: content}}",
+        "structural_anchor content:/document[0]/table[2]/row[1]/cell[1]",
+    );
     // row_of: everything of the role in the anchor's row, except the anchor and what holds it.
     check(
         &detail,
