@@ -1,0 +1,172 @@
+//! `observe()`: the frame tree, every frame's accessibility tree and one DOM snapshot, fetched
+//! concurrently and stitched into a [`UiSnapshot`].
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use cua_snapshot::{NodeId, UiSnapshot};
+use cua_surface::SurfaceError;
+use futures::future::join_all;
+use serde_json::json;
+
+use crate::cdp::lock;
+use crate::dom::DomIndex;
+use crate::monitor::PageState;
+use crate::session::{CallError, Session};
+use crate::tree::{AxNode, FrameInput, NodeHandle, stitch};
+
+/// One observation and what the driver keeps from it to act later.
+pub(crate) struct Observation {
+    pub(crate) snapshot: UiSnapshot,
+    pub(crate) handles: HashMap<NodeId, NodeHandle>,
+    /// Every frame's id and loader: it changes exactly when some frame shows a new document.
+    pub(crate) documents: String,
+}
+
+/// A frame of `Page.getFrameTree`, in pre-order.
+#[derive(Debug, Clone)]
+pub(crate) struct FrameMeta {
+    pub(crate) id: String,
+    pub(crate) parent: Option<usize>,
+    pub(crate) name: String,
+    pub(crate) url: String,
+    pub(crate) loader_id: String,
+}
+
+/// The page's frames, the main frame first, children in document order.
+pub(crate) async fn frames(session: &Session) -> Result<Vec<FrameMeta>, SurfaceError> {
+    let tree = session
+        .call("Page.getFrameTree", json!({}))
+        .await
+        .map_err(|error| error.into_surface("reading the frame tree"))?;
+    let mut frames = Vec::new();
+    let mut pending = vec![(&tree["frameTree"], None)];
+    while let Some((node, parent)) = pending.pop() {
+        let frame = &node["frame"];
+        let Some(id) = frame["id"].as_str() else {
+            continue;
+        };
+        let mut url = frame["url"].as_str().unwrap_or_default().to_string();
+        url.push_str(frame["urlFragment"].as_str().unwrap_or_default());
+        let position = frames.len();
+        frames.push(FrameMeta {
+            id: id.to_string(),
+            parent,
+            name: frame["name"].as_str().unwrap_or_default().to_string(),
+            url,
+            loader_id: frame["loaderId"].as_str().unwrap_or_default().to_string(),
+        });
+        if let Some(children) = node["childFrames"].as_array() {
+            for child in children.iter().rev() {
+                pending.push((child, Some(position)));
+            }
+        }
+    }
+    if frames.is_empty() {
+        return Err(SurfaceError::ActionFailed {
+            reason: "the page has no main frame".into(),
+        });
+    }
+    Ok(frames)
+}
+
+/// The top-left of each frame's viewport in top-level viewport CSS px (the main frame at the
+/// origin); `None` for a frame whose host element has no box.
+pub(crate) async fn frame_origins(
+    session: &Session,
+    frames: &[FrameMeta],
+    dom: &DomIndex,
+) -> Vec<Option<(f64, f64)>> {
+    let lookups = frames
+        .iter()
+        .enumerate()
+        .map(|(position, frame)| async move {
+            if position == 0 {
+                return Some((0.0, 0.0));
+            }
+            let owner = dom.document_of_frame(&frame.id)?.owner_backend?;
+            let model = session
+                .call("DOM.getBoxModel", json!({ "backendNodeId": owner }))
+                .await
+                .ok()?;
+            let content = model["model"]["content"].as_array()?;
+            Some((content.first()?.as_f64()?, content.get(1)?.as_f64()?))
+        });
+    join_all(lookups).await
+}
+
+/// Takes one observation.
+pub(crate) async fn observe(
+    session: &Session,
+    state: &Mutex<PageState>,
+) -> Result<Observation, SurfaceError> {
+    let frames = frames(session).await?;
+    let trees = join_all(frames.iter().map(|frame| {
+        session.call(
+            "Accessibility.getFullAXTree",
+            json!({ "frameId": frame.id }),
+        )
+    }));
+    let dom = session.call(
+        "DOMSnapshot.captureSnapshot",
+        json!({ "computedStyles": [], "includeDOMRects": false }),
+    );
+    let (trees, dom) = futures::join!(trees, dom);
+    let dom = DomIndex::parse(&dom.map_err(|error| error.into_surface("capturing the DOM"))?);
+    let mut inputs = Vec::with_capacity(frames.len());
+    for (position, (frame, tree)) in frames.iter().zip(trees).enumerate() {
+        let ax = match tree {
+            Ok(tree) => AxNode::parse_all(&tree),
+            // A child frame may go away between the two calls; it is simply not there.
+            Err(CallError::Protocol(_)) if position > 0 => Vec::new(),
+            Err(error) => return Err(error.into_surface("reading the accessibility tree")),
+        };
+        inputs.push(FrameInput {
+            frame_id: frame.id.clone(),
+            loader_id: frame.loader_id.clone(),
+            parent: frame.parent,
+            name: frame.name.clone(),
+            ax,
+            owner_backend: dom
+                .document_of_frame(&frame.id)
+                .and_then(|d| d.owner_backend),
+            origin: None,
+        });
+    }
+    for (input, origin) in inputs
+        .iter_mut()
+        .zip(frame_origins(session, &frames, &dom).await)
+    {
+        input.origin = origin;
+    }
+    let stitched = stitch(&inputs, &dom);
+    let main = &frames[0];
+    let title = dom
+        .document_of_frame(&main.id)
+        .map(|document| document.title.clone())
+        .filter(|title| !title.is_empty())
+        .or_else(|| stitched.nodes.first().map(|root| root.name.clone()))
+        .unwrap_or_default();
+    let http_status = {
+        let state = lock(state);
+        frames
+            .iter()
+            .filter_map(|frame| state.status_of(&frame.id, &frame.loader_id))
+            .max()
+    };
+    let documents = frames
+        .iter()
+        .map(|frame| format!("{}:{}", frame.id, frame.loader_id))
+        .collect::<Vec<_>>()
+        .join(",");
+    Ok(Observation {
+        snapshot: UiSnapshot {
+            url: main.url.clone(),
+            title,
+            http_status,
+            nodes: stitched.nodes,
+        },
+        handles: stitched.handles.into_iter().collect(),
+        documents,
+    })
+}

@@ -1,0 +1,336 @@
+//! The Chromium child process: flags, a fresh profile directory, start-up, liveness, and a
+//! shutdown that always reaps.
+
+use std::collections::VecDeque;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, ChildStderr, Command};
+use tokio::task::JoinHandle;
+
+use crate::cdp::lock;
+use crate::config::ChromiumConfig;
+use crate::error::LaunchError;
+
+/// How many of Chromium's last stderr lines are kept for error messages.
+const STDERR_TAIL_LINES: usize = 40;
+
+/// The flags every launch uses. As root on this machine Chromium needs `--no-sandbox`; the
+/// background-networking group keeps it from dialling Google on a closed network; site
+/// isolation is off so that every frame lives in the page's renderer and its accessibility
+/// tree is reachable from the page session.
+const BASE_FLAGS: &[&str] = &[
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--disable-site-isolation-trials",
+    "--disable-features=IsolateOrigins,site-per-process,Translate,MediaRouter,\
+OptimizationHints,HttpsUpgrades,HttpsFirstBalancedModeAutoEnable,BackForwardCache,\
+AutofillServerCommunication,InterestFeedContentSuggestions,DialMediaRouteProvider",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--disable-breakpad",
+    "--disable-client-side-phishing-detection",
+    "--disable-domain-reliability",
+    "--disable-hang-monitor",
+    "--disable-popup-blocking",
+    "--disable-prompt-on-repost",
+    "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows",
+    "--disable-renderer-backgrounding",
+    "--disable-ipc-flooding-protection",
+    "--disable-smooth-scrolling",
+    "--disable-search-engine-choice-screen",
+    "--deny-permission-prompts",
+    "--metrics-recording-only",
+    "--password-store=basic",
+    "--force-color-profile=srgb",
+    "--font-render-hinting=none",
+    "--mute-audio",
+    "--remote-debugging-address=127.0.0.1",
+    "--remote-debugging-port=0",
+];
+
+/// A launched Chromium. Dropping it terminates the whole process group, reaps the browser
+/// process and removes the profile directory.
+pub(crate) struct BrowserProcess {
+    child: Arc<Mutex<Child>>,
+    pid: u32,
+    profile: ProfileDir,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    drain: JoinHandle<()>,
+}
+
+impl BrowserProcess {
+    /// Starts Chromium and returns it with its DevTools WebSocket URL.
+    pub(crate) async fn launch(config: &ChromiumConfig) -> Result<(Self, String), LaunchError> {
+        check_executable(&config.executable)?;
+        let profile = ProfileDir::create()?;
+        let mut command = Command::new(&config.executable);
+        command
+            .args(BASE_FLAGS)
+            .arg(format!("--user-data-dir={}", profile.path.display()))
+            .arg(format!(
+                "--window-size={},{}",
+                config.viewport.width, config.viewport.height
+            ));
+        if config.headless {
+            command.arg("--headless=new");
+        }
+        command
+            .args(&config.extra_args)
+            .arg("about:blank")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+                LaunchError::ChromiumMissing {
+                    path: config.executable.clone(),
+                    reason: source.to_string(),
+                }
+            }
+            _ => LaunchError::Spawn {
+                path: config.executable.clone(),
+                source,
+            },
+        })?;
+        let pid = child.id().unwrap_or_default();
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        let Some(stderr) = child.stderr.take() else {
+            return Err(LaunchError::Setup {
+                reason: "chromium's stderr was not piped".into(),
+            });
+        };
+        let mut lines = BufReader::new(stderr).lines();
+        let child = Arc::new(Mutex::new(child));
+        let announced = tokio::time::timeout(
+            config.launch_timeout,
+            read_endpoint(&mut lines, &stderr_tail),
+        )
+        .await;
+        let mut process = Self {
+            child,
+            pid,
+            profile,
+            stderr_tail: Arc::clone(&stderr_tail),
+            drain: tokio::spawn(async {}),
+        };
+        match announced {
+            Ok(Some(ws_url)) => {
+                process.drain = tokio::spawn(drain(lines, stderr_tail));
+                Ok((process, ws_url))
+            }
+            Ok(None) => {
+                process.terminate();
+                let status = lock(&process.child)
+                    .try_wait()
+                    .ok()
+                    .flatten()
+                    .map_or_else(|| "no exit status".to_string(), |status| status.to_string());
+                Err(LaunchError::Exited {
+                    status,
+                    stderr_tail: process.stderr_tail(),
+                })
+            }
+            Err(_) => {
+                process.terminate();
+                Err(LaunchError::Timeout {
+                    after: config.launch_timeout,
+                    stderr_tail: process.stderr_tail(),
+                })
+            }
+        }
+    }
+
+    /// The browser process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The profile directory passed as `--user-data-dir`.
+    pub(crate) fn profile_dir(&self) -> &Path {
+        &self.profile.path
+    }
+
+    /// The exit status, if the browser process has exited (reaping it).
+    pub(crate) fn exited(&self) -> Option<String> {
+        lock(&self.child)
+            .try_wait()
+            .ok()
+            .flatten()
+            .map(|status| status.to_string())
+    }
+
+    /// Chromium's last stderr lines, joined.
+    pub(crate) fn stderr_tail(&self) -> String {
+        lock(&self.stderr_tail)
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+
+    /// Waits (asynchronously) up to `bound` for the browser to exit by itself, then kills
+    /// what is left. Used after a graceful `Browser.close`.
+    pub(crate) async fn wait_or_kill(&self, bound: Duration) {
+        let deadline = Instant::now() + bound;
+        while Instant::now() < deadline {
+            if self.exited().is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.terminate();
+    }
+
+    /// Terminates the process group and reaps the browser. Synchronous and bounded: SIGTERM,
+    /// up to 2 s for a clean exit (Chromium then reaps its own children), SIGKILL to the
+    /// whole group, then up to 2 s more for the reap.
+    pub(crate) fn terminate(&self) {
+        if self.exited().is_some() {
+            self.kill_group();
+            return;
+        }
+        if let Some(pid) = self.rustix_pid() {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+        if !self.poll_exit(Duration::from_secs(2)) {
+            self.kill_group();
+            let _ = lock(&self.child).start_kill();
+            self.poll_exit(Duration::from_secs(2));
+        } else {
+            self.kill_group();
+        }
+    }
+
+    fn kill_group(&self) {
+        if let Some(pid) = self.rustix_pid() {
+            // The group may already be empty; that is the expected case after a clean exit.
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+
+    fn poll_exit(&self, bound: Duration) -> bool {
+        let deadline = Instant::now() + bound;
+        loop {
+            if self.exited().is_some() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn rustix_pid(&self) -> Option<rustix::process::Pid> {
+        rustix::process::Pid::from_raw(i32::try_from(self.pid).ok()?)
+    }
+}
+
+impl Drop for BrowserProcess {
+    fn drop(&mut self) {
+        self.drain.abort();
+        self.terminate();
+        self.profile.remove();
+    }
+}
+
+/// A fresh, uniquely named profile directory under the system temp dir.
+struct ProfileDir {
+    path: PathBuf,
+}
+
+impl ProfileDir {
+    fn create() -> Result<Self, LaunchError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let name = format!(
+            "cua-chromium-{}-{}-{nanos}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = std::env::temp_dir().join(name);
+        std::fs::create_dir(&path).map_err(|source| LaunchError::UserDataDir {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(Self { path })
+    }
+
+    fn remove(&self) {
+        // Chromium may still be flushing for a moment after its exit; retry briefly.
+        for _ in 0..10 {
+            match std::fs::remove_dir_all(&self.path) {
+                Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                _ => return,
+            }
+        }
+    }
+}
+
+fn check_executable(path: &Path) -> Result<(), LaunchError> {
+    let missing = |reason: &str| LaunchError::ChromiumMissing {
+        path: path.to_path_buf(),
+        reason: reason.to_string(),
+    };
+    let metadata = std::fs::metadata(path).map_err(|error| missing(&error.to_string()))?;
+    if !metadata.is_file() {
+        return Err(missing("not a file"));
+    }
+    if metadata.permissions().mode() & 0o111 == 0 {
+        return Err(missing("not executable"));
+    }
+    Ok(())
+}
+
+async fn read_endpoint(
+    lines: &mut tokio::io::Lines<BufReader<ChildStderr>>,
+    tail: &Mutex<VecDeque<String>>,
+) -> Option<String> {
+    while let Ok(Some(line)) = lines.next_line().await {
+        if let Some((_, url)) = line.split_once("DevTools listening on ") {
+            let url = url.trim();
+            if url.starts_with("ws://") {
+                return Some(url.to_string());
+            }
+        }
+        push_tail(tail, line);
+    }
+    None
+}
+
+async fn drain(
+    mut lines: tokio::io::Lines<BufReader<ChildStderr>>,
+    tail: Arc<Mutex<VecDeque<String>>>,
+) {
+    while let Ok(Some(line)) = lines.next_line().await {
+        push_tail(&tail, line);
+    }
+}
+
+fn push_tail(tail: &Mutex<VecDeque<String>>, line: String) {
+    let mut tail = lock(tail);
+    if tail.len() == STDERR_TAIL_LINES {
+        tail.pop_front();
+    }
+    tail.push_back(line);
+}

@@ -1,0 +1,626 @@
+//! `ChromiumSurface`: launching or attaching, the `SurfaceDriver` implementation, the waits,
+//! and shutdown.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use chromiumoxide::Browser;
+use chromiumoxide::handler::HandlerConfig;
+use chromiumoxide::handler::viewport::Viewport as OxideViewport;
+use cua_policy::{AuthorizedAction, RawInput, ScrollDirection, SurfaceAction};
+use cua_snapshot::{NodeId, UiSnapshot};
+use cua_surface::{
+    BlockedRequest, DispatchReceipt, Screenshot, ScreenshotRequest, SurfaceDriver, SurfaceError,
+    WaitCondition, WaitOutcome,
+};
+use futures::StreamExt;
+use serde_json::json;
+use tokio::task::JoinHandle;
+
+use crate::actions::{self, OBJECT_GROUP, Target};
+use crate::cdp::{RawCdp, lock};
+use crate::config::ChromiumConfig;
+use crate::endpoint;
+use crate::error::LaunchError;
+use crate::monitor::{self, Mark, PageState, Shared};
+use crate::observe::{self, Observation};
+use crate::process::BrowserProcess;
+use crate::screenshot;
+use crate::session::{Liveness, Session};
+use crate::tree::NodeHandle;
+
+/// How often waits observe.
+const POLL_INTERVAL: Duration = Duration::from_millis(50);
+
+/// How many observations are remembered for `WaitCondition::Navigation`.
+const DOCUMENTS_REMEMBERED: usize = 64;
+
+/// A Chromium page driven over CDP, with the allowlist enforced inside the browser.
+///
+/// Dropping it stops its tasks and, for a launched browser, terminates and reaps the browser
+/// and removes its profile directory. [`ChromiumSurface::close`] does the same gracefully.
+pub struct ChromiumSurface {
+    config: ChromiumConfig,
+    session: Session,
+    shared: Shared,
+    /// The backend handle of every node of the last observation.
+    handles: Mutex<HashMap<NodeId, NodeHandle>>,
+    /// `(snapshot digest, documents signature)` of recent observations.
+    documents_seen: Mutex<VecDeque<(String, String)>>,
+    /// Held so that chromiumoxide keeps serving the page; never used directly.
+    _browser: Browser,
+    endpoint: String,
+    tasks: Vec<JoinHandle<()>>,
+    process: Option<Arc<BrowserProcess>>,
+}
+
+impl ChromiumSurface {
+    /// Launches Chromium with a fresh profile and opens one page on `about:blank`.
+    ///
+    /// A missing executable fails at once with [`LaunchError::ChromiumMissing`].
+    pub async fn launch(config: ChromiumConfig) -> Result<Self, LaunchError> {
+        let (process, ws_url) = BrowserProcess::launch(&config).await?;
+        let process = Arc::new(process);
+        // On any setup error the process is dropped here, which terminates and reaps it.
+        Self::connect(ws_url, config, Some(process)).await
+    }
+
+    /// Attaches to a running browser at a `ws://…/devtools/browser/…` or `http://host:port`
+    /// endpoint and opens a new page in it. The allowlist guard is installed for the whole
+    /// browser for as long as this surface lives; the browser itself is left running.
+    pub async fn attach(endpoint: &str, config: ChromiumConfig) -> Result<Self, LaunchError> {
+        let ws_url = endpoint::resolve(endpoint, config.cdp_timeout).await?;
+        Self::connect(ws_url, config, None).await
+    }
+
+    /// The browser's process id, when this surface launched it.
+    pub fn browser_pid(&self) -> Option<u32> {
+        self.process.as_ref().map(|process| process.pid())
+    }
+
+    /// The launched browser's profile directory (removed when the surface goes).
+    pub fn profile_dir(&self) -> Option<&Path> {
+        self.process.as_ref().map(|process| process.profile_dir())
+    }
+
+    /// The DevTools WebSocket endpoint, to attach another client to the same browser.
+    pub fn devtools_endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// Closes gracefully: a launched browser is asked to quit (and killed if it does not
+    /// within 3 s), then reaped; on an attached browser only this surface's page is closed.
+    pub async fn close(self) {
+        let bound = Duration::from_secs(2);
+        if let Some(process) = &self.process {
+            let _ = self
+                .session
+                .monitor
+                .call("Browser.close", json!({}), None, bound)
+                .await;
+            process.wait_or_kill(Duration::from_secs(3)).await;
+        } else {
+            let target = self.session.page.target_id().as_ref().to_string();
+            let _ = self
+                .session
+                .monitor
+                .call(
+                    "Target.closeTarget",
+                    json!({ "targetId": target }),
+                    None,
+                    bound,
+                )
+                .await;
+        }
+        drop(self);
+    }
+
+    async fn connect(
+        ws_url: String,
+        config: ChromiumConfig,
+        process: Option<Arc<BrowserProcess>>,
+    ) -> Result<Self, LaunchError> {
+        let timeout = config.cdp_timeout;
+        let unreachable = |reason: String| LaunchError::Unreachable {
+            endpoint: ws_url.clone(),
+            reason,
+        };
+        let setup = |what: &str, reason: String| LaunchError::Setup {
+            reason: format!("{what}: {reason}"),
+        };
+        let liveness = Liveness::new();
+        let shared = Shared {
+            state: Arc::new(Mutex::new(PageState::default())),
+            blocked: Arc::new(Mutex::new(Vec::new())),
+            liveness: liveness.clone(),
+        };
+        let mut tasks = Vec::new();
+
+        // The guard first: nothing is fetched before the allowlist is in place.
+        let (monitor, events) = RawCdp::connect(&ws_url, timeout)
+            .await
+            .map_err(unreachable)?;
+        let monitor = Arc::new(monitor);
+        tasks.push(tokio::spawn(monitor::run(
+            events,
+            Arc::clone(&monitor),
+            config.allowlist.clone(),
+            shared.clone(),
+            timeout,
+        )));
+        let patterns = json!({ "patterns": [{ "urlPattern": "*", "requestStage": "Request" }] });
+        let installed = monitor.call("Fetch.enable", patterns, None, timeout).await;
+        if let Err(error) = installed {
+            abort_all(&tasks);
+            return Err(setup("installing the allowlist guard", error.to_string()));
+        }
+
+        let handler_config = HandlerConfig {
+            ignore_https_errors: false,
+            request_timeout: timeout,
+            viewport: Some(OxideViewport {
+                width: config.viewport.width,
+                height: config.viewport.height,
+                device_scale_factor: Some(1.0),
+                ..OxideViewport::default()
+            }),
+            ..HandlerConfig::default()
+        };
+        let connected = Browser::connect_with_config(ws_url.clone(), handler_config).await;
+        let (browser, mut handler) = match connected {
+            Ok(connected) => connected,
+            Err(error) => {
+                abort_all(&tasks);
+                return Err(unreachable(error.to_string()));
+            }
+        };
+        let handler_liveness = liveness.clone();
+        tasks.push(tokio::spawn(async move {
+            let reason = loop {
+                match handler.next().await {
+                    Some(Ok(())) => {}
+                    Some(Err(error)) => break format!("the CDP connection failed: {error}"),
+                    None => break "the CDP connection ended".to_string(),
+                }
+            };
+            handler_liveness.mark_dead(reason);
+        }));
+        if let Some(process) = &process {
+            tasks.push(tokio::spawn(watch_process(
+                Arc::downgrade(process),
+                liveness.clone(),
+            )));
+        }
+
+        let page = match tokio::time::timeout(timeout, browser.new_page("about:blank")).await {
+            Ok(Ok(page)) => page,
+            Ok(Err(error)) => {
+                abort_all(&tasks);
+                return Err(setup("opening a page", error.to_string()));
+            }
+            Err(_) => {
+                abort_all(&tasks);
+                return Err(setup(
+                    "opening a page",
+                    format!("no page within {timeout:?}"),
+                ));
+            }
+        };
+        let target_id = page.target_id().as_ref().to_string();
+        let attach = json!({ "targetId": target_id, "flatten": true });
+        let monitor_session = match monitor
+            .call("Target.attachToTarget", attach, None, timeout)
+            .await
+        {
+            Ok(answer) => answer["sessionId"].as_str().unwrap_or_default().to_string(),
+            Err(error) => {
+                abort_all(&tasks);
+                return Err(setup("attaching the monitor", error.to_string()));
+            }
+        };
+        for method in ["Page.enable", "Network.enable", "Inspector.enable"] {
+            if let Err(error) = monitor
+                .call(method, json!({}), Some(&monitor_session), timeout)
+                .await
+            {
+                abort_all(&tasks);
+                return Err(setup(method, error.to_string()));
+            }
+        }
+        if process.is_some() {
+            close_other_pages(&monitor, &target_id, timeout).await;
+        }
+        // Popups are noticed (and this page brought back to the front) through target events;
+        // focus is emulated so that the page behaves as the focused window whatever happens.
+        let discover = json!({ "discover": true });
+        let _ = monitor
+            .call("Target.setDiscoverTargets", discover, None, timeout)
+            .await;
+        let focus = json!({ "enabled": true });
+        let _ = monitor
+            .call(
+                "Emulation.setFocusEmulationEnabled",
+                focus,
+                Some(&monitor_session),
+                timeout,
+            )
+            .await;
+        Ok(Self {
+            session: Session {
+                page,
+                monitor,
+                monitor_session,
+                timeout,
+                liveness,
+            },
+            shared,
+            handles: Mutex::new(HashMap::new()),
+            documents_seen: Mutex::new(VecDeque::new()),
+            _browser: browser,
+            endpoint: ws_url,
+            tasks,
+            process,
+            config,
+        })
+    }
+
+    /// The command path to the page (for the screencast module).
+    pub(crate) fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The page state the monitor keeps (for the screencast module).
+    pub(crate) fn page_state(&self) -> &Mutex<PageState> {
+        &self.shared.state
+    }
+
+    async fn observe_recorded(&self) -> Result<(UiSnapshot, String), SurfaceError> {
+        let Observation {
+            snapshot,
+            handles,
+            documents,
+        } = observe::observe(&self.session, &self.shared.state).await?;
+        *lock(&self.handles) = handles;
+        let mut seen = lock(&self.documents_seen);
+        if seen.len() == DOCUMENTS_REMEMBERED {
+            seen.pop_front();
+        }
+        seen.push_back((snapshot.digest(), documents.clone()));
+        Ok((snapshot, documents))
+    }
+
+    fn handle(&self, id: &NodeId) -> Result<NodeHandle, SurfaceError> {
+        lock(&self.handles)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| SurfaceError::NodeGone {
+                node_id: id.to_string(),
+            })
+    }
+
+    /// Brings this page back in front after a popup took the foreground.
+    async fn reclaim_foreground(&self) -> Result<(), SurfaceError> {
+        let lost = std::mem::take(&mut lock(&self.shared.state).foreground_lost);
+        if lost {
+            self.session
+                .monitor_call("Page.bringToFront", json!({}))
+                .await
+                .map_err(|error| error.into_surface("bringing the page to the front"))?;
+        }
+        Ok(())
+    }
+
+    async fn perform(&self, action: &AuthorizedAction, mark: Mark) -> Result<String, SurfaceError> {
+        self.reclaim_foreground().await?;
+        let resolved = action
+            .target()
+            .map(|target| (target.node_id.clone(), self.handle(&target.node_id)));
+        let target_handle = match &resolved {
+            Some((id, Ok(handle))) => Some((id, handle)),
+            Some((_, Err(error))) if action.action().needs_target() => {
+                return Err(clone_error(error));
+            }
+            _ => None,
+        };
+        let target = target_handle.map(|(id, handle)| Target { id, handle });
+        if let Some(target) = &target {
+            target.check_live(&self.session).await?;
+        }
+        let needs = |what: &str| SurfaceError::ActionFailed {
+            reason: format!("{what} needs a resolved target"),
+        };
+        let session = &self.session;
+        let viewport = self.config.viewport;
+        match action.action() {
+            SurfaceAction::Click => {
+                actions::click(
+                    session,
+                    target.as_ref().ok_or_else(|| needs("click"))?,
+                    viewport,
+                )
+                .await
+            }
+            SurfaceAction::Type { text, clear_first } => {
+                let target = target.as_ref().ok_or_else(|| needs("type"))?;
+                actions::type_text(session, target, text, *clear_first).await
+            }
+            SurfaceAction::Select { value } => {
+                actions::select(
+                    session,
+                    target.as_ref().ok_or_else(|| needs("select"))?,
+                    value,
+                )
+                .await
+            }
+            SurfaceAction::PressKey { key } => {
+                actions::press_key(session, target.as_ref(), key).await
+            }
+            SurfaceAction::Navigate { url } => self.navigate(url, mark).await,
+            SurfaceAction::Reload => {
+                session
+                    .monitor_call("Page.reload", json!({}))
+                    .await
+                    .map_err(|error| error.into_surface("reloading"))?;
+                Ok("reloaded".to_string())
+            }
+            SurfaceAction::Scroll { direction, amount } => {
+                let down = match direction {
+                    ScrollDirection::Up => Some(false),
+                    ScrollDirection::Down => Some(true),
+                    ScrollDirection::IntoView => None,
+                };
+                actions::scroll(session, target.as_ref(), down, *amount, viewport).await
+            }
+            SurfaceAction::RawInput(RawInput::MouseClick { x, y }) => {
+                actions::mouse_click(session, *x, *y).await?;
+                Ok(format!("clicked at ({x:.0}, {y:.0})"))
+            }
+            SurfaceAction::RawInput(RawInput::Text { text }) => {
+                actions::insert_text(session, text).await?;
+                Ok(format!("typed {} characters", text.chars().count()))
+            }
+            SurfaceAction::RawInput(RawInput::Key { key }) => {
+                actions::press_key(session, None, key).await
+            }
+        }
+    }
+
+    /// Top-level navigation. The allowlist is checked before the page is touched; a redirect
+    /// off the list is stopped by the guard, and the page stays where it was.
+    async fn navigate(&self, url: &str, mark: Mark) -> Result<String, SurfaceError> {
+        if let Err(blocked) = self.config.allowlist.check(url) {
+            lock(&self.shared.blocked).push(BlockedRequest {
+                url: blocked.url.clone(),
+                reason: blocked.reason.clone(),
+                resource_type: "Document".to_string(),
+            });
+            return Err(SurfaceError::NavigationBlocked {
+                url: blocked.url,
+                reason: blocked.reason,
+            });
+        }
+        let answer = self
+            .session
+            .monitor_call("Page.navigate", json!({ "url": url }))
+            .await
+            .map_err(|error| error.into_surface("navigating"))?;
+        if lock(&self.shared.state).blocked_document_since(mark) {
+            let reason = lock(&self.shared.blocked)
+                .iter()
+                .rev()
+                .find(|blocked| blocked.resource_type == "Document")
+                .map(|blocked| format!("redirected to {}: {}", blocked.url, blocked.reason))
+                .unwrap_or_else(|| "a redirect left the allowlist".to_string());
+            return Err(SurfaceError::NavigationBlocked {
+                url: url.to_string(),
+                reason,
+            });
+        }
+        match answer["errorText"].as_str().filter(|text| !text.is_empty()) {
+            None => Ok("navigated".to_string()),
+            Some(error) if error.contains("ERR_ABORTED") => Ok(format!(
+                "the navigation ended without a new document ({error})"
+            )),
+            Some(error) => Err(SurfaceError::Unavailable {
+                reason: format!("{url} is unreachable: {error}"),
+            }),
+        }
+    }
+
+    /// Waits for loads the action started, bounded by the navigation timeout.
+    async fn settle(&self, mark: Mark) -> (bool, Option<u16>) {
+        tokio::time::sleep(self.config.navigation_grace).await;
+        let deadline = Instant::now() + self.config.navigation_timeout;
+        let started = lock(&self.shared.state).active_since(mark);
+        if started || lock(&self.shared.state).is_loading() {
+            let mut quiet_polls = 0;
+            while quiet_polls < 2
+                && Instant::now() < deadline
+                && self.session.liveness.dead().is_none()
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                if lock(&self.shared.state).is_loading() {
+                    quiet_polls = 0;
+                } else {
+                    quiet_polls += 1;
+                }
+            }
+        }
+        let state = lock(&self.shared.state);
+        (state.navigated_since(mark), state.worst_since(mark))
+    }
+
+    async fn poll<F>(&self, timeout: Duration, mut done: F) -> Result<WaitOutcome, SurfaceError>
+    where
+        F: FnMut(&UiSnapshot, &str, bool) -> bool + Send,
+    {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let (snapshot, documents) = self.observe_recorded().await?;
+            let loading = lock(&self.shared.state).is_loading();
+            if done(&snapshot, &documents, loading) {
+                return Ok(WaitOutcome::Met(Box::new(snapshot)));
+            }
+            if Instant::now() + POLL_INTERVAL > deadline {
+                return Ok(WaitOutcome::TimedOut(Box::new(snapshot)));
+            }
+            tokio::time::sleep(POLL_INTERVAL).await;
+        }
+    }
+}
+
+impl SurfaceDriver for ChromiumSurface {
+    async fn observe(&self) -> Result<UiSnapshot, SurfaceError> {
+        self.observe_recorded().await.map(|(snapshot, _)| snapshot)
+    }
+
+    async fn dispatch(&self, action: AuthorizedAction) -> Result<DispatchReceipt, SurfaceError> {
+        let started = Instant::now();
+        let mark = lock(&self.shared.state).mark();
+        let performed = self.perform(&action, mark).await;
+        let _ = self
+            .session
+            .call(
+                "Runtime.releaseObjectGroup",
+                json!({ "objectGroup": OBJECT_GROUP }),
+            )
+            .await;
+        let message = performed?;
+        let (navigated, http_status) = self.settle(mark).await;
+        Ok(DispatchReceipt {
+            ok: true,
+            navigated,
+            http_status,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            message,
+        })
+    }
+
+    async fn wait(
+        &self,
+        condition: WaitCondition,
+        timeout: Duration,
+    ) -> Result<WaitOutcome, SurfaceError> {
+        match condition {
+            WaitCondition::SnapshotStable => {
+                let mut previous: Option<UiSnapshot> = None;
+                self.poll(timeout, move |snapshot, _, loading| {
+                    let stable = !loading && previous.as_ref() == Some(snapshot);
+                    previous = Some(snapshot.clone());
+                    stable
+                })
+                .await
+            }
+            WaitCondition::Navigation { before } => {
+                let digest = before.digest();
+                let before_documents = lock(&self.documents_seen)
+                    .iter()
+                    .rev()
+                    .find(|(seen, _)| *seen == digest)
+                    .map(|(_, documents)| documents.clone());
+                self.poll(timeout, move |snapshot, documents, loading| {
+                    let changed = snapshot.url != before.url
+                        || match &before_documents {
+                            Some(before_documents) => before_documents != documents,
+                            None => snapshot != before.as_ref(),
+                        };
+                    changed && !loading
+                })
+                .await
+            }
+        }
+    }
+
+    async fn wait_until<P>(
+        &self,
+        predicate: P,
+        timeout: Duration,
+    ) -> Result<WaitOutcome, SurfaceError>
+    where
+        P: Fn(&UiSnapshot) -> bool + Send + Sync,
+    {
+        self.poll(timeout, |snapshot, _, _| predicate(snapshot))
+            .await
+    }
+
+    async fn screenshot(&self, request: ScreenshotRequest) -> Result<Screenshot, SurfaceError> {
+        self.reclaim_foreground().await?;
+        screenshot::capture(&self.session, &request).await
+    }
+
+    fn take_blocked_requests(&self) -> Vec<BlockedRequest> {
+        std::mem::take(&mut *lock(&self.shared.blocked))
+    }
+}
+
+impl Drop for ChromiumSurface {
+    fn drop(&mut self) {
+        abort_all(&self.tasks);
+    }
+}
+
+impl std::fmt::Debug for ChromiumSurface {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChromiumSurface")
+            .field("endpoint", &self.endpoint)
+            .field("browser_pid", &self.browser_pid())
+            .finish_non_exhaustive()
+    }
+}
+
+fn abort_all(tasks: &[JoinHandle<()>]) {
+    for task in tasks {
+        task.abort();
+    }
+}
+
+/// `SurfaceError` is not `Clone`; rebuild the variants a handle lookup produces.
+fn clone_error(error: &SurfaceError) -> SurfaceError {
+    match error {
+        SurfaceError::NodeGone { node_id } => SurfaceError::NodeGone {
+            node_id: node_id.clone(),
+        },
+        other => SurfaceError::ActionFailed {
+            reason: other.to_string(),
+        },
+    }
+}
+
+/// Marks the surface dead as soon as the launched browser process exits.
+async fn watch_process(process: Weak<BrowserProcess>, liveness: Liveness) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let Some(process) = process.upgrade() else {
+            return;
+        };
+        if let Some(status) = process.exited() {
+            liveness.mark_dead(format!("chromium exited ({status})"));
+            return;
+        }
+    }
+}
+
+/// Closes the tab Chromium opened at start-up, so the browser holds only this surface's page.
+async fn close_other_pages(monitor: &RawCdp, keep: &str, timeout: Duration) {
+    let Ok(targets) = monitor
+        .call("Target.getTargets", json!({}), None, timeout)
+        .await
+    else {
+        return;
+    };
+    for target in targets["targetInfos"].as_array().into_iter().flatten() {
+        let id = target["targetId"].as_str().unwrap_or_default();
+        if target["type"] == "page" && id != keep {
+            let _ = monitor
+                .call(
+                    "Target.closeTarget",
+                    json!({ "targetId": id }),
+                    None,
+                    timeout,
+                )
+                .await;
+        }
+    }
+}

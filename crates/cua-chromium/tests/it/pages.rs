@@ -1,0 +1,211 @@
+//! Observation on hand-written pages: frames stitched under their hosts, ids, scopes, values,
+//! states, bounds in top-level coordinates, HTTP statuses, determinism.
+
+use cua_policy::{RawInput, SurfaceAction};
+use cua_surface::{SurfaceDriver, SurfaceError};
+
+use crate::support::{Authority, Page, Site, find, goto, has, launch, observe_until, render};
+
+fn shell_site_pages() -> Vec<(&'static str, Page)> {
+    vec![
+        (
+            "/",
+            Page::html(
+                r#"<html><head><title>Shell</title></head>
+                <frameset cols="220,*"><frame name="nav" src="/nav"><frame name="content" src="/content"></frameset></html>"#,
+            ),
+        ),
+        (
+            "/nav",
+            Page::html(
+                r##"<html><body><a href="#" onclick="parent.content.location='/content'">Member Search</a><br>
+                <a href="/bye" target="_top">Sign Off</a></body></html>"##,
+            ),
+        ),
+        (
+            "/content",
+            Page::html(
+                r#"<html><head><title>Content</title></head><body>
+                <h2>Member Search</h2>
+                <table class="t1"><tr><td>Member Number</td><td><input name="memno" class="frmfld" title="Member Number" value="12" required></td></tr>
+                <tr><td>Type</td><td><select name="ty"><option value="s">Savings</option><option value="c" selected>Checking</option></select></td></tr></table>
+                <input type="submit" value="Search" class="btn1" disabled>
+                <input type="checkbox" checked title="Active">
+                <h3>Training members</h3>
+                <table><tr><th>Member Number</th><th>Name</th></tr><tr><td>12345</td><td>Ada</td></tr></table>
+                <iframe name="inner" src="/inner" style="position:absolute; left:300px; top:300px; width:200px; height:100px; border:3px solid red"></iframe>
+                </body></html>"#,
+            ),
+        ),
+        (
+            "/inner",
+            Page::html(
+                r#"<html><body style="margin:10px"><button id="ib" onclick="this.textContent='Pressed'">Inner Button</button></body></html>"#,
+            ),
+        ),
+        (
+            "/missing-frame",
+            Page::html(
+                r#"<frameset rows="50%,*"><frame name="top" src="/nav"><frame name="bottom" src="/broken"></frameset>"#,
+            ),
+        ),
+        (
+            "/broken",
+            Page::html("<title>Oops</title><h1>Service Temporarily Unavailable</h1>").status(502),
+        ),
+        ("/bye", Page::html("<title>Bye</title><h1>Signed off</h1>")),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_are_stitched_under_their_hosts() {
+    let site = Site::serve(shell_site_pages()).await;
+    let surface = launch(&[site.entry()]).await;
+    let authority = Authority::new(&[site.entry()]);
+    goto(&surface, &authority, &site.url("/")).await;
+    let snapshot = observe_until(&surface, "the inner frame", |s| {
+        has(s, "button", "Inner Button")
+    })
+    .await;
+    insta::assert_snapshot!(render(&snapshot).replace(&site.entry(), "SITE"));
+
+    let textbox = find(&snapshot, "textbox", "Member Number");
+    assert_eq!(
+        textbox.id.as_str(),
+        "content:/document[0]/table[0]/row[0]/cell[1]/textbox[0]"
+    );
+    assert_eq!(textbox.css_hint.as_deref(), Some("input[name=\"memno\"]"));
+    assert_eq!(textbox.value.as_deref(), Some("12"));
+    assert_eq!(textbox.states, ["required"]);
+    assert_eq!(
+        find(&snapshot, "combobox", "").value.as_deref(),
+        Some("Checking")
+    );
+    assert_eq!(find(&snapshot, "button", "Search").states, ["disabled"]);
+    assert_eq!(
+        find(&snapshot, "button", "Search").css_hint.as_deref(),
+        Some("input.btn1")
+    );
+    assert_eq!(find(&snapshot, "checkbox", "Active").states, ["checked"]);
+    let inner = find(&snapshot, "button", "Inner Button");
+    assert_eq!(inner.id.as_str(), "inner:/document[0]/button[0]");
+    assert_eq!(inner.scope.frame.as_deref(), Some("inner"));
+    assert_eq!(inner.css_hint.as_deref(), Some("#ib"));
+    let decoy = snapshot
+        .nodes
+        .iter()
+        .filter(|n| n.role == "cell" && n.name == "Member Number");
+    let regions: Vec<_> = decoy
+        .map(|n| n.scope.region.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(regions, ["member_search", "training_members"]);
+
+    // The bounds are in top-level viewport pixels: a raw click at the box's centre, through two
+    // frame boundaries, lands on the button.
+    let bounds = inner.bounds.expect("the inner button is rendered");
+    assert!(bounds.x > 500.0 && bounds.y > 300.0, "{bounds:?}");
+    let (x, y) = (
+        bounds.x + bounds.width / 2.0,
+        bounds.y + bounds.height / 2.0,
+    );
+    assert_eq!(
+        snapshot.nodes[snapshot.hit_test(x, y).unwrap()].name,
+        "Inner Button"
+    );
+    let click = authority.allow(SurfaceAction::RawInput(RawInput::MouseClick { x, y }), None);
+    surface.dispatch(click).await.unwrap();
+    observe_until(&surface, "the pressed button", |s| {
+        has(s, "button", "Pressed")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_page_state_gives_the_same_bytes() {
+    let site = Site::serve(shell_site_pages()).await;
+    let surface = launch(&[site.entry()]).await;
+    let authority = Authority::new(&[site.entry()]);
+    goto(&surface, &authority, &site.url("/")).await;
+    let first = observe_until(&surface, "the inner frame", |s| {
+        has(s, "button", "Inner Button")
+    })
+    .await;
+    let again = surface.observe().await.unwrap();
+    assert_eq!(again.to_json_bytes(), first.to_json_bytes());
+    let receipt = surface
+        .dispatch(authority.allow(SurfaceAction::Reload, None))
+        .await
+        .unwrap();
+    assert!(receipt.navigated, "{receipt:?}");
+    let reloaded = observe_until(&surface, "the inner frame", |s| {
+        has(s, "button", "Inner Button")
+    })
+    .await;
+    assert_eq!(
+        reloaded.to_json_bytes(),
+        first.to_json_bytes(),
+        "{}",
+        render(&reloaded)
+    );
+
+    // A second browser on the same page state agrees byte for byte.
+    let other = launch(&[site.entry()]).await;
+    goto(&other, &authority, &site.url("/")).await;
+    let elsewhere = observe_until(&other, "the inner frame", |s| {
+        has(s, "button", "Inner Button")
+    })
+    .await;
+    assert_eq!(elsewhere.digest(), first.digest());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_status_is_the_worst_document_of_the_current_page() {
+    let site = Site::serve(shell_site_pages()).await;
+    let surface = launch(&[site.entry()]).await;
+    let authority = Authority::new(&[site.entry()]);
+    let receipt = goto(&surface, &authority, &site.url("/missing-frame")).await;
+    assert_eq!(receipt.http_status, Some(502));
+    let snapshot = observe_until(&surface, "the broken frame", |s| {
+        has(s, "heading", "Service Temporarily Unavailable")
+    })
+    .await;
+    assert_eq!(snapshot.http_status, Some(502));
+    let receipt = goto(&surface, &authority, &site.url("/nowhere")).await;
+    assert_eq!(receipt.http_status, Some(404));
+    assert_eq!(surface.observe().await.unwrap().http_status, Some(404));
+    let receipt = goto(&surface, &authority, &site.url("/bye")).await;
+    assert_eq!((receipt.navigated, receipt.http_status), (true, Some(200)));
+    let snapshot = surface.observe().await.unwrap();
+    assert_eq!(
+        (snapshot.http_status, snapshot.title.as_str()),
+        (Some(200), "Bye")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_from_a_previous_document_is_gone() {
+    let site = Site::serve(shell_site_pages()).await;
+    let surface = launch(&[site.entry()]).await;
+    let authority = Authority::new(&[site.entry()]);
+    goto(&surface, &authority, &site.url("/inner")).await;
+    let snapshot = surface.observe().await.unwrap();
+    let button = find(&snapshot, "button", "Inner Button").clone();
+    goto(&surface, &authority, &site.url("/bye")).await;
+    let stale = surface
+        .dispatch(authority.allow(SurfaceAction::Click, Some(&button)))
+        .await;
+    match stale {
+        Err(SurfaceError::NodeGone { node_id }) => assert_eq!(node_id, button.id.as_str()),
+        other => panic!("expected node gone, got {other:?}"),
+    }
+    // An id the last observation never had is gone too.
+    let mut invented = button.clone();
+    invented.id = cua_snapshot::NodeId::new("main:/document[0]/button[7]");
+    let missing = surface
+        .dispatch(authority.allow(SurfaceAction::Click, Some(&invented)))
+        .await;
+    assert!(
+        matches!(missing, Err(SurfaceError::NodeGone { .. })),
+        "{missing:?}"
+    );
+}
