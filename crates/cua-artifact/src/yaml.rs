@@ -93,8 +93,15 @@ fn yaml_error(error: &SaphyrError, text: &str) -> YamlError {
         | SaphyrError::InvalidBooleanStrict { .. }
         | SaphyrError::NullIntoString { .. }
         | SaphyrError::InvalidScalar { .. }
-        | SaphyrError::NonFiniteFloat { .. }
-        | SaphyrError::Message { .. } => YamlErrorKind::InvalidValue,
+        | SaphyrError::NonFiniteFloat { .. } => YamlErrorKind::InvalidValue,
+        // Errors raised through a buffered value (a remedy) arrive as plain messages.
+        SaphyrError::Message { msg, .. } if msg.starts_with("unknown field `") => {
+            YamlErrorKind::UnknownKey
+        }
+        SaphyrError::Message { msg, .. } if msg.starts_with("missing field `") => {
+            YamlErrorKind::MissingKey
+        }
+        SaphyrError::Message { .. } => YamlErrorKind::InvalidValue,
         _ => YamlErrorKind::Syntax,
     };
     let mut message = serde_saphyr::UserMessageFormatter
@@ -201,6 +208,16 @@ fn refine(
                 node.scalar.as_deref() == Some(wanted.as_str())
             })
             .map(|node| (node.value, node.path.clone()))
+        }
+        (YamlErrorKind::UnknownKey, SaphyrError::Message { msg, .. }) => {
+            backticked(msg).and_then(|field| {
+                map.find_under(&origin_path, |node| {
+                    node.path
+                        .parent()
+                        .is_some_and(|parent| parent.key(field) == node.path)
+                })
+                .and_then(|node| node.key.map(|key| (key, node.path.clone())))
+            })
         }
         (YamlErrorKind::InvalidValue, SaphyrError::Message { msg, .. }) => backticked(msg)
             .and_then(|wanted| {

@@ -107,6 +107,12 @@ fn unknown_keys_are_refused_at_every_depth_and_located() {
             "target: {role: button, name: {value: Search, mode: exact}}",
             (21, 52),
         ),
+        // Inside a remedy, which is read whole before its kind is known.
+        (
+            "policy:\n",
+            "recovery:\n  - id: r\n    detect: {assert: http_status_in, codes: [502]}\n    remedy: [{type: reload, hard: true}]\npolicy:\n",
+            (32, 29),
+        ),
         // Inside a predicate.
         (
             "checkpoint: {assert: text_present, value: Balance}",
