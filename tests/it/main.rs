@@ -1,3 +1,4 @@
 //! End-to-end tests of the `cua` binary.
 
+mod documents;
 mod evidence;
