@@ -30,6 +30,10 @@ pub(crate) enum Command {
     Seal(SealArgs),
     /// Print the JSON Schema of a document kind (editors validate YAML with it).
     Schema(SchemaArgs),
+    /// The capability catalog: list, show, approve, revoke and search capabilities. Exits 0 on
+    /// success, 1 when a review criterion refuses, 2 for a usage error or a missing, invalid or
+    /// tampered document.
+    Catalog(CatalogArgs),
 
     /// Inspect the evidence runs leave behind.
     #[command(subcommand)]
@@ -108,4 +112,168 @@ pub(crate) enum SchemaDocument {
     #[value(name = "run_record")]
     RunRecord,
     Policy,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct CatalogArgs {
+    /// The catalog directory: `<id>@<version>.yaml` artifacts and their approvals.
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        env = "CUA_CATALOG",
+        default_value = "capabilities"
+    )]
+    pub(crate) catalog: std::path::PathBuf,
+    /// Where evaluations (`<suite>.evaluation.json`) are read from, besides the catalog
+    /// directory.
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        default_value = "evidence/evals"
+    )]
+    pub(crate) evals: std::path::PathBuf,
+    /// Tenant bindings, as `<DIR>/<tenant>/<id>.yaml`.
+    #[arg(long, global = true, value_name = "DIR", default_value = "tenants")]
+    pub(crate) tenants: std::path::PathBuf,
+    #[command(subcommand)]
+    pub(crate) command: CatalogCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CatalogCommand {
+    /// Every capability: reference, title, typed signature, outcome codes, integrity
+    /// (sealed, draft, TAMPERED) and approval state.
+    List,
+    /// One capability in full: integrity, approval, evaluations, and (with --tenant) whether
+    /// the approval carries to that tenant; or, with --tool-schema, the tool an agent sees.
+    Show(CatalogShowArgs),
+    /// Approve a sealed capability, pinned to its exact content hash.
+    Approve(CatalogApproveArgs),
+    /// Withdraw a capability's approval.
+    Revoke(CatalogRevokeArgs),
+    /// Find capabilities by intent, ranked and explained.
+    Search(CatalogSearchArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct CatalogShowArgs {
+    /// `id@version`, or an id for its highest version.
+    #[arg(value_name = "REF")]
+    pub(crate) reference: String,
+    /// Print the agent tool definition (name, input and output JSON Schemas, outcomes).
+    #[arg(long)]
+    pub(crate) tool_schema: bool,
+    /// Say whether the approval carries to this tenant's binding.
+    #[arg(long, value_name = "TENANT")]
+    pub(crate) tenant: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct CatalogApproveArgs {
+    /// `id@version`, or an id for its highest version.
+    #[arg(value_name = "REF")]
+    pub(crate) reference: String,
+    /// Who approves.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) by: String,
+    /// What the reviewer checked.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) notes: Option<String>,
+    /// Require an evaluation at this exact content hash with at least 5 runs, no wrong action,
+    /// no unauthorized dispatch, stability of at least 95% and determinism holding; the
+    /// approval then covers unattended replay. Exits 1 naming the failed criterion otherwise.
+    #[arg(long)]
+    pub(crate) from_eval: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct CatalogRevokeArgs {
+    /// `id@version`, or an id for its highest version.
+    #[arg(value_name = "REF")]
+    pub(crate) reference: String,
+    /// Who revokes.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) by: String,
+    /// Why.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) notes: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct CatalogSearchArgs {
+    /// What the capability should do, in words.
+    #[arg(value_name = "INTENT")]
+    pub(crate) intent: String,
+    /// Only capabilities whose riskiest step is at most this.
+    #[arg(long, value_enum, value_name = "RISK")]
+    pub(crate) max_risk: Option<RiskArg>,
+    /// Only capabilities for this kind of surface.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub(crate) surface: Option<SurfaceArg>,
+    /// Only capabilities whose current content is approved.
+    #[arg(long)]
+    pub(crate) approved: bool,
+    /// How many results to show.
+    #[arg(long, value_name = "K", default_value_t = 10)]
+    pub(crate) top: usize,
+}
+
+/// A risk tier on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum RiskArg {
+    Safe,
+    Elevated,
+    Irreversible,
+}
+
+/// A surface kind on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SurfaceArg {
+    Web,
+    #[value(name = "legacy_web")]
+    LegacyWeb,
+    Desktop,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct DiscoverArgs {
+    /// The goal in plain words, e.g. "Look up member 12345 and report their savings balance".
+    #[arg(long)]
+    pub(crate) goal: String,
+    /// The URL discovery starts at.
+    #[arg(long)]
+    pub(crate) target: String,
+    /// Where the draft capability is written.
+    #[arg(long, default_value = "capabilities")]
+    pub(crate) out: std::path::PathBuf,
+    /// A sign-in capability file run (through the same chokepoint) before the goal's steps.
+    #[arg(long, value_name = "CAPABILITY")]
+    pub(crate) sign_in_with: Option<std::path::PathBuf>,
+    /// Use the built-in scripted model (a loopback server) instead of a configured one.
+    #[arg(long)]
+    pub(crate) scripted: bool,
+    /// A credential the model may type by placeholder, `{$secret: NAME}` (repeatable).
+    #[arg(long = "secret", value_name = "NAME")]
+    pub(crate) secrets: Vec<String>,
+    /// Tool calls the model may make.
+    #[arg(long, default_value_t = 40)]
+    pub(crate) max_steps: u32,
+    /// The policy file.
+    #[arg(long, env = "CUA_POLICY_FILE", default_value = "config/policy.yaml")]
+    pub(crate) policy: std::path::PathBuf,
+    /// Where the discovery run's evidence directory is created.
+    #[arg(long, default_value = "evidence/discovery")]
+    pub(crate) evidence: std::path::PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct CompileArgs {
+    /// The run directory (or its trace.jsonl).
+    #[arg(value_name = "TRACE")]
+    pub(crate) trace: std::path::PathBuf,
+    /// Where the draft capability is written.
+    #[arg(long, default_value = "capabilities")]
+    pub(crate) out: std::path::PathBuf,
 }

@@ -1,6 +1,7 @@
 //! One module per verb: turn parsed arguments into settings, call a library crate, map the
 //! result to an exit code.
 
+mod catalog;
 mod evidence;
 
 mod fixture;
@@ -21,6 +22,7 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
         Command::Validate(args) => validate::run(format, &args),
         Command::Seal(args) => seal::run(format, &args),
         Command::Schema(args) => schema::run(format, &args),
+        Command::Catalog(args) => catalog::run(format, &args),
         Command::Evidence(crate::cli::EvidenceCommand::Verify(args)) => {
             evidence::verify(format, &args)
         }
