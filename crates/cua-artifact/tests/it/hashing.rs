@@ -2,7 +2,8 @@
 //! hash; any change of meaning does; a wrong hash is refused as tampered.
 
 use cua_artifact::{
-    ArtifactError, Capability, DiagnosticCode, SealState, check_source, yaml::from_yaml,
+    ArtifactError, Capability, DiagnosticCode, SealState, check_source, seal_source,
+    yaml::from_yaml,
 };
 
 use crate::support::{MINIMAL, minimal_with, reference_text};
@@ -172,4 +173,53 @@ fn a_draft_is_accepted_and_a_wrong_hash_is_refused_as_tampered() {
     let commented = text.replace("# Reference capability", "# The reference capability");
     assert_ne!(commented, text);
     assert!(Capability::from_yaml(&commented).is_ok());
+}
+
+#[test]
+fn sealing_writes_only_the_hash() {
+    let expected = Capability::from_yaml(MINIMAL)
+        .expect("loads")
+        .compute_hash();
+    let variants = [
+        // No content_hash key: one line is appended.
+        MINIMAL.to_owned(),
+        MINIMAL.trim_end().to_owned(),
+        // An empty value, quoted or not, with a comment after it.
+        format!("{MINIMAL}content_hash: \"\"  # filled by cua seal\n"),
+        format!("{MINIMAL}content_hash:  # filled by cua seal\n"),
+        // A stale hash.
+        format!("{MINIMAL}content_hash: blake3:{}\n", "0".repeat(64)),
+    ];
+    for text in variants {
+        let sealed = seal_source("minimal.yaml", &text)
+            .unwrap_or_else(|diagnostics| panic!("{}", cua_artifact::render_plain(&diagnostics)));
+        assert_eq!(sealed.hash, expected);
+        assert!(sealed.changed());
+        let reloaded = Capability::from_yaml(&sealed.text).expect("the sealed text loads");
+        assert_eq!(reloaded.seal_state(), SealState::Sealed(expected.clone()));
+        // Everything but the hash line is untouched.
+        let without_hash = |text: &str| {
+            text.lines()
+                .filter(|line| !line.starts_with("content_hash:"))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(without_hash(&sealed.text), without_hash(&text));
+        // Sealing a sealed text is a no-op.
+        let again = seal_source("minimal.yaml", &sealed.text).expect("seals");
+        assert!(!again.changed());
+        assert_eq!(again.text, sealed.text);
+    }
+    // An invalid capability is refused, and so is a document that is not a capability.
+    let invalid = minimal_with("value: {$input: member_id}", "value: {$input: nobody}");
+    let refused = seal_source("invalid.yaml", &invalid).expect_err("invalid");
+    assert_eq!(
+        refused.iter().map(|d| d.code).collect::<Vec<_>>(),
+        [DiagnosticCode::UndeclaredInput]
+    );
+    let policy = crate::support::read("config/policy.yaml");
+    assert_eq!(
+        seal_source("policy.yaml", &policy).expect_err("not a capability")[0].code,
+        DiagnosticCode::UnknownDocument
+    );
 }

@@ -1,8 +1,6 @@
 //! Strict YAML: YAML 1.2 booleans, duplicate keys, unknown keys at every depth, alias bombs,
 //! size limits, one document per text, no merge keys.
 
-use std::time::{Duration, Instant};
-
 use cua_artifact::yaml::{MAX_DOCUMENT_BYTES, from_yaml};
 use cua_artifact::{Action, Capability, ValueExpr, YamlErrorKind};
 
@@ -128,7 +126,7 @@ fn unknown_keys_are_refused_at_every_depth_and_located() {
 }
 
 #[test]
-fn an_alias_bomb_is_refused_as_a_limit_quickly() {
+fn an_alias_bomb_is_refused_as_a_limit() {
     let mut bomb = String::from(
         "schema: cua.capability/v1\na: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
     );
@@ -138,21 +136,12 @@ fn an_alias_bomb_is_refused_as_a_limit_quickly() {
         bomb.push_str(&format!("{}: &{} [{inner}]\n", pair[1], pair[1]));
     }
     bomb.push_str("title: *i\n");
-    let started = Instant::now();
     let error = from_yaml::<serde_json::Value>(&bomb)
         .expect_err("nine levels of nine-fold aliases are refused");
     assert_eq!(error.kind, YamlErrorKind::Limit, "{}", error.message);
-    // The refusal is a budget decision, not exhaustion: generous bound for a loaded CI machine.
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "took {:?}",
-        started.elapsed()
-    );
+    // A budget decision, made long before any expansion could exhaust memory.
     let error = from_yaml::<Capability>(&bomb).expect_err("and as a capability");
-    assert!(
-        matches!(error.kind, YamlErrorKind::Limit | YamlErrorKind::UnknownKey),
-        "{error}"
-    );
+    assert_eq!(error.kind, YamlErrorKind::Limit, "{error}");
 }
 
 #[test]
