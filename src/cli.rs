@@ -43,6 +43,11 @@ pub(crate) enum Command {
     /// Run the MemberDesk fixture app that tests, demos and evals drive.
     #[command(subcommand)]
     Fixture(FixtureCommand),
+    /// Drive the live UI to a goal with a model, record the trace, and compile a draft
+    /// capability from it. Needs CUA_LLM_BASE_URL and CUA_LLM_MODEL, or --scripted.
+    Discover(DiscoverArgs),
+    /// Compile a discovery (or recording) run into a draft capability file.
+    Compile(CompileArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -235,6 +240,47 @@ pub(crate) enum SurfaceArg {
     #[value(name = "legacy_web")]
     LegacyWeb,
     Desktop,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct DiscoverArgs {
+    /// The goal in plain words, e.g. "Look up member 12345 and report their savings balance".
+    #[arg(long)]
+    pub(crate) goal: String,
+    /// The URL discovery starts at.
+    #[arg(long)]
+    pub(crate) target: String,
+    /// Where the draft capability is written.
+    #[arg(long, default_value = "capabilities")]
+    pub(crate) out: std::path::PathBuf,
+    /// A sign-in capability file run (through the same chokepoint) before the goal's steps.
+    #[arg(long, value_name = "CAPABILITY")]
+    pub(crate) sign_in_with: Option<std::path::PathBuf>,
+    /// Use the built-in scripted model (a loopback server) instead of a configured one.
+    #[arg(long)]
+    pub(crate) scripted: bool,
+    /// A credential the model may type by placeholder, `{$secret: NAME}` (repeatable).
+    #[arg(long = "secret", value_name = "NAME")]
+    pub(crate) secrets: Vec<String>,
+    /// Tool calls the model may make.
+    #[arg(long, default_value_t = 40)]
+    pub(crate) max_steps: u32,
+    /// The policy file.
+    #[arg(long, env = "CUA_POLICY_FILE", default_value = "config/policy.yaml")]
+    pub(crate) policy: std::path::PathBuf,
+    /// Where the discovery run's evidence directory is created.
+    #[arg(long, default_value = "evidence/discovery")]
+    pub(crate) evidence: std::path::PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct CompileArgs {
+    /// The run directory (or its trace.jsonl).
+    #[arg(value_name = "TRACE")]
+    pub(crate) trace: std::path::PathBuf,
+    /// Where the draft capability is written.
+    #[arg(long, default_value = "capabilities")]
+    pub(crate) out: std::path::PathBuf,
 }
 
 #[derive(Debug, clap::Args)]

@@ -4,6 +4,8 @@
 mod catalog;
 mod evidence;
 
+mod compile;
+mod discover;
 mod fixture;
 
 mod schema;
@@ -34,6 +36,8 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
             Exit::Success
         }
         Command::Fixture(FixtureCommand::Serve(args)) => fixture::serve(format, &args),
+        Command::Discover(args) => discover::run(format, &args),
+        Command::Compile(args) => compile::run(format, &args),
     };
     exit.into()
 }

@@ -183,8 +183,16 @@ impl<'s> Writer<'s> {
     fn block(&mut self, index: usize, depth: usize) {
         let node = self.node(index);
         let role = node.role.as_str();
+        // A layout cell that holds a table is structure, not content: its name only repeats
+        // what the table shows.
+        let layout_cell = role == "cell"
+            && self
+                .snapshot
+                .descendants(index)
+                .any(|inside| self.node(inside).role == "table");
         if TRANSPARENT_ROLES.contains(&role) && node.name.is_empty()
             || matches!(role, "document" | "iframe" | "frame")
+            || layout_cell
         {
             for child in self.children(index) {
                 self.block(child, depth);

@@ -1,0 +1,152 @@
+//! `cua compile TRACE [--out DIR]`: a discovery (or recording) run becomes a draft capability
+//! file, `<out>/<id>@<version>.yaml`. An existing file is never overwritten.
+
+use std::path::{Path, PathBuf};
+
+use cua_compile::{CompileConfig, CompileError, Compiled, compile, load_run};
+use serde::Serialize;
+
+use crate::cli::{CompileArgs, Format};
+use crate::output::{self, EnvelopeError, Exit};
+
+/// What `cua compile` and `cua discover` report about a written draft.
+#[derive(Debug, Serialize)]
+pub(crate) struct DraftSummary {
+    pub(crate) path: String,
+    pub(crate) reference: String,
+    /// The content hash the draft will have once sealed: the same trace gives the same hash.
+    pub(crate) content_hash: String,
+    pub(crate) inputs: Vec<String>,
+    pub(crate) outputs: Vec<String>,
+    pub(crate) steps: usize,
+    pub(crate) warnings: Vec<String>,
+}
+
+pub(crate) fn run(format: Format, args: &CompileArgs) -> Exit {
+    let run_dir = if args.trace.is_file() {
+        args.trace
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    } else {
+        args.trace.clone()
+    };
+    let transcript = run_dir.join(cua_evidence::TRACE_FILE);
+    match compile_run(&run_dir, &transcript.display().to_string(), &args.out) {
+        Ok(summary) => {
+            output::emit(format, "compile", Some(&summary), None, || render(&summary));
+            Exit::Success
+        }
+        Err((exit, code, message)) => {
+            let error = EnvelopeError {
+                code: code.to_owned(),
+                message: message.clone(),
+            };
+            output::emit::<()>(format, "compile", None, Some(&error), String::new);
+            eprintln!("error: {message}");
+            exit
+        }
+    }
+}
+
+/// Compiles the run in `run_dir` and writes the draft under `out`.
+pub(crate) fn compile_run(
+    run_dir: &Path,
+    transcript_ref: &str,
+    out: &Path,
+) -> Result<DraftSummary, (Exit, &'static str, String)> {
+    let recorded =
+        load_run(run_dir).map_err(|error| (Exit::Usage, "invalid_trace", chain(&error)))?;
+    let compiled =
+        compile(&recorded, &CompileConfig::new(transcript_ref)).map_err(|error| match error {
+            CompileError::GoalNotMet { .. } => (Exit::Failed, "goal_not_met", error.to_string()),
+            other => (Exit::Failed, "compile_failed", chain(&other)),
+        })?;
+    write_draft(&compiled, out)
+}
+
+/// Writes a compiled draft as `<out>/<id>@<version>.yaml`, refusing to overwrite.
+pub(crate) fn write_draft(
+    compiled: &Compiled,
+    out: &Path,
+) -> Result<DraftSummary, (Exit, &'static str, String)> {
+    let capability = &compiled.capability;
+    let reference = capability.reference();
+    let path = out.join(reference.file_name());
+    let io = |error: std::io::Error| {
+        (
+            Exit::Failed,
+            "io_error",
+            format!("{}: {error}", path.display()),
+        )
+    };
+    std::fs::create_dir_all(out).map_err(io)?;
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(|error| {
+        if error.kind() == std::io::ErrorKind::AlreadyExists {
+            (
+                Exit::Failed,
+                "draft_exists",
+                format!("{} already exists; a draft never overwrites a catalog file (pass another --out)", path.display()),
+            )
+        } else {
+            io(error)
+        }
+    })?;
+    std::io::Write::write_all(&mut file, compiled.yaml.as_bytes()).map_err(io)?;
+    Ok(DraftSummary {
+        path: path.display().to_string(),
+        reference: reference.to_string(),
+        content_hash: capability.compute_hash().to_string(),
+        inputs: capability
+            .inputs
+            .iter()
+            .map(|input| match &input.pattern {
+                Some(pattern) => {
+                    format!("{} ({}, {pattern})", input.name, input.value_type.as_str())
+                }
+                None => format!("{} ({})", input.name, input.value_type.as_str()),
+            })
+            .collect(),
+        outputs: capability
+            .outputs
+            .iter()
+            .map(|output| format!("{} ({})", output.name, output.value_type.as_str()))
+            .collect(),
+        steps: capability.steps.len(),
+        warnings: compiled.warnings.clone(),
+    })
+}
+
+pub(crate) fn render(summary: &DraftSummary) -> String {
+    let mut text = format!(
+        "wrote {} ({}, {} steps)\n  inputs : {}\n  outputs: {}\n  hash once sealed: {}\n",
+        summary.path,
+        summary.reference,
+        summary.steps,
+        join(&summary.inputs),
+        join(&summary.outputs),
+        summary.content_hash,
+    );
+    for warning in &summary.warnings {
+        text.push_str(&format!("  warning: {warning}\n"));
+    }
+    text.push_str("This is a DRAFT: it declares no outcomes and no recovery. Review provenance.notes, then seal it.\n");
+    text
+}
+
+fn join(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(", ")
+    }
+}
+
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    message
+}
