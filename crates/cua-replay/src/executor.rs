@@ -1,0 +1,786 @@
+//! The `Replayer`: what it is wired with, what a run asks for, and a run from its first event
+//! to its last: preflight, entrypoint, steps, checkpoint, and the terminal status.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use cua_artifact::{
+    Actor, Capability, CapabilityRef, EffectVerdict, EscalationPolicy, FailureCode, Identifier,
+    OutcomeResult, ResolutionStrategy, RiskTier, RunKind, RunResult, RunStatus, SealState, StepId,
+    TenantId,
+};
+use cua_evidence::{Escalate, EvidenceBus, Note, RunEnd, RunStart, SecretResolver};
+use cua_policy::{IrreversibleGrant, Lease, PolicyEngine, RunBudget, SurfaceAction};
+use cua_snapshot::{NodeId, UiSnapshot};
+use cua_surface::{ScreenshotRequest, SurfaceDriver};
+use serde_json::Value;
+
+use crate::clock::RunClock;
+use crate::error::ReplayError;
+use crate::ports::{CapabilityLoader, EscalationRequest, EscalationSink, PreparedCapability};
+use crate::report::{ReplayReport, StepReport, run_verdict};
+use crate::resume::Supervision;
+use crate::stop::{Halt, Stop};
+use crate::values::{RunValues, validate_inputs};
+
+/// How the executor behaves beyond what the artifact and the policy say. Passed explicitly.
+#[derive(Debug, Clone)]
+pub struct ReplayConfig {
+    /// Whether an unsealed draft may run (a compiler's first check of its own output). Off by
+    /// default: a reviewed capability is sealed.
+    pub allow_drafts: bool,
+    /// How long to wait for the entrypoint to settle (two identical observations).
+    pub entry_settle: Duration,
+    /// How long to wait for the screen to settle after a remedy action.
+    pub remedy_settle: Duration,
+    /// The first recovery backoff; `linear` waits `base × attempt`, `exponential`
+    /// `base × 2^(attempt-1)`.
+    pub backoff_base: Duration,
+    /// No single backoff waits longer than this (nor past the run's duration budget).
+    pub backoff_cap: Duration,
+    /// Whether a failed or escalated run captures a (redacted) screenshot.
+    pub screenshot_on_failure: bool,
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        Self {
+            allow_drafts: false,
+            entry_settle: Duration::from_secs(5),
+            remedy_settle: Duration::from_secs(5),
+            backoff_base: Duration::from_millis(250),
+            backoff_cap: Duration::from_secs(4),
+            screenshot_on_failure: true,
+        }
+    }
+}
+
+/// One run: which capability, with which inputs, for whom, under which grant and lease epoch.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub capability: PreparedCapability,
+    /// Inputs by name. Strings are taken as given; a JSON number or boolean only where the
+    /// declared type is one.
+    pub inputs: BTreeMap<String, Value>,
+    /// The tenant whose binding produced the capability, for the evidence.
+    pub tenant: Option<TenantId>,
+    /// The caller's opt-in to irreversible steps (`--allow-irreversible`).
+    pub allow_irreversible: bool,
+    /// The lease epoch this run was granted. `None` adopts the lease's current epoch; a value
+    /// that is no longer current is refused before anything else.
+    pub lease_epoch: Option<u64>,
+}
+
+impl RunRequest {
+    /// A request for a capability with these inputs and nothing else.
+    pub fn new(capability: PreparedCapability, inputs: BTreeMap<String, Value>) -> Self {
+        Self {
+            capability,
+            inputs,
+            tenant: None,
+            allow_irreversible: false,
+            lease_epoch: None,
+        }
+    }
+}
+
+/// The deterministic executor, wired with everything it uses. It reads no clock, environment
+/// or file of its own, and makes no network call beyond what the surface driver does.
+pub struct Replayer<'r, D: SurfaceDriver> {
+    pub driver: &'r D,
+    /// The global policy; each run narrows it to its capability (and starts a fresh decision
+    /// counter, so decision ids repeat run after run).
+    pub policy: &'r PolicyEngine,
+    pub bus: &'r EvidenceBus,
+    /// Elapsed time for budgets and the sleeps of recovery backoff.
+    pub clock: &'r dyn RunClock,
+    /// Resolves `{$secret: …}` at the dispatch that types it, registering each value with the
+    /// bus's redactor as it is issued.
+    pub secrets: &'r SecretResolver,
+    /// Where `run_capability` remedies come from, with their approvals.
+    pub capabilities: &'r dyn CapabilityLoader,
+    pub escalations: &'r dyn EscalationSink,
+    /// The session lease, shared with whoever may take the session over (the console).
+    pub lease: Arc<Mutex<Lease>>,
+    pub config: ReplayConfig,
+}
+
+/// The state of one capability being executed: the run's own, or a `run_capability` remedy.
+pub(crate) struct Frame<'c> {
+    pub(crate) capability: &'c Capability,
+    pub(crate) reference: CapabilityRef,
+    /// Set for a remedy: its steps are reported under its reference, and it may not nest.
+    pub(crate) remedy: bool,
+    pub(crate) engine: PolicyEngine,
+    pub(crate) grant: IrreversibleGrant,
+    pub(crate) budget: RunBudget,
+    pub(crate) values: RunValues,
+    /// The clock reading when the frame started.
+    pub(crate) started: Duration,
+    /// Attempts per recovery rule.
+    pub(crate) attempts: BTreeMap<Identifier, u32>,
+    /// Whether the caller opted in to irreversible steps (remedies inherit it).
+    pub(crate) allow_irreversible: bool,
+}
+
+/// What the whole run accumulates, across its remedies.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    /// The lease epoch the run acts under.
+    pub(crate) epoch: u64,
+    pub(crate) steps: Vec<StepReport>,
+    pub(crate) dispatches: u32,
+    pub(crate) recovery_attempts: u32,
+    /// The step whose dispatch may have carried a mutation the page still shows the result
+    /// of; while set, no remedy may reload (see the crate documentation).
+    pub(crate) mutation_mark: Option<String>,
+    /// Nodes a secret or sensitive value was typed into, painted over in screenshots.
+    pub(crate) sensitive_nodes: BTreeSet<NodeId>,
+    pub(crate) last_snapshot: Option<UiSnapshot>,
+    pub(crate) last_snapshot_ref: Option<String>,
+    /// A recorded snapshot taken after the last action settled, which the next classification
+    /// uses instead of observing again. Any dispatch clears it.
+    pub(crate) fresh: Option<UiSnapshot>,
+    /// A supervised escalation that was opened (and its `escalate` emitted) but never handed
+    /// back: the run ends as `needs_human` on it without opening another.
+    pub(crate) open_intervention: Option<String>,
+}
+
+/// How a capability's execution ended.
+#[derive(Debug)]
+pub(crate) enum Ending {
+    Success,
+    Outcome(OutcomeResult),
+    Stopped(Box<Stop>),
+}
+
+impl<D: SurfaceDriver> Replayer<'_, D> {
+    /// Runs one capability to its terminal status, leaving its evidence (trace, snapshots,
+    /// screenshot on failure, `run_record.json`) in the bus's run directory.
+    ///
+    /// Before the first action: the lease (held by automation at the granted epoch), the
+    /// content hash, the entrypoint's placeholders, the step budget, the inputs and the
+    /// irreversible approval gate; a refusal there dispatches nothing. A tampered or draft
+    /// artifact or an unbound entrypoint is an `Err` (after the refusal is written to the
+    /// evidence); everything else that stops a run is a report with status `failed` or
+    /// `needs_human`.
+    pub async fn run(&self, request: RunRequest) -> Result<ReplayReport, ReplayError> {
+        let capability = &request.capability.capability;
+        let redactor = self.bus.redactor();
+        redactor.add_sensitive_keys(capability.sensitive_names().into_iter().map(str::to_owned));
+        for input in capability.inputs.iter().filter(|input| input.sensitive) {
+            if let Some(value) = request.inputs.get(input.name.as_str()) {
+                redactor.register_sensitive_value(&value_text(value));
+            }
+        }
+        let lease = self.current_lease();
+        self.bus.emit(
+            Actor::Automation,
+            lease.epoch,
+            RunStart {
+                kind: RunKind::Replay,
+                capability: Some(capability.reference()),
+                content_hash: capability.content_hash.clone(),
+                tenant: request.tenant.clone(),
+                inputs: request.inputs.clone(),
+                goal: None,
+                target_url: None,
+                model: None,
+                scripted_model: None,
+                resolver_config_hash: None,
+            },
+        )?;
+        let mut tally = Tally {
+            epoch: request.lease_epoch.unwrap_or(lease.epoch),
+            ..Tally::default()
+        };
+        let started = self.clock.elapsed();
+        let (ending, values) = match self.execute(&request, &mut tally).await {
+            Ok(done) => done,
+            Err(Halt::Stop(stop)) => (Ending::Stopped(stop), RunValues::default()),
+            Err(Halt::Fatal(
+                refusal @ (ReplayError::Tampered { .. }
+                | ReplayError::Draft { .. }
+                | ReplayError::UnboundPlaceholder { .. }),
+            )) => {
+                self.refuse(&tally, &refusal)?;
+                return Err(refusal);
+            }
+            Err(Halt::Fatal(error)) => return Err(error),
+        };
+        self.conclude(&request, tally, ending, &values, started)
+            .await
+    }
+
+    /// Everything from the lease check to the checkpoint.
+    async fn execute(
+        &self,
+        request: &RunRequest,
+        tally: &mut Tally,
+    ) -> Result<(Ending, RunValues), Halt> {
+        let capability = &request.capability.capability;
+        let lease = self.current_lease();
+        if lease.holder != Actor::Automation || tally.epoch != lease.epoch {
+            return Err(Stop::new(
+                FailureCode::LeaseLost,
+                format!(
+                    "the run was granted epoch {} but the session is held by {} at epoch {}; nothing was done",
+                    tally.epoch,
+                    lease.holder.as_str(),
+                    lease.epoch
+                ),
+            )
+            .into());
+        }
+        match capability.seal_state() {
+            SealState::Sealed(_) => {}
+            SealState::Draft if self.config.allow_drafts => {}
+            SealState::Draft => {
+                return Err(ReplayError::Draft {
+                    reference: Box::new(capability.reference()),
+                }
+                .into());
+            }
+            SealState::Tampered { declared, computed } => {
+                return Err(ReplayError::Tampered {
+                    reference: Box::new(capability.reference()),
+                    declared,
+                    computed,
+                }
+                .into());
+            }
+        }
+        if let Some(placeholder) = placeholder_in(&capability.entrypoint.url) {
+            return Err(ReplayError::UnboundPlaceholder {
+                reference: Box::new(capability.reference()),
+                url: capability.entrypoint.url.clone(),
+                placeholder,
+            }
+            .into());
+        }
+        let mut frame = self.open_frame(
+            &request.capability,
+            &request.inputs,
+            request.allow_irreversible,
+            false,
+        )?;
+        self.enter(&frame, tally).await?;
+        let mut ending = self.run_frame(&mut frame, tally).await?;
+        // A supervised escalation resumes the run itself after the hand-back (see `resume`).
+        while let Ending::Stopped(stop) = &ending {
+            ending = match self.supervise(&mut frame, tally, stop).await? {
+                Supervision::Ended => break,
+                Supervision::ResumeAt(index) => {
+                    self.run_frame_from(&mut frame, tally, index).await?
+                }
+                Supervision::Refused(stop) => Ending::Stopped(stop),
+            };
+        }
+        Ok((ending, frame.values))
+    }
+
+    /// Prepares a capability for execution: narrowed policy, budget, validated inputs, and the
+    /// irreversible gate. Shared by the run and its `run_capability` remedies.
+    pub(crate) fn open_frame<'c>(
+        &self,
+        prepared: &'c PreparedCapability,
+        inputs: &BTreeMap<String, Value>,
+        allow_irreversible: bool,
+        remedy: bool,
+    ) -> Result<Frame<'c>, Halt> {
+        let capability = &prepared.capability;
+        let engine = self.policy.for_capability(capability).map_err(|error| {
+            Halt::Fatal(ReplayError::Policy {
+                reference: Box::new(capability.reference()),
+                reason: error.to_string(),
+            })
+        })?;
+        let budget = engine.run_budget(capability);
+        budget
+            .check_steps(capability.steps.len())
+            .map_err(|exceeded| Stop::new(FailureCode::PolicyDenied, exceeded.to_string()))?;
+        let values = validate_inputs(capability, inputs).map_err(|problems| {
+            let message = problems
+                .iter()
+                .map(|problem| problem.message.as_str())
+                .collect::<Vec<_>>()
+                .join("; ");
+            Stop::new(FailureCode::InputValidationFailed, message)
+                .expected("inputs that satisfy every input spec of the capability")
+        })?;
+        let grant = prepared.grant(allow_irreversible);
+        engine
+            .preflight_irreversible(capability, &grant)
+            .map_err(|reason| {
+                Stop::new(
+                    FailureCode::PolicyDenied,
+                    format!(
+                        "{} has irreversible steps and may not run: {reason}",
+                        capability.reference()
+                    ),
+                )
+            })?;
+        Ok(Frame {
+            capability,
+            reference: capability.reference(),
+            remedy,
+            engine,
+            grant,
+            budget,
+            values,
+            started: self.clock.elapsed(),
+            attempts: BTreeMap::new(),
+            allow_irreversible,
+        })
+    }
+
+    /// Navigates to the entrypoint through the chokepoint and lets it settle.
+    async fn enter(&self, frame: &Frame<'_>, tally: &mut Tally) -> Result<(), Halt> {
+        let url = frame.capability.entrypoint.url.clone();
+        let dispatched = self
+            .chokepoint(
+                frame,
+                tally,
+                None,
+                SurfaceAction::Navigate { url: url.clone() },
+                None,
+                None,
+            )
+            .await
+            .map_err(|failure| failure.into_halt())?;
+        if !dispatched.receipt.ok {
+            // The application did not answer: a dead target, not a refusal.
+            return Err(Stop::new(
+                FailureCode::SurfaceUnavailable,
+                format!(
+                    "the entrypoint {url} could not be loaded: {}",
+                    dispatched.receipt.message
+                ),
+            )
+            .into());
+        }
+        let (settled, landed) = self
+            .settle_screen(tally, None, self.config.entry_settle)
+            .await?;
+        self.record(tally, "entrypoint", &landed)?;
+        self.check_landing(frame, &landed, "the entrypoint")?;
+        if settled {
+            tally.fresh = Some(landed);
+        }
+        tally.steps.push(StepReport {
+            capability: None,
+            step: "entrypoint".to_owned(),
+            index: 0,
+            action: cua_artifact::ActionKind::Navigate,
+            actor: Actor::Automation,
+            observation: cua_artifact::ObservationClass::Expected,
+            resolution: None,
+            dispatched: true,
+            decision_id: Some(dispatched.decision_id),
+            verdict: EffectVerdict::Unverifiable,
+            verdict_reason: if settled {
+                "navigation receipt; the first step's classification checks where it landed"
+                    .to_owned()
+            } else {
+                "navigation receipt; the page did not settle in time, the first step's classification checks it"
+                    .to_owned()
+            },
+            risk: dispatched.risk,
+        });
+        Ok(())
+    }
+
+    /// Writes a refusal of the document itself to the evidence and closes the run.
+    fn refuse(&self, tally: &Tally, refusal: &ReplayError) -> Result<(), ReplayError> {
+        let reason = refusal.to_string();
+        self.bus.emit(
+            Actor::System,
+            0,
+            Note {
+                note: "refused before the first action".to_owned(),
+                data: BTreeMap::from([("reason".to_owned(), Value::from(reason.clone()))]),
+            },
+        )?;
+        self.bus.emit(
+            Actor::Automation,
+            tally.epoch,
+            RunEnd {
+                status: RunStatus::Failed,
+                failure_code: Some(FailureCode::PolicyDenied),
+                reason: Some(reason),
+                step: None,
+                expected: None,
+                observed: None,
+                outcome: None,
+                outcome_data: BTreeMap::new(),
+                outputs: BTreeMap::new(),
+                effect: Some(EffectVerdict::NotApplicable),
+                steps_executed: Some(0),
+                steps_total: None,
+                stop_reason: None,
+                steps_attempted: None,
+                steps_effective: None,
+            },
+        )?;
+        self.bus.finish()?;
+        Ok(())
+    }
+
+    /// Turns the ending into the terminal status: escalation by the artifact's triggers,
+    /// failure capture, `escalate` and `run_end`, and the run record.
+    async fn conclude(
+        &self,
+        request: &RunRequest,
+        mut tally: Tally,
+        ending: Ending,
+        values: &RunValues,
+        started: Duration,
+    ) -> Result<ReplayReport, ReplayError> {
+        let capability = &request.capability.capability;
+        let outputs: BTreeMap<String, Value> = values
+            .outputs()
+            .iter()
+            .filter(|(name, _)| capability.output(name.as_str()).is_some())
+            .map(|(name, value)| (name.to_string(), Value::from(value.clone())))
+            .collect();
+        let top_steps: Vec<&StepReport> = tally
+            .steps
+            .iter()
+            .filter(|step| step.capability.is_none() && step.step != "entrypoint")
+            .collect();
+        let steps_executed = u32::try_from(
+            top_steps
+                .iter()
+                .map(|step| step.index)
+                .collect::<BTreeSet<_>>()
+                .len(),
+        )
+        .unwrap_or(u32::MAX);
+        let steps_total = u32::try_from(capability.steps.len()).unwrap_or(u32::MAX);
+        let effect = run_verdict(
+            tally
+                .steps
+                .iter()
+                .filter(|step| step.risk > RiskTier::Safe)
+                .map(|step| &step.verdict),
+        );
+        let mut result = RunResult {
+            status: RunStatus::Success,
+            capability: Some(capability.reference()),
+            run_id: self.bus.run_id().to_string(),
+            outputs: outputs.clone(),
+            outcome: None,
+            error: None,
+            intervention: None,
+            steps_executed,
+            steps_total,
+            duration_ms: 0,
+            drift_score: drift_score(&tally.steps),
+            strategy_mix: strategy_mix(&tally.steps),
+            recovery_attempts: tally.recovery_attempts,
+            evidence_ref: self.bus.dir().display().to_string(),
+        };
+        let mut end = RunEnd {
+            status: RunStatus::Success,
+            failure_code: None,
+            reason: None,
+            step: None,
+            expected: None,
+            observed: None,
+            outcome: None,
+            outcome_data: BTreeMap::new(),
+            outputs,
+            effect: Some(effect),
+            steps_executed: Some(steps_executed),
+            steps_total: Some(steps_total),
+            stop_reason: None,
+            steps_attempted: None,
+            steps_effective: None,
+        };
+        match ending {
+            Ending::Success => {}
+            Ending::Outcome(outcome) => {
+                result.status = RunStatus::BusinessOutcome;
+                end.status = RunStatus::BusinessOutcome;
+                end.outcome = Some(outcome.code.clone());
+                end.outcome_data = outcome.data.clone();
+                result.outcome = Some(outcome);
+            }
+            Ending::Stopped(stop) => {
+                let escalates = capability.escalation.policy
+                    == EscalationPolicy::PauseAndRequestHuman
+                    && capability.escalation.triggers.contains(&stop.code);
+                let status = if escalates {
+                    RunStatus::NeedsHuman
+                } else {
+                    RunStatus::Failed
+                };
+                if escalates && let Some(intervention) = tally.open_intervention.take() {
+                    // Supervised: the intervention was opened and `escalate` emitted already.
+                    result.intervention = Some(cua_artifact::InterventionRef {
+                        intervention_id: intervention,
+                        reason: self.bus.redactor().redact_text(&stop.message),
+                        step_id: stop.step.clone(),
+                        step_index: stop.step_index,
+                        outputs_so_far: result.outputs.clone(),
+                    });
+                    result.status = status;
+                    result.error = Some(redacted_detail(self.bus, &stop));
+                    end.status = status;
+                    end.failure_code = Some(stop.code);
+                    end.reason = Some(stop.message.clone());
+                    end.step = stop.step.clone();
+                    let detail = stop.detail();
+                    end.expected = detail.expected;
+                    end.observed = detail.observed;
+                    result.duration_ms = millis(self.clock.elapsed().saturating_sub(started));
+                    self.bus.emit(Actor::Automation, tally.epoch, end)?;
+                    self.bus.finish()?;
+                    return Ok(ReplayReport {
+                        result,
+                        effect,
+                        steps: tally.steps,
+                        dispatches: tally.dispatches,
+                        evidence_dir: self.bus.dir().to_path_buf(),
+                    });
+                }
+                let screenshot = self.capture_failure(&mut tally, &stop).await?;
+                let mut escalate = Escalate {
+                    step: stop.step.clone(),
+                    step_index: stop.step_index,
+                    status: Some(status),
+                    failure_code: Some(stop.code),
+                    reason: stop.message.clone(),
+                    intervention: None,
+                    snapshot_ref: tally.last_snapshot_ref.clone(),
+                    screenshot_ref: screenshot.as_ref().map(|shot| shot.path.clone()),
+                    screenshot_digest: screenshot.as_ref().map(|shot| shot.digest.clone()),
+                };
+                if escalates {
+                    let intervention = self.escalations.escalate(&EscalationRequest {
+                        run_id: self.bus.run_id().to_string(),
+                        capability: capability.reference(),
+                        failure_code: stop.code,
+                        reason: self.bus.redactor().redact_text(&stop.message),
+                        step: stop.step.clone(),
+                        step_index: stop.step_index,
+                        snapshot_ref: escalate.snapshot_ref.clone(),
+                        screenshot_ref: escalate.screenshot_ref.clone(),
+                    });
+                    escalate.intervention = Some(intervention.clone());
+                    result.intervention = Some(cua_artifact::InterventionRef {
+                        intervention_id: intervention,
+                        reason: self.bus.redactor().redact_text(&stop.message),
+                        step_id: stop.step.clone(),
+                        step_index: stop.step_index,
+                        outputs_so_far: result.outputs.clone(),
+                    });
+                }
+                self.bus.emit(Actor::System, tally.epoch, escalate)?;
+                result.status = status;
+                result.error = Some(redacted_detail(self.bus, &stop));
+                end.status = status;
+                end.failure_code = Some(stop.code);
+                end.reason = Some(stop.message.clone());
+                end.step = stop.step.clone();
+                let detail = stop.detail();
+                end.expected = detail.expected;
+                end.observed = detail.observed;
+            }
+        }
+        result.duration_ms = millis(self.clock.elapsed().saturating_sub(started));
+        self.bus.emit(Actor::Automation, tally.epoch, end)?;
+        self.bus.finish()?;
+        Ok(ReplayReport {
+            result,
+            effect,
+            steps: tally.steps,
+            dispatches: tally.dispatches,
+            evidence_dir: self.bus.dir().to_path_buf(),
+        })
+    }
+
+    /// A redacted screenshot of the failure, best effort: painted over are the nodes a secret
+    /// or sensitive value was typed into and every node whose text the redactor would change.
+    pub(crate) async fn capture_failure(
+        &self,
+        tally: &mut Tally,
+        stop: &Stop,
+    ) -> Result<Option<cua_evidence::ArtifactRef>, ReplayError> {
+        // Only a run that has seen the surface captures it, and never once the session belongs
+        // to someone else or the surface is gone.
+        if !self.config.screenshot_on_failure
+            || tally.last_snapshot.is_none()
+            || matches!(
+                stop.code,
+                FailureCode::SurfaceUnavailable | FailureCode::LeaseLost
+            )
+        {
+            return Ok(None);
+        }
+        let redactor = self.bus.redactor();
+        let regions = tally
+            .last_snapshot
+            .as_ref()
+            .map(|snapshot| {
+                snapshot
+                    .nodes
+                    .iter()
+                    .filter(|node| {
+                        tally.sensitive_nodes.contains(&node.id)
+                            || !redactor.is_clean(&node.name)
+                            || node
+                                .value
+                                .as_deref()
+                                .is_some_and(|value| !redactor.is_clean(value))
+                    })
+                    .filter_map(|node| node.bounds)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let shot = match self
+            .driver
+            .screenshot(ScreenshotRequest {
+                redact_regions: regions,
+            })
+            .await
+        {
+            Ok(shot) => shot,
+            Err(error) => {
+                self.note(
+                    "failure capture: no screenshot",
+                    [("reason", Value::from(error.to_string()))],
+                )?;
+                return Ok(None);
+            }
+        };
+        match self
+            .bus
+            .write_screenshot(&format!("failure-{}", stop.code.as_str()), &shot.bytes)
+        {
+            Ok(written) => {
+                self.note(
+                    &format!("failure capture: {}", stop.code.as_str()),
+                    [
+                        ("screenshot_ref", Value::from(written.path.clone())),
+                        ("redacted_regions", Value::from(shot.redacted_regions)),
+                    ],
+                )?;
+                Ok(Some(written))
+            }
+            Err(cua_evidence::EvidenceError::SecretInScreenshot { .. }) => {
+                self.note(
+                    "failure capture: screenshot withheld",
+                    [("reason", Value::from("it carried a registered secret"))],
+                )?;
+                Ok(None)
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Emits a `note` as the system.
+    pub(crate) fn note<const N: usize>(
+        &self,
+        note: &str,
+        data: [(&str, Value); N],
+    ) -> Result<(), cua_evidence::EvidenceError> {
+        self.bus
+            .emit(
+                Actor::System,
+                0,
+                Note {
+                    note: note.to_owned(),
+                    data: data
+                        .into_iter()
+                        .map(|(key, value)| (key.to_owned(), value))
+                        .collect(),
+                },
+            )
+            .map(drop)
+    }
+
+    /// The lease as it is now.
+    pub(crate) fn current_lease(&self) -> Lease {
+        *self.lease.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The failure detail the caller sees, passed through the redactor like every sink.
+fn redacted_detail(bus: &EvidenceBus, stop: &Stop) -> cua_artifact::FailureDetail {
+    let redactor = bus.redactor();
+    let mut detail = stop.detail();
+    detail.message = redactor.redact_text(&detail.message);
+    detail.expected = detail.expected.map(|text| redactor.redact_text(&text));
+    detail.observed = detail.observed.map(|text| redactor.redact_text(&text));
+    if let Some(resolution) = &mut detail.resolution {
+        resolution.candidate_summaries = resolution
+            .candidate_summaries
+            .iter()
+            .map(|summary| redactor.redact_text(summary))
+            .collect();
+    }
+    detail
+}
+
+/// Drifted resolutions over resolutions, over every step that resolved a target.
+fn drift_score(steps: &[StepReport]) -> f64 {
+    let resolutions: Vec<_> = steps
+        .iter()
+        .filter_map(|step| step.resolution.as_ref())
+        .collect();
+    if resolutions.is_empty() {
+        return 0.0;
+    }
+    let drifted = resolutions
+        .iter()
+        .filter(|resolution| resolution.drifted)
+        .count();
+    drifted as f64 / resolutions.len() as f64
+}
+
+/// How many resolutions each rung decided.
+fn strategy_mix(steps: &[StepReport]) -> BTreeMap<ResolutionStrategy, u32> {
+    let mut mix = BTreeMap::new();
+    for resolution in steps.iter().filter_map(|step| step.resolution.as_ref()) {
+        *mix.entry(resolution.strategy).or_insert(0) += 1;
+    }
+    mix
+}
+
+/// The first `{name}` placeholder left in a text.
+fn placeholder_in(text: &str) -> Option<String> {
+    let start = text.find('{')?;
+    let rest = &text[start + 1..];
+    let end = rest.find('}')?;
+    Some(rest[..end].to_owned())
+}
+
+/// A JSON input's text, as the redactor should know it.
+fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+pub(crate) fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The step id the checkpoint is reported under.
+pub(crate) fn checkpoint_id() -> StepId {
+    StepId::parse("checkpoint").expect("`checkpoint` is a valid identifier")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_found() {
+        assert_eq!(placeholder_in("{base_url}/"), Some("base_url".to_owned()));
+        assert_eq!(placeholder_in("http://127.0.0.1:8811/"), None);
+    }
+}

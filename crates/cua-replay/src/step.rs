@@ -1,0 +1,1564 @@
+//! The per-step pipeline: observe → classify → bind → resolve → authorize → dispatch → wait →
+//! postcondition on a fresh snapshot → effect verdict; reads and assertions evaluated locally;
+//! the checkpoint after the last step.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use cua_artifact::{
+    Action, ActionKind, Actor, EffectVerdict, FailureCode, ObservationClass, Outcome,
+    OutcomeResult, Predicate, RecoveryRule, RecoveryScope, ResolutionDebug, ResolutionStrategy,
+    RiskTier, Step, StepId, TargetDescriptor, ValueExpr, WaitCondition,
+};
+use cua_evidence::{
+    Authorize, BlockedRequest, Classify, Dispatch, Effect, Observe, Resolve, Verify, Wait,
+};
+use cua_policy::{
+    ActionRequest, AuthorizationContext, DenialCode, ResolvedTarget, ScrollDirection, SurfaceAction,
+};
+use cua_snapshot::UiSnapshot;
+use cua_surface::{DispatchReceipt, SurfaceDriver, WaitOutcome};
+use cua_target::{Resolution, TargetError};
+use serde_json::Value;
+
+use crate::error::ReplayError;
+use crate::executor::{Ending, Frame, Replayer, Tally, checkpoint_id, millis};
+use crate::report::{StepReport, StepResolution};
+use crate::stop::{Halt, Position, Stop, placed};
+use crate::transform;
+use crate::values::RunValues;
+
+/// A boxed future of a capability's execution, so remedies can run capabilities recursively.
+pub(crate) type FrameFuture<'a> = Pin<Box<dyn Future<Output = Result<Ending, Halt>> + Send + 'a>>;
+
+/// What the screen was found to be, once any recovery is done.
+pub(crate) enum Settled {
+    /// The step (or checkpoint) may proceed on this snapshot.
+    Expected(Box<UiSnapshot>),
+    /// A declared, terminal business outcome.
+    Outcome(OutcomeResult),
+}
+
+/// One classification of a screen, in the fixed order: a declared outcome, a recovery rule,
+/// the checkpoint (at the end) or the step's precondition, else expected.
+pub(crate) enum Classification<'c> {
+    Expected(String),
+    Outcome(&'c Outcome),
+    Recoverable(&'c RecoveryRule),
+    Unexpected(String),
+}
+
+/// An action handed to the surface.
+pub(crate) struct Dispatched {
+    pub(crate) decision_id: String,
+    pub(crate) risk: RiskTier,
+    pub(crate) receipt: DispatchReceipt,
+}
+
+/// Why the chokepoint did not produce a receipt.
+pub(crate) enum DispatchFailure {
+    /// Nothing reached the surface (a policy denial, a stale lease at the dispatch).
+    Refused {
+        stop: Stop,
+        decision_id: String,
+        risk: RiskTier,
+    },
+    /// The surface was asked and failed. `reached` says whether it may have acted.
+    Failed {
+        stop: Stop,
+        decision_id: String,
+        risk: RiskTier,
+        reached: bool,
+    },
+    Fatal(ReplayError),
+}
+
+impl DispatchFailure {
+    pub(crate) fn into_halt(self) -> Halt {
+        match self {
+            Self::Refused { stop, .. } | Self::Failed { stop, .. } => stop.into(),
+            Self::Fatal(error) => Halt::Fatal(error),
+        }
+    }
+}
+
+impl From<cua_evidence::EvidenceError> for DispatchFailure {
+    fn from(error: cua_evidence::EvidenceError) -> Self {
+        Self::Fatal(ReplayError::Evidence(error))
+    }
+}
+
+impl<D: SurfaceDriver> Replayer<'_, D> {
+    /// Runs a capability's steps and checkpoint (no entrypoint navigation: the run's own
+    /// frame navigated before, and a remedy runs on the current screen).
+    pub(crate) fn run_frame<'a, 'c: 'a>(
+        &'a self,
+        frame: &'a mut Frame<'c>,
+        tally: &'a mut Tally,
+    ) -> FrameFuture<'a> {
+        self.run_frame_from(frame, tally, 0)
+    }
+
+    /// [`Replayer::run_frame`] from step `start` on (a resume after a hand-back).
+    pub(crate) fn run_frame_from<'a, 'c: 'a>(
+        &'a self,
+        frame: &'a mut Frame<'c>,
+        tally: &'a mut Tally,
+        start: usize,
+    ) -> FrameFuture<'a> {
+        Box::pin(async move {
+            for index in start..frame.capability.steps.len() {
+                match self.run_step(frame, tally, index).await {
+                    Ok(None) => {}
+                    Ok(Some(outcome)) => return Ok(Ending::Outcome(outcome)),
+                    Err(Halt::Stop(stop)) => {
+                        // Whatever happens next (an operator's hand, a remedy's caller) starts
+                        // from a new observation, never from one taken before the stop.
+                        tally.fresh = None;
+                        return Ok(Ending::Stopped(stop));
+                    }
+                    Err(fatal @ Halt::Fatal(_)) => return Err(fatal),
+                }
+            }
+            let position = Position {
+                id: checkpoint_id(),
+                index: to_u32(frame.capability.steps.len()),
+                checkpoint: true,
+            };
+            match self.settle(frame, tally, &position).await {
+                Ok(Settled::Expected(_)) => Ok(Ending::Success),
+                Ok(Settled::Outcome(outcome)) => Ok(Ending::Outcome(outcome)),
+                Err(Halt::Stop(stop)) => {
+                    tally.fresh = None;
+                    Ok(Ending::Stopped(stop))
+                }
+                Err(fatal @ Halt::Fatal(_)) => Err(fatal),
+            }
+        })
+    }
+
+    /// One step. `Some` is a business outcome that ends the run.
+    async fn run_step(
+        &self,
+        frame: &mut Frame<'_>,
+        tally: &mut Tally,
+        index: usize,
+    ) -> Result<Option<OutcomeResult>, Halt> {
+        let capability = frame.capability;
+        let step = &capability.steps[index];
+        let position = Position {
+            id: step.id.clone(),
+            index: to_u32(index),
+            checkpoint: false,
+        };
+        let before = match self.settle(frame, tally, &position).await? {
+            Settled::Outcome(outcome) => return Ok(Some(outcome)),
+            Settled::Expected(snapshot) => snapshot,
+        };
+        let done = match &step.action {
+            Action::Assert { that } => self.assert_step(frame, tally, &position, that, &before),
+            Action::WaitFor { until, timeout_ms } => {
+                self.wait_for_step(frame, tally, &position, until, *timeout_ms, &before)
+                    .await
+            }
+            Action::Extract {
+                target,
+                into,
+                transform,
+            } => self.extract_step(frame, tally, &position, target, into, *transform, &before),
+            _ => return self.act_step(frame, tally, &position, step, before).await,
+        };
+        done.map(|()| None).map_err(|halt| placed(halt, &position))
+    }
+
+    /// Observes and classifies until the screen is one the step (or checkpoint) expects,
+    /// recovering along the way; fails closed on anything undeclared.
+    pub(crate) async fn settle(
+        &self,
+        frame: &mut Frame<'_>,
+        tally: &mut Tally,
+        position: &Position,
+    ) -> Result<Settled, Halt> {
+        loop {
+            let elapsed = millis(self.clock.elapsed().saturating_sub(frame.started));
+            frame.budget.check_elapsed(elapsed).map_err(|exceeded| {
+                Stop::new(FailureCode::Timeout, exceeded.to_string()).at(position)
+            })?;
+            let label = if position.checkpoint {
+                "checkpoint".to_owned()
+            } else {
+                format!("{}-before", position.id)
+            };
+            // The screen the last action settled on is the freshest observation there is;
+            // anything else (a first look, a look after a remedy) is observed now.
+            let snapshot = match tally.fresh.take() {
+                Some(snapshot) => snapshot,
+                None => self.observe(tally, &label).await?,
+            };
+            let (classification, noted) = self
+                .classify(frame, position, &snapshot)
+                .map_err(|stop| stop.at(position))?;
+            for outcome in noted {
+                self.note(
+                    "non-terminal outcome observed",
+                    [("outcome", Value::from(outcome.code.to_string()))],
+                )?;
+            }
+            let (observation, reason, matched) = match &classification {
+                Classification::Expected(reason) => {
+                    (ObservationClass::Expected, reason.clone(), None)
+                }
+                Classification::Outcome(outcome) => (
+                    ObservationClass::BusinessOutcome,
+                    format!("declared outcome `{}` detected", outcome.code),
+                    Some(outcome.code.clone()),
+                ),
+                Classification::Recoverable(rule) => (
+                    ObservationClass::Recoverable,
+                    format!("recovery rule `{}` detected", rule.id),
+                    Some(rule.id.clone()),
+                ),
+                Classification::Unexpected(reason) => {
+                    (ObservationClass::UnexpectedState, reason.clone(), None)
+                }
+            };
+            self.bus.emit(
+                Actor::Automation,
+                tally.epoch,
+                Classify {
+                    step: position.id.clone(),
+                    observation,
+                    reason,
+                    matched,
+                },
+            )?;
+            match classification {
+                Classification::Expected(_) => return Ok(Settled::Expected(Box::new(snapshot))),
+                Classification::Outcome(outcome) => {
+                    let result =
+                        outcome_result(frame, outcome).map_err(|stop| stop.at(position))?;
+                    return Ok(Settled::Outcome(result));
+                }
+                Classification::Recoverable(rule) => {
+                    self.recover(frame, tally, position, rule)
+                        .await
+                        .map_err(|halt| placed(halt, position))?;
+                }
+                Classification::Unexpected(explanation) => {
+                    let (code, message) = if position.checkpoint {
+                        (
+                            FailureCode::CheckpointFailed,
+                            format!(
+                                "the checkpoint of {} does not hold after the last step: {explanation}",
+                                frame.reference
+                            ),
+                        )
+                    } else {
+                        (
+                            FailureCode::UnexpectedState,
+                            format!(
+                                "step `{}` {explanation}, and no declared outcome or recovery rule explains the screen",
+                                position.id
+                            ),
+                        )
+                    };
+                    return Err(Stop::new(code, message)
+                        .observed(explanation)
+                        .at(position)
+                        .into());
+                }
+            }
+        }
+    }
+
+    /// The classification order. A predicate that cannot be evaluated (an unbound value) is
+    /// an internal failure, never a guess.
+    pub(crate) fn classify<'c>(
+        &self,
+        frame: &Frame<'c>,
+        position: &Position,
+        snapshot: &UiSnapshot,
+    ) -> Result<(Classification<'c>, Vec<&'c Outcome>), Stop> {
+        let capability = frame.capability;
+        let values = &frame.values;
+        let mut noted = Vec::new();
+        for outcome in &capability.outcomes {
+            if explain(&outcome.detect, snapshot, values, "an outcome detector")?.holds {
+                if outcome.terminal {
+                    return Ok((Classification::Outcome(outcome), noted));
+                }
+                noted.push(outcome);
+            }
+        }
+        for rule in &capability.recovery {
+            let watched = match rule.scope {
+                RecoveryScope::AnyStep => true,
+                RecoveryScope::NamedSteps => {
+                    !position.checkpoint && rule.steps.contains(&position.id)
+                }
+            };
+            if watched && explain(&rule.detect, snapshot, values, "a recovery detector")?.holds {
+                return Ok((Classification::Recoverable(rule), noted));
+            }
+        }
+        let condition = if position.checkpoint {
+            Some(&capability.checkpoint)
+        } else {
+            capability.steps[position.index as usize]
+                .precondition
+                .as_ref()
+        };
+        let classification = match condition {
+            None => Classification::Expected("no precondition is declared".to_owned()),
+            Some(predicate) => {
+                let what = if position.checkpoint {
+                    "the checkpoint"
+                } else {
+                    "a precondition"
+                };
+                let explanation = explain(predicate, snapshot, values, what)?;
+                if explanation.holds {
+                    Classification::Expected(format!("{what} holds"))
+                } else {
+                    Classification::Unexpected(explanation.text)
+                }
+            }
+        };
+        Ok((classification, noted))
+    }
+
+    /// `assert`: evaluated on the snapshot, never dispatched.
+    fn assert_step(
+        &self,
+        frame: &Frame<'_>,
+        tally: &mut Tally,
+        position: &Position,
+        that: &Predicate,
+        snapshot: &UiSnapshot,
+    ) -> Result<(), Halt> {
+        let explanation = explain(that, snapshot, &frame.values, "an assertion")?;
+        self.record_step(
+            frame,
+            tally,
+            position,
+            StepRecordInput::read(ActionKind::Assert, "an assertion reads the screen"),
+        )?;
+        if explanation.holds {
+            Ok(())
+        } else {
+            Err(Stop::new(
+                FailureCode::PreconditionFailed,
+                format!(
+                    "the assertion of step `{}` does not hold: {}",
+                    position.id, explanation.text
+                ),
+            )
+            .observed(explanation.text)
+            .into())
+        }
+    }
+
+    /// `wait_for`: polled on the surface, bounded; a timeout is a result.
+    async fn wait_for_step(
+        &self,
+        frame: &Frame<'_>,
+        tally: &mut Tally,
+        position: &Position,
+        until: &Predicate,
+        timeout_ms: u32,
+        before: &UiSnapshot,
+    ) -> Result<(), Halt> {
+        let (satisfied, snapshot) = self
+            .wait_predicate(frame, tally, Some(&position.id), until, timeout_ms, before)
+            .await?;
+        self.record(tally, &format!("{}-after", position.id), &snapshot)?;
+        if satisfied {
+            tally.fresh = Some(snapshot.clone());
+        }
+        self.record_step(
+            frame,
+            tally,
+            position,
+            StepRecordInput::read(ActionKind::WaitFor, "a wait reads the screen"),
+        )?;
+        if satisfied {
+            Ok(())
+        } else {
+            let explanation = explain(until, &snapshot, &frame.values, "a wait")?;
+            Err(Stop::new(
+                FailureCode::Timeout,
+                format!(
+                    "step `{}` waited {timeout_ms} ms and its condition never held: {}",
+                    position.id, explanation.text
+                ),
+            )
+            .observed(explanation.text)
+            .into())
+        }
+    }
+
+    /// `extract`: resolves the node on the snapshot and reads its value (or its name); never
+    /// authorized or dispatched, since nothing is done to the surface.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the fields of one extract action"
+    )]
+    fn extract_step(
+        &self,
+        frame: &mut Frame<'_>,
+        tally: &mut Tally,
+        position: &Position,
+        target: &TargetDescriptor,
+        into: &cua_artifact::OutputName,
+        transform: Option<cua_artifact::Transform>,
+        snapshot: &UiSnapshot,
+    ) -> Result<(), Halt> {
+        let (resolution, resolved) = match self.resolve(frame, tally, position, target, snapshot)? {
+            Ok(found) => found,
+            Err(stop) => {
+                self.record_step(
+                    frame,
+                    tally,
+                    position,
+                    StepRecordInput::read(ActionKind::Extract, "a read that found no target"),
+                )?;
+                return Err(stop.into());
+            }
+        };
+        let node = &snapshot.nodes[resolution.node];
+        let text = node
+            .value
+            .as_deref()
+            .filter(|value| !value.trim().is_empty())
+            .unwrap_or(&node.name);
+        let mut input = StepRecordInput::read(ActionKind::Extract, "a read from the snapshot");
+        input.resolution = Some(resolved);
+        self.record_step(frame, tally, position, input)?;
+        if text.trim().is_empty() {
+            return Err(Stop::new(
+                FailureCode::ActionFailed,
+                format!(
+                    "step `{}` resolved {} but it holds no text to extract",
+                    position.id, resolution.node_id
+                ),
+            )
+            .into());
+        }
+        let value = transform::apply(transform, text).map_err(|reason| {
+            Stop::new(
+                FailureCode::ActionFailed,
+                format!("step `{}` cannot extract `{into}`: {reason}", position.id),
+            )
+        })?;
+        if frame
+            .capability
+            .output(into.as_str())
+            .is_some_and(|output| output.sensitive)
+        {
+            self.bus.redactor().register_sensitive_value(&value);
+        }
+        frame.values.set_output(into.clone(), value);
+        Ok(())
+    }
+
+    /// A step that acts on the surface: resolve, bind, authorize, dispatch, wait, verify.
+    async fn act_step(
+        &self,
+        frame: &mut Frame<'_>,
+        tally: &mut Tally,
+        position: &Position,
+        step: &Step,
+        before: Box<UiSnapshot>,
+    ) -> Result<Option<OutcomeResult>, Halt> {
+        let kind = step.action.kind();
+        let refused = |reason: String| StepRecordInput {
+            kind,
+            resolution: None,
+            decision_id: None,
+            dispatched: false,
+            verdict: EffectVerdict::SuspectedNoop,
+            reason,
+            risk: step.risk,
+        };
+        let (target, resolved) = match step.action.target() {
+            Some(descriptor) => match self.resolve(frame, tally, position, descriptor, &before)? {
+                Ok((resolution, resolved)) => {
+                    let node = &before.nodes[resolution.node];
+                    let target = ResolvedTarget {
+                        node_id: resolution.node_id.clone(),
+                        role: node.role.clone(),
+                        name: node.name.clone(),
+                    };
+                    (Some(target), Some(resolved))
+                }
+                Err(stop) => {
+                    let reason = format!("refused before dispatch: {}", stop.code.as_str());
+                    self.record_step(frame, tally, position, refused(reason))?;
+                    return Err(placed(stop.into(), position));
+                }
+            },
+            None => (None, None),
+        };
+        // Values, secrets included, are bound now and not a moment earlier.
+        let (action, sensitive) = match self.bind(frame, &step.action) {
+            Ok(bound) => bound,
+            Err(stop) => {
+                let reason = format!("refused before dispatch: {}", stop.code.as_str());
+                self.record_step(frame, tally, position, refused(reason))?;
+                return Err(placed(stop.into(), position));
+            }
+        };
+        if sensitive && let Some(target) = &target {
+            tally.sensitive_nodes.insert(target.node_id.clone());
+        }
+        let dispatched = match self
+            .chokepoint(
+                frame,
+                tally,
+                Some(&position.id),
+                action,
+                target,
+                Some(step.risk),
+            )
+            .await
+        {
+            Ok(dispatched) => dispatched,
+            Err(DispatchFailure::Refused {
+                stop,
+                decision_id,
+                risk,
+            }) => {
+                let mut input = refused(format!("refused before dispatch: {}", stop.code.as_str()));
+                input.decision_id = Some(decision_id);
+                input.resolution = resolved;
+                input.risk = risk;
+                self.record_step(frame, tally, position, input)?;
+                return Err(placed(stop.into(), position));
+            }
+            Err(DispatchFailure::Failed {
+                stop,
+                decision_id,
+                risk,
+                reached,
+            }) => {
+                let after = self.observe(tally, &format!("{}-after", position.id)).await;
+                let (verdict, reason) = match (&after, reached) {
+                    (_, false) => (
+                        EffectVerdict::SuspectedNoop,
+                        "the surface refused the action before performing it".to_owned(),
+                    ),
+                    (Ok(after), true) if after.digest() == before.digest() => (
+                        EffectVerdict::SuspectedNoop,
+                        "the dispatch failed and the screen is unchanged".to_owned(),
+                    ),
+                    _ => (
+                        EffectVerdict::Unverifiable,
+                        "the dispatch failed part-way; nothing proves what happened".to_owned(),
+                    ),
+                };
+                self.mark_mutation(tally, &position.id, risk, false);
+                self.record_step(
+                    frame,
+                    tally,
+                    position,
+                    StepRecordInput {
+                        kind,
+                        resolution: resolved,
+                        decision_id: Some(decision_id),
+                        dispatched: true,
+                        verdict,
+                        reason,
+                        risk,
+                    },
+                )?;
+                return Err(placed(stop.into(), position));
+            }
+            Err(DispatchFailure::Fatal(error)) => return Err(Halt::Fatal(error)),
+        };
+        self.mark_mutation(
+            tally,
+            &position.id,
+            dispatched.risk,
+            dispatched.receipt.navigated,
+        );
+        let record = |verdict, reason: String| StepRecordInput {
+            kind,
+            resolution: resolved.clone(),
+            decision_id: Some(dispatched.decision_id.clone()),
+            dispatched: true,
+            verdict,
+            reason,
+            risk: dispatched.risk,
+        };
+        if !dispatched.receipt.ok {
+            let after = self
+                .observe(tally, &format!("{}-after", position.id))
+                .await?;
+            let (verdict, reason) = if after.digest() == before.digest() {
+                (
+                    EffectVerdict::SuspectedNoop,
+                    "the surface reported failure and the screen is unchanged",
+                )
+            } else {
+                (
+                    EffectVerdict::Unverifiable,
+                    "the surface reported failure and the screen changed",
+                )
+            };
+            self.record_step(frame, tally, position, record(verdict, reason.to_owned()))?;
+            return Err(placed(
+                Stop::new(
+                    FailureCode::ActionFailed,
+                    format!(
+                        "the surface could not perform `{}` for step `{}`: {}",
+                        kind.as_str(),
+                        position.id,
+                        dispatched.receipt.message
+                    ),
+                )
+                .into(),
+                position,
+            ));
+        }
+        // The wait's last observation is taken after the action: the fresh snapshot the
+        // postcondition is judged on (and, when the wait was met, the next step's screen).
+        let (waited, after) = self
+            .wait_after(frame, tally, position, step, &before)
+            .await?;
+        self.record(tally, &format!("{}-after", position.id), &after)?;
+        if waited {
+            tally.fresh = Some(after.clone());
+        }
+        if (dispatched.receipt.navigated || after.url != before.url)
+            && let Err(stop) = self.check_landing(frame, &after, &format!("step `{}`", position.id))
+        {
+            self.record_step(
+                frame,
+                tally,
+                position,
+                record(
+                    EffectVerdict::Unverifiable,
+                    "the action navigated outside the allowlist".to_owned(),
+                ),
+            )?;
+            return Err(placed(stop.into(), position));
+        }
+        let verification = match &step.postcondition {
+            Some(postcondition) => {
+                let explanation = explain(postcondition, &after, &frame.values, "a postcondition")
+                    .map_err(|stop| placed(stop.into(), position))?;
+                self.bus.emit(
+                    Actor::Automation,
+                    tally.epoch,
+                    Verify {
+                        step: position.id.clone(),
+                        postcondition: describe_predicate(postcondition),
+                        holds: explanation.holds,
+                        observed: (!explanation.holds).then(|| explanation.text.clone()),
+                        snapshot_ref: tally.last_snapshot_ref.clone(),
+                    },
+                )?;
+                Some(explanation)
+            }
+            None => None,
+        };
+        let unchanged = after.digest() == before.digest();
+        let (verdict, reason) = match (&verification, unchanged) {
+            (Some(explanation), _) if explanation.holds => (
+                EffectVerdict::Confirmed,
+                "the postcondition was observed on a fresh snapshot",
+            ),
+            (_, true) => (
+                EffectVerdict::SuspectedNoop,
+                "the screen after the action is identical to the screen before it",
+            ),
+            (Some(_), false) => (
+                EffectVerdict::Unverifiable,
+                "the screen changed but the postcondition does not hold",
+            ),
+            (None, false) => (
+                EffectVerdict::Unverifiable,
+                "dispatch receipt only: no postcondition is declared",
+            ),
+        };
+        self.record_step(frame, tally, position, record(verdict, reason.to_owned()))?;
+        let postcondition_holds = verification.as_ref().map(|explanation| explanation.holds);
+        if !waited && postcondition_holds != Some(true) {
+            return Err(placed(
+                Stop::new(
+                    FailureCode::Timeout,
+                    format!(
+                        "step `{}` waited {} ms for {} without it happening",
+                        position.id,
+                        step.wait.timeout_ms,
+                        wait_name(step.wait.condition)
+                    ),
+                )
+                .into(),
+                position,
+            ));
+        }
+        if let Some(explanation) = verification.filter(|explanation| !explanation.holds) {
+            // A declared outcome may explain why the effect is not there ("No records found").
+            let (classification, _) = self
+                .classify_outcomes_only(frame, &after)
+                .map_err(|stop| placed(stop.into(), position))?;
+            if let Some(outcome) = classification {
+                self.bus.emit(
+                    Actor::Automation,
+                    tally.epoch,
+                    Classify {
+                        step: position.id.clone(),
+                        observation: ObservationClass::BusinessOutcome,
+                        reason: format!(
+                            "declared outcome `{}` detected after the action",
+                            outcome.code
+                        ),
+                        matched: Some(outcome.code.clone()),
+                    },
+                )?;
+                let result =
+                    outcome_result(frame, outcome).map_err(|stop| placed(stop.into(), position))?;
+                return Ok(Some(result));
+            }
+            return Err(placed(
+                Stop::new(
+                    FailureCode::PreconditionFailed,
+                    format!(
+                        "the postcondition of step `{}` does not hold after the action: {}",
+                        position.id, explanation.text
+                    ),
+                )
+                .observed(explanation.text)
+                .into(),
+                position,
+            ));
+        }
+        Ok(None)
+    }
+
+    /// Terminal outcomes only, for a screen after an action.
+    fn classify_outcomes_only<'c>(
+        &self,
+        frame: &Frame<'c>,
+        snapshot: &UiSnapshot,
+    ) -> Result<(Option<&'c Outcome>, ()), Stop> {
+        for outcome in frame
+            .capability
+            .outcomes
+            .iter()
+            .filter(|outcome| outcome.terminal)
+        {
+            if explain(
+                &outcome.detect,
+                snapshot,
+                &frame.values,
+                "an outcome detector",
+            )?
+            .holds
+            {
+                return Ok((Some(outcome), ()));
+            }
+        }
+        Ok((None, ()))
+    }
+
+    /// Updates the mutation mark after a dispatch (see the crate documentation).
+    pub(crate) fn mark_mutation(
+        &self,
+        tally: &mut Tally,
+        step: &StepId,
+        risk: RiskTier,
+        navigated: bool,
+    ) {
+        if risk > RiskTier::Safe {
+            tally.mutation_mark = Some(step.to_string());
+        } else if navigated {
+            tally.mutation_mark = None;
+        }
+    }
+
+    /// The chokepoint every action passes: authorize (lease, allowlist, risk, approval), the
+    /// lease again at the dispatch, then the surface. Emits `authorize` and `dispatch`.
+    pub(crate) async fn chokepoint(
+        &self,
+        frame: &Frame<'_>,
+        tally: &mut Tally,
+        step: Option<&StepId>,
+        action: SurfaceAction,
+        target: Option<ResolvedTarget>,
+        declared_risk: Option<RiskTier>,
+    ) -> Result<Dispatched, DispatchFailure> {
+        let kind = action.kind();
+        let node_id = target.as_ref().map(|target| target.node_id.clone());
+        let lease = self.current_lease();
+        let decision = frame.engine.authorize_with(
+            &lease,
+            ActionRequest {
+                actor: Actor::Automation,
+                epoch: tally.epoch,
+                action,
+                target,
+                declared_risk,
+            },
+            &AuthorizationContext {
+                confirmed: false,
+                grant: frame.grant.clone(),
+            },
+        );
+        let authorized = match decision {
+            Err(denial) => {
+                let risk = denial
+                    .assessment
+                    .as_ref()
+                    .map(|assessment| assessment.tier)
+                    .or(declared_risk)
+                    .unwrap_or_default();
+                self.bus.emit(
+                    Actor::Automation,
+                    tally.epoch,
+                    Authorize {
+                        step: step.cloned(),
+                        decision_id: denial.decision_id.clone(),
+                        granted: false,
+                        action_type: kind,
+                        risk,
+                        signals: denial
+                            .assessment
+                            .as_ref()
+                            .map(|assessment| assessment.signals.clone())
+                            .unwrap_or_default(),
+                        reason: denial.reason.clone(),
+                        denial: Some(denial.code.as_str().to_owned()),
+                        approval: None,
+                        node_id,
+                    },
+                )?;
+                let code = match denial.code {
+                    DenialCode::LeaseLost => FailureCode::LeaseLost,
+                    DenialCode::NavigationBlocked => FailureCode::NavigationBlocked,
+                    DenialCode::NeedsConfirmation | DenialCode::PolicyDenied => {
+                        FailureCode::PolicyDenied
+                    }
+                };
+                return Err(DispatchFailure::Refused {
+                    stop: Stop::new(
+                        code,
+                        format!("policy refused `{}`: {}", kind.as_str(), denial.reason),
+                    ),
+                    decision_id: denial.decision_id,
+                    risk,
+                });
+            }
+            Ok(authorized) => authorized,
+        };
+        let decision_id = authorized.decision_id().to_owned();
+        let risk = authorized.risk();
+        self.bus.emit(
+            Actor::Automation,
+            authorized.lease_epoch(),
+            Authorize {
+                step: step.cloned(),
+                decision_id: decision_id.clone(),
+                granted: true,
+                action_type: kind,
+                risk,
+                signals: authorized.assessment().signals.clone(),
+                reason: authorized.assessment().reason.clone(),
+                denial: None,
+                approval: (risk == RiskTier::Irreversible)
+                    .then(|| frame.grant.approved_under().map(str::to_owned))
+                    .flatten(),
+                node_id: node_id.clone(),
+            },
+        )?;
+        // The session may have changed hands since the decision: check it again right at the
+        // dispatch, so an operator's claim always wins over an action already authorized.
+        let lease = self.current_lease();
+        if !lease.permits(authorized.actor(), authorized.lease_epoch()) {
+            self.bus.emit(
+                Actor::Automation,
+                authorized.lease_epoch(),
+                Dispatch {
+                    step: step.cloned(),
+                    decision_id: decision_id.clone(),
+                    action_type: kind,
+                    node_id,
+                    refused: true,
+                    ok: false,
+                    navigated: false,
+                    http_status: None,
+                    duration_ms: 0,
+                    message: String::new(),
+                    reason: Some("stale lease epoch".to_owned()),
+                    expected_epoch: Some(lease.epoch),
+                },
+            )?;
+            return Err(DispatchFailure::Refused {
+                stop: Stop::new(
+                    FailureCode::LeaseLost,
+                    format!(
+                        "the session passed to {} (epoch {}) before `{}` was dispatched",
+                        lease.holder.as_str(),
+                        lease.epoch,
+                        kind.as_str()
+                    ),
+                ),
+                decision_id,
+                risk,
+            });
+        }
+        let epoch = authorized.lease_epoch();
+        tally.fresh = None;
+        let outcome = self.driver.dispatch(authorized).await;
+        tally.dispatches += 1;
+        match outcome {
+            Ok(receipt) => {
+                self.bus.emit(
+                    Actor::Automation,
+                    epoch,
+                    Dispatch {
+                        step: step.cloned(),
+                        decision_id: decision_id.clone(),
+                        action_type: kind,
+                        node_id,
+                        refused: false,
+                        ok: receipt.ok,
+                        navigated: receipt.navigated,
+                        http_status: receipt.http_status,
+                        duration_ms: receipt.duration_ms,
+                        message: receipt.message.clone(),
+                        reason: None,
+                        expected_epoch: None,
+                    },
+                )?;
+                self.drain_blocked()?;
+                Ok(Dispatched {
+                    decision_id,
+                    risk,
+                    receipt,
+                })
+            }
+            Err(error) => {
+                self.bus.emit(
+                    Actor::Automation,
+                    epoch,
+                    Dispatch {
+                        step: step.cloned(),
+                        decision_id: decision_id.clone(),
+                        action_type: kind,
+                        node_id,
+                        refused: false,
+                        ok: false,
+                        navigated: false,
+                        http_status: None,
+                        duration_ms: 0,
+                        message: error.to_string(),
+                        reason: None,
+                        expected_epoch: None,
+                    },
+                )?;
+                self.drain_blocked()?;
+                let reached = !matches!(
+                    error,
+                    cua_surface::SurfaceError::NodeGone { .. }
+                        | cua_surface::SurfaceError::NavigationBlocked { .. }
+                );
+                Err(DispatchFailure::Failed {
+                    stop: Stop::surface(&error, &format!("dispatching `{}`", kind.as_str())),
+                    decision_id,
+                    risk,
+                    reached,
+                })
+            }
+        }
+    }
+
+    /// Resolves a target on a snapshot and emits `resolve`. The outer error is evidence; the
+    /// inner one is the refusal (`target_not_found`, `target_ambiguous`).
+    ///
+    /// An identity check that fails is reported as `target_ambiguous`, not as not-found: the
+    /// screen holds a lookalike of the intended row, so the descriptor no longer singles out
+    /// the right control, and acting on either would be a guess.
+    pub(crate) fn resolve(
+        &self,
+        frame: &Frame<'_>,
+        tally: &Tally,
+        position: &Position,
+        descriptor: &TargetDescriptor,
+        snapshot: &UiSnapshot,
+    ) -> Result<Result<(Resolution, StepResolution), Stop>, cua_evidence::EvidenceError> {
+        let described = descriptor.describe();
+        match cua_target::resolve(snapshot, descriptor, &frame.values) {
+            Ok(resolution) => {
+                self.bus.emit(
+                    Actor::Automation,
+                    tally.epoch,
+                    Resolve {
+                        step: Some(position.id.clone()),
+                        target: described,
+                        resolved: true,
+                        node_id: Some(resolution.node_id.clone()),
+                        strategy: Some(resolution.strategy),
+                        strategy_recorded: resolution.recorded_strategy,
+                        candidates_considered: resolution.candidates_considered,
+                        identity_verified: descriptor
+                            .identity
+                            .is_some()
+                            .then_some(resolution.identity_verified),
+                        failure_code: None,
+                        reason: None,
+                        strategies_tried: Vec::new(),
+                        candidates: Vec::new(),
+                        ambiguity_score: Some(rounded(resolution.ambiguity)),
+                    },
+                )?;
+                let resolved = StepResolution {
+                    node_id: resolution.node_id.to_string(),
+                    strategy: resolution.strategy,
+                    recorded: resolution.recorded_strategy,
+                    drifted: resolution.drifted,
+                    identity_verified: resolution.identity_verified,
+                };
+                Ok(Ok((resolution, resolved)))
+            }
+            Err(error) => {
+                let debug = resolution_debug(&described, &error);
+                let code = match &error {
+                    TargetError::IdentityMismatch { .. } => FailureCode::TargetAmbiguous,
+                    other => other.failure_code(),
+                };
+                self.bus.emit(
+                    Actor::Automation,
+                    tally.epoch,
+                    Resolve {
+                        step: Some(position.id.clone()),
+                        target: described.clone(),
+                        resolved: false,
+                        node_id: None,
+                        strategy: None,
+                        strategy_recorded: descriptor.recorded_strategy,
+                        candidates_considered: debug.candidates_considered,
+                        identity_verified: matches!(error, TargetError::IdentityMismatch { .. })
+                            .then_some(false),
+                        failure_code: Some(code),
+                        reason: Some(error.to_string()),
+                        strategies_tried: debug.strategies_tried.clone(),
+                        candidates: debug.candidate_summaries.clone(),
+                        ambiguity_score: Some(debug.ambiguity_score),
+                    },
+                )?;
+                let stop = Stop::new(
+                    code,
+                    format!("step `{}` cannot act on {described}: {error}", position.id),
+                )
+                .expected(described)
+                .resolution(debug);
+                Ok(Err(stop))
+            }
+        }
+    }
+
+    /// Binds an action's values into a concrete surface action. Secrets are resolved here,
+    /// registered with the redactor as they are issued, and held only by the action. The flag
+    /// says whether a secret or sensitive value was bound (its node is painted in screenshots).
+    pub(crate) fn bind(
+        &self,
+        frame: &Frame<'_>,
+        action: &Action,
+    ) -> Result<(SurfaceAction, bool), Stop> {
+        let mut sensitive = false;
+        let surface = match action {
+            Action::Click { .. } => SurfaceAction::Click,
+            Action::Type {
+                value, clear_first, ..
+            } => SurfaceAction::Type {
+                text: self.bind_value(frame, value, &mut sensitive)?,
+                clear_first: *clear_first,
+            },
+            Action::Select { value, .. } => SurfaceAction::Select {
+                value: self.bind_value(frame, value, &mut sensitive)?,
+            },
+            Action::PressKey { key, .. } => SurfaceAction::PressKey { key: key.clone() },
+            Action::Navigate { url } => SurfaceAction::Navigate { url: url.clone() },
+            Action::Reload {} => SurfaceAction::Reload,
+            Action::Scroll {
+                direction, amount, ..
+            } => SurfaceAction::Scroll {
+                direction: match direction {
+                    cua_artifact::ScrollDirection::Up => ScrollDirection::Up,
+                    cua_artifact::ScrollDirection::Down => ScrollDirection::Down,
+                    cua_artifact::ScrollDirection::IntoView => ScrollDirection::IntoView,
+                },
+                amount: amount.map(i64::from),
+            },
+            Action::RawInput { .. } => {
+                return Err(Stop::new(
+                    FailureCode::PolicyDenied,
+                    "raw_input is an operator's gesture; no artifact may replay one",
+                ));
+            }
+            Action::WaitFor { .. } | Action::Extract { .. } | Action::Assert { .. } => {
+                return Err(Stop::new(
+                    FailureCode::Internal,
+                    format!("`{}` is never dispatched", action.kind().as_str()),
+                ));
+            }
+        };
+        Ok((surface, sensitive))
+    }
+
+    fn bind_value(
+        &self,
+        frame: &Frame<'_>,
+        value: &ValueExpr,
+        sensitive: &mut bool,
+    ) -> Result<String, Stop> {
+        let capability = frame.capability;
+        let unbound = |what: &str, name: &str| {
+            Stop::new(
+                FailureCode::Internal,
+                format!("{what} `{name}` has no value when the step runs"),
+            )
+        };
+        match value {
+            ValueExpr::Input(name) => {
+                *sensitive |= capability
+                    .input(name.as_str())
+                    .is_some_and(|input| input.sensitive);
+                cua_target::Bindings::input(&frame.values, name)
+                    .map(str::to_owned)
+                    .ok_or_else(|| unbound("input", name.as_str()))
+            }
+            ValueExpr::Output(name) => {
+                *sensitive |= capability
+                    .output(name.as_str())
+                    .is_some_and(|output| output.sensitive);
+                cua_target::Bindings::output(&frame.values, name)
+                    .map(str::to_owned)
+                    .ok_or_else(|| unbound("output", name.as_str()))
+            }
+            ValueExpr::Secret(name) => {
+                let secret = self.secrets.resolve(name).map_err(|error| {
+                    Stop::new(
+                        FailureCode::Internal,
+                        format!("cannot bind a secret: {error}"),
+                    )
+                })?;
+                // The resolver registers it with its redactor; registering it with the bus's
+                // too costs nothing and holds even if the two were wired apart.
+                self.bus.redactor().register_secret(secret.expose());
+                *sensitive = true;
+                Ok(secret.expose().to_owned())
+            }
+            literal => Ok(literal.literal_text().unwrap_or_default()),
+        }
+    }
+
+    /// Waits after an action as its step declares: whether the condition held, and the last
+    /// snapshot the wait observed.
+    async fn wait_after(
+        &self,
+        frame: &Frame<'_>,
+        tally: &mut Tally,
+        position: &Position,
+        step: &Step,
+        before: &UiSnapshot,
+    ) -> Result<(bool, UiSnapshot), Halt> {
+        let timeout = Duration::from_millis(u64::from(step.wait.timeout_ms));
+        match step.wait.condition {
+            WaitCondition::Predicate => {
+                let Some(until) = &step.wait.until else {
+                    return Err(Stop::new(
+                        FailureCode::Internal,
+                        format!(
+                            "step `{}` waits for a predicate but declares none",
+                            position.id
+                        ),
+                    )
+                    .into());
+                };
+                self.wait_predicate(
+                    frame,
+                    tally,
+                    Some(&position.id),
+                    until,
+                    step.wait.timeout_ms,
+                    before,
+                )
+                .await
+            }
+            WaitCondition::SnapshotStable | WaitCondition::Navigation => {
+                let condition = match step.wait.condition {
+                    WaitCondition::Navigation => cua_surface::WaitCondition::Navigation {
+                        before: Box::new(before.clone()),
+                    },
+                    _ => cua_surface::WaitCondition::SnapshotStable,
+                };
+                let started = self.clock.elapsed();
+                let outcome = self
+                    .driver
+                    .wait(condition, timeout)
+                    .await
+                    .map_err(|error| Stop::surface(&error, "waiting after the action"))?;
+                let (satisfied, snapshot) = match outcome {
+                    WaitOutcome::Met(snapshot) => (true, *snapshot),
+                    WaitOutcome::TimedOut(snapshot) => (false, *snapshot),
+                };
+                self.emit_wait(
+                    tally,
+                    Some(&position.id),
+                    wait_name(step.wait.condition),
+                    satisfied,
+                    started,
+                    Some(timeout),
+                )?;
+                self.drain_blocked()?;
+                Ok((satisfied, snapshot))
+            }
+        }
+    }
+
+    /// Polls the surface until `until` holds, bounded. Returns whether it held and the last
+    /// snapshot seen.
+    async fn wait_predicate(
+        &self,
+        frame: &Frame<'_>,
+        tally: &mut Tally,
+        step: Option<&StepId>,
+        until: &Predicate,
+        timeout_ms: u32,
+        before: &UiSnapshot,
+    ) -> Result<(bool, UiSnapshot), Halt> {
+        // Evaluate once up front, so an unbound value is a failure rather than a silent
+        // never-true poll.
+        explain(until, before, &frame.values, "a wait condition")?;
+        let timeout = Duration::from_millis(u64::from(timeout_ms));
+        let predicate = until.clone();
+        let values: RunValues = frame.values.clone();
+        let started = self.clock.elapsed();
+        let outcome = self
+            .driver
+            .wait_until(
+                move |snapshot: &UiSnapshot| {
+                    cua_target::evaluate(&predicate, snapshot, &values).unwrap_or(false)
+                },
+                timeout,
+            )
+            .await
+            .map_err(|error| Stop::surface(&error, "waiting for a condition"))?;
+        let (satisfied, snapshot) = match outcome {
+            WaitOutcome::Met(snapshot) => (true, *snapshot),
+            WaitOutcome::TimedOut(snapshot) => (false, *snapshot),
+        };
+        self.emit_wait(tally, step, "predicate", satisfied, started, Some(timeout))?;
+        self.drain_blocked()?;
+        Ok((satisfied, snapshot))
+    }
+
+    /// Waits for the screen to settle (entrypoint, remedies); a timeout is not a failure, the
+    /// next classification judges the screen. Returns whether it settled and the last snapshot.
+    pub(crate) async fn settle_screen(
+        &self,
+        tally: &Tally,
+        step: Option<&StepId>,
+        timeout: Duration,
+    ) -> Result<(bool, UiSnapshot), Halt> {
+        let started = self.clock.elapsed();
+        let outcome = self
+            .driver
+            .wait(cua_surface::WaitCondition::SnapshotStable, timeout)
+            .await
+            .map_err(|error| Stop::surface(&error, "waiting for the screen to settle"))?;
+        let (satisfied, snapshot) = match outcome {
+            WaitOutcome::Met(snapshot) => (true, *snapshot),
+            WaitOutcome::TimedOut(snapshot) => (false, *snapshot),
+        };
+        self.emit_wait(
+            tally,
+            step,
+            "snapshot_stable",
+            satisfied,
+            started,
+            Some(timeout),
+        )?;
+        self.drain_blocked()?;
+        Ok((satisfied, snapshot))
+    }
+
+    fn emit_wait(
+        &self,
+        tally: &Tally,
+        step: Option<&StepId>,
+        condition: &str,
+        satisfied: bool,
+        started: Duration,
+        timeout: Option<Duration>,
+    ) -> Result<(), cua_evidence::EvidenceError> {
+        self.bus
+            .emit(
+                Actor::Automation,
+                tally.epoch,
+                Wait {
+                    step: step.cloned(),
+                    condition: condition.to_owned(),
+                    satisfied,
+                    waited_ms: millis(self.clock.elapsed().saturating_sub(started)),
+                    timeout_ms: timeout.map(millis),
+                },
+            )
+            .map(drop)
+    }
+
+    /// Observes the surface and records the snapshot.
+    pub(crate) async fn observe(&self, tally: &mut Tally, label: &str) -> Result<UiSnapshot, Halt> {
+        let snapshot = self
+            .driver
+            .observe()
+            .await
+            .map_err(|error| Stop::surface(&error, "observing the surface"))?;
+        self.record(tally, label, &snapshot)?;
+        Ok(snapshot)
+    }
+
+    /// Writes a snapshot (redacted) and its `observe` event, and reports blocked requests.
+    pub(crate) fn record(
+        &self,
+        tally: &mut Tally,
+        label: &str,
+        snapshot: &UiSnapshot,
+    ) -> Result<(), cua_evidence::EvidenceError> {
+        let written = self.bus.write_snapshot(label, snapshot)?;
+        self.bus.emit(
+            Actor::System,
+            0,
+            Observe {
+                url: snapshot.url.clone(),
+                title: snapshot.title.clone(),
+                node_count: u64::try_from(snapshot.nodes.len()).unwrap_or(u64::MAX),
+                http_status: snapshot.http_status,
+                snapshot_ref: Some(written.path.clone()),
+                snapshot_digest: Some(written.digest),
+            },
+        )?;
+        tally.last_snapshot_ref = Some(written.path);
+        tally.last_snapshot = Some(snapshot.clone());
+        self.drain_blocked()
+    }
+
+    /// Requests the surface refused (off the allowlist) go to the evidence.
+    pub(crate) fn drain_blocked(&self) -> Result<(), cua_evidence::EvidenceError> {
+        for blocked in self.driver.take_blocked_requests() {
+            self.bus.emit(
+                Actor::System,
+                0,
+                BlockedRequest {
+                    navigation: blocked.resource_type.eq_ignore_ascii_case("document"),
+                    url: blocked.url,
+                    reason: blocked.reason,
+                    resource_type: Some(blocked.resource_type),
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Where a navigation landed must be on the allowlist too: the action was permitted, its
+    /// destination may not be.
+    pub(crate) fn check_landing(
+        &self,
+        frame: &Frame<'_>,
+        snapshot: &UiSnapshot,
+        what: &str,
+    ) -> Result<(), Stop> {
+        frame.engine.check_landing(&snapshot.url).map_err(|blocked| {
+            let _ = self.note(
+                "navigation left the allowlist",
+                [("reason", Value::from(blocked.reason.clone()))],
+            );
+            Stop::new(
+                FailureCode::NavigationBlocked,
+                format!(
+                    "{what} landed on {}, outside the allowlist ({}); the action was permitted, its destination was not",
+                    blocked.url, blocked.reason
+                ),
+            )
+        })
+    }
+
+    /// Records a step's report and its `effect` event.
+    pub(crate) fn record_step(
+        &self,
+        frame: &Frame<'_>,
+        tally: &mut Tally,
+        position: &Position,
+        input: StepRecordInput,
+    ) -> Result<(), cua_evidence::EvidenceError> {
+        self.bus.emit(
+            Actor::Automation,
+            tally.epoch,
+            Effect {
+                step: position.id.clone(),
+                verdict: input.verdict,
+                reason: input.reason.clone(),
+                decision_id: input.decision_id.clone(),
+            },
+        )?;
+        tally.steps.push(StepReport {
+            capability: frame.remedy.then(|| frame.reference.clone()),
+            step: position.id.to_string(),
+            index: position.index,
+            action: input.kind,
+            actor: Actor::Automation,
+            observation: ObservationClass::Expected,
+            resolution: input.resolution,
+            dispatched: input.dispatched,
+            decision_id: input.decision_id,
+            verdict: input.verdict,
+            verdict_reason: input.reason,
+            risk: input.risk,
+        });
+        Ok(())
+    }
+}
+
+/// What [`Replayer::record_step`] records.
+pub(crate) struct StepRecordInput {
+    pub(crate) kind: ActionKind,
+    pub(crate) resolution: Option<StepResolution>,
+    pub(crate) decision_id: Option<String>,
+    pub(crate) dispatched: bool,
+    pub(crate) verdict: EffectVerdict,
+    pub(crate) reason: String,
+    pub(crate) risk: RiskTier,
+}
+
+impl StepRecordInput {
+    /// A step that only reads: nothing to verify.
+    fn read(kind: ActionKind, reason: &str) -> Self {
+        Self {
+            kind,
+            resolution: None,
+            decision_id: None,
+            dispatched: false,
+            verdict: EffectVerdict::NotApplicable,
+            reason: reason.to_owned(),
+            risk: RiskTier::Safe,
+        }
+    }
+}
+
+/// Evaluates a predicate with its explanation; an unevaluable one is an internal failure.
+pub(crate) fn explain(
+    predicate: &Predicate,
+    snapshot: &UiSnapshot,
+    values: &RunValues,
+    what: &str,
+) -> Result<cua_target::Explanation, Stop> {
+    cua_target::explain(predicate, snapshot, values).map_err(|error| {
+        Stop::new(
+            FailureCode::Internal,
+            format!("{what} cannot be evaluated: {error}"),
+        )
+    })
+}
+
+/// A declared outcome with its `returns` bound (inputs and outputs; never secrets).
+fn outcome_result(frame: &Frame<'_>, outcome: &Outcome) -> Result<OutcomeResult, Stop> {
+    let mut data = std::collections::BTreeMap::new();
+    for (name, value) in &outcome.returns {
+        let text = match value {
+            ValueExpr::Input(input) => cua_target::Bindings::input(&frame.values, input),
+            ValueExpr::Output(output) => cua_target::Bindings::output(&frame.values, output),
+            ValueExpr::Secret(_) => {
+                return Err(Stop::new(
+                    FailureCode::Internal,
+                    format!("outcome `{}` would return a secret", outcome.code),
+                ));
+            }
+            literal => {
+                data.insert(
+                    name.to_string(),
+                    Value::from(literal.literal_text().unwrap_or_default()),
+                );
+                continue;
+            }
+        };
+        if let Some(text) = text {
+            data.insert(name.to_string(), Value::from(text));
+        }
+    }
+    Ok(OutcomeResult {
+        code: outcome.code.clone(),
+        data,
+    })
+}
+
+/// What the resolver tried, for the failure detail and the `resolve` event.
+fn resolution_debug(described: &str, error: &TargetError) -> ResolutionDebug {
+    let mut debug = ResolutionDebug {
+        target_description: described.to_owned(),
+        strategies_tried: Vec::new(),
+        candidates_considered: 0,
+        candidate_summaries: Vec::new(),
+        ambiguity_score: 0.0,
+    };
+    match error {
+        TargetError::NotFound { tried, .. } => {
+            debug.strategies_tried = tried.iter().map(|attempt| attempt.strategy).collect();
+        }
+        TargetError::Ambiguous {
+            strategy,
+            count,
+            candidates,
+            ..
+        } => {
+            debug.strategies_tried = ResolutionStrategy::LADDER
+                .into_iter()
+                .filter(|rung| rung.rank() <= strategy.rank())
+                .collect();
+            debug.candidates_considered = *count;
+            debug.candidate_summaries = candidates.iter().map(ToString::to_string).collect();
+            debug.ambiguity_score = if *count == 0 {
+                0.0
+            } else {
+                rounded(f64::from(*count - 1) / f64::from(*count))
+            };
+        }
+        TargetError::IdentityMismatch {
+            node, key, found, ..
+        } => {
+            debug.candidates_considered = 1;
+            debug.candidate_summaries = vec![format!(
+                "{node}: {key} holds {}",
+                found.as_deref().unwrap_or("nothing")
+            )];
+        }
+        _ => {}
+    }
+    debug
+}
+
+/// One line for a predicate in evidence: its compact JSON (references, never their values).
+fn describe_predicate(predicate: &Predicate) -> String {
+    serde_json::to_string(predicate).unwrap_or_else(|_| predicate.kind().to_owned())
+}
+
+fn wait_name(condition: WaitCondition) -> &'static str {
+    match condition {
+        WaitCondition::SnapshotStable => "snapshot_stable",
+        WaitCondition::Navigation => "navigation",
+        WaitCondition::Predicate => "predicate",
+    }
+}
+
+/// A score to three decimals. Evidence shows it for debugging; a long fraction such as
+/// 0.6666666666666666 would also read as a card number to the redactor's pattern rules.
+fn rounded(score: f64) -> f64 {
+    (score * 1000.0).round() / 1000.0
+}
+
+pub(crate) fn to_u32(value: usize) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}

@@ -1,0 +1,310 @@
+//! The irreversible capability: refused without an approval, refused without the caller's
+//! opt-in, allowed with both, and never dispatched twice (the fixture's own ledger says how
+//! many times money moved).
+
+use cua_artifact::{
+    ApprovalSchema, ApprovalScope, ApprovalState, CapabilityApproval, EffectVerdict, FailureCode,
+    RunStatus,
+};
+use cua_policy::{AuthorizedAction, SurfaceAction};
+use cua_replay::{PreparedCapability, RunRequest};
+use cua_snapshot::UiSnapshot;
+use cua_surface::{
+    BlockedRequest, DispatchReceipt, Screenshot, ScreenshotRequest, SurfaceDriver, SurfaceError,
+    WaitCondition, WaitOutcome,
+};
+use memberdesk::{Fault, FaultCount, FixtureHandle, Money, Variant};
+
+use crate::live::Live;
+use crate::support::{capability, inputs};
+
+const TRANSFER: &str = "corebank.member.transfer_funds@1.0.0";
+
+fn approval_of(capability: &cua_artifact::Capability) -> CapabilityApproval {
+    CapabilityApproval {
+        schema: ApprovalSchema::default(),
+        capability: capability.reference(),
+        content_hash: capability.content_hash.clone().unwrap(),
+        state: ApprovalState::Approved,
+        approved_by: Some("reviewer".to_owned()),
+        approved_at: None,
+        scope: ApprovalScope {
+            unattended_replay: true,
+            tenants: Vec::new(),
+        },
+        notes: String::new(),
+    }
+}
+
+fn request(prepared: PreparedCapability, allow_irreversible: bool) -> RunRequest {
+    let mut request = RunRequest::new(
+        prepared,
+        inputs(&[
+            ("member_id", "12345"),
+            ("from_account", "S-12345-01"),
+            ("to_account", "C-12345-02"),
+            ("amount", "10.00"),
+        ]),
+    );
+    request.allow_irreversible = allow_irreversible;
+    request
+}
+
+fn bound(live: &Live, base: cua_artifact::Capability, approved: bool) -> PreparedCapability {
+    let approval = approved.then(|| approval_of(&base));
+    PreparedCapability::bind(base, None, Some(&live.base_url()), approval).unwrap()
+}
+
+fn balance(handle: &FixtureHandle, account: &str) -> String {
+    handle.balance(account).map(Money::decimal).unwrap()
+}
+
+fn post_transfer_dispatches(run_dir: &std::path::Path) -> usize {
+    cua_evidence::read_trace(run_dir)
+        .unwrap()
+        .iter()
+        .filter(|line| {
+            matches!(&line.event, cua_evidence::Event::Dispatch(dispatch)
+                if !dispatch.refused
+                    && dispatch.step.as_ref().is_some_and(|step| step.as_str() == "post_transfer"))
+        })
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transfer_is_gated_then_moves_money_exactly_once() {
+    let live = Live::start(Variant::FirstValley).await;
+    live.sign_on().await;
+    let handle = live.fixture.handle();
+
+    // No approval, opt-in given: refused before the browser moves.
+    let (report, _) = live
+        .run(request(bound(&live, capability(TRANSFER), false), true))
+        .await;
+    let error = report.result.error.clone().unwrap();
+    assert_eq!(
+        (report.result.status, error.code, report.dispatches),
+        (RunStatus::Failed, FailureCode::PolicyDenied, 0)
+    );
+    assert!(
+        error.message.contains("no approval is recorded"),
+        "{}",
+        error.message
+    );
+
+    // Approval, no opt-in: refused the same way.
+    let (report, _) = live
+        .run(request(bound(&live, capability(TRANSFER), true), false))
+        .await;
+    let error = report.result.error.clone().unwrap();
+    assert_eq!(
+        (error.code, report.dispatches),
+        (FailureCode::PolicyDenied, 0)
+    );
+    assert!(
+        error.message.contains("did not opt in"),
+        "{}",
+        error.message
+    );
+    assert!(handle.transfers().is_empty());
+
+    // An approval pinned to another hash does not count.
+    let mut stale = approval_of(&capability(TRANSFER));
+    stale.content_hash = capability("corebank.member.savings_balance@1.0.0")
+        .content_hash
+        .unwrap();
+    let prepared = PreparedCapability::bind(
+        capability(TRANSFER),
+        None,
+        Some(&live.base_url()),
+        Some(stale),
+    )
+    .unwrap();
+    let (report, _) = live.run(request(prepared, true)).await;
+    assert_eq!(report.result.error.unwrap().code, FailureCode::PolicyDenied);
+    assert_eq!(report.dispatches, 0);
+
+    // Both: the money moves once, confirmed by the confirmation number on screen.
+    let (report, run_dir) = live
+        .run(request(bound(&live, capability(TRANSFER), true), true))
+        .await;
+    assert_eq!(
+        report.result.status,
+        RunStatus::Success,
+        "{:?} ({})",
+        report.result.error,
+        run_dir.display()
+    );
+    assert_eq!(report.result.outputs["confirmation_number"], "TF-000001");
+    assert_eq!(report.result.outputs["primary_balance_before"], "4210.55");
+    assert_eq!(report.effect, EffectVerdict::Confirmed);
+    let post = report
+        .steps
+        .iter()
+        .find(|step| step.step == "post_transfer")
+        .unwrap();
+    assert_eq!(post.verdict, EffectVerdict::Confirmed);
+    assert_eq!(post_transfer_dispatches(&run_dir), 1);
+    assert_eq!(handle.transfers().len(), 1);
+    assert_eq!(balance(handle, "S-12345-01"), "4200.55");
+    assert_eq!(balance(handle, "C-12345-02"), "822.30");
+    let trace = cua_evidence::read_trace(&run_dir).unwrap();
+    let approved = trace.iter().any(|line| {
+        matches!(&line.event, cua_evidence::Event::Authorize(authorize)
+            if authorize.granted && authorize.approval.is_some())
+    });
+    assert!(
+        approved,
+        "the irreversible authorization names its approval"
+    );
+}
+
+/// Arms a fault on the fixture the moment a click on a named button is dispatched, so the
+/// fault hits the very request that click sends.
+struct ArmOnClick<'a> {
+    inner: &'a cua_chromium::ChromiumSurface,
+    handle: FixtureHandle,
+    control: &'static str,
+    fault: Fault,
+}
+
+impl SurfaceDriver for ArmOnClick<'_> {
+    async fn observe(&self) -> Result<UiSnapshot, SurfaceError> {
+        self.inner.observe().await
+    }
+
+    async fn dispatch(&self, action: AuthorizedAction) -> Result<DispatchReceipt, SurfaceError> {
+        let clicking = matches!(action.action(), SurfaceAction::Click)
+            && action
+                .target()
+                .is_some_and(|target| target.role == "button" && target.name == self.control);
+        if clicking {
+            self.handle.arm(self.fault, FaultCount::Times(1));
+        }
+        self.inner.dispatch(action).await
+    }
+
+    async fn wait(
+        &self,
+        condition: WaitCondition,
+        timeout: std::time::Duration,
+    ) -> Result<WaitOutcome, SurfaceError> {
+        self.inner.wait(condition, timeout).await
+    }
+
+    async fn wait_until<P>(
+        &self,
+        predicate: P,
+        timeout: std::time::Duration,
+    ) -> Result<WaitOutcome, SurfaceError>
+    where
+        P: Fn(&UiSnapshot) -> bool + Send + Sync,
+    {
+        self.inner.wait_until(predicate, timeout).await
+    }
+
+    async fn screenshot(&self, request: ScreenshotRequest) -> Result<Screenshot, SurfaceError> {
+        self.inner.screenshot(request).await
+    }
+
+    fn take_blocked_requests(&self) -> Vec<BlockedRequest> {
+        self.inner.take_blocked_requests()
+    }
+}
+
+/// A transfer whose confirm has no postcondition and whose reload rule watches every step: the
+/// 502 after the confirm would be "recovered" by reloading, which could post the transfer
+/// again. The mutation mark refuses that reload; the run stops for a human instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dispatched_mutation_is_never_retried_by_recovery() {
+    let live = Live::start(Variant::FirstValley).await;
+    live.sign_on().await;
+    let mut base = bound(&live, capability(TRANSFER), false).capability;
+    base.content_hash = None;
+    for step in &mut base.steps {
+        if step.id.as_str() == "post_transfer" {
+            step.postcondition = None;
+        }
+    }
+    for rule in &mut base.recovery {
+        rule.scope = cua_artifact::RecoveryScope::AnyStep;
+        rule.steps.clear();
+    }
+    let base = base.sealed();
+    let surface = ArmOnClick {
+        inner: &live.surface,
+        handle: live.fixture.handle().clone(),
+        control: "Transfer Funds",
+        fault: Fault::TransientLoad,
+    };
+    // Validation would refuse an irreversible step without a postcondition; this capability is
+    // built in memory precisely to show what the executor does without one.
+    let prepared = PreparedCapability {
+        approval: Some(approval_of(&base)),
+        capability: base,
+        overlay: None,
+    };
+    let (report, run_dir) = live.harness.run(&surface, request(prepared, true)).await;
+    let report = report.unwrap();
+    let error = report.result.error.clone().unwrap();
+    assert_eq!(
+        (report.result.status, error.code),
+        (RunStatus::NeedsHuman, FailureCode::RecoveryExhausted),
+        "{error:?} ({})",
+        run_dir.display()
+    );
+    assert!(error.message.contains("never retried"), "{}", error.message);
+    assert_eq!(post_transfer_dispatches(&run_dir), 1);
+    assert_eq!(report.effect, EffectVerdict::Unverifiable);
+    let reloads_after_confirm = cua_evidence::read_trace(&run_dir)
+        .unwrap()
+        .iter()
+        .skip_while(|line| {
+            !matches!(&line.event, cua_evidence::Event::Dispatch(dispatch)
+                if dispatch.step.as_ref().is_some_and(|step| step.as_str() == "post_transfer"))
+        })
+        .filter(|line| {
+            matches!(&line.event, cua_evidence::Event::Dispatch(dispatch)
+                if dispatch.action_type == cua_artifact::ActionKind::Reload)
+        })
+        .count();
+    assert_eq!(reloads_after_confirm, 0);
+    // The 502 answered the confirm, so the fixture moved nothing, and nothing tried again.
+    assert!(live.fixture.handle().transfers().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lookalike_row_is_refused_never_read() {
+    let live = Live::start(Variant::FirstValley).await;
+    live.sign_on().await;
+    live.fixture
+        .handle()
+        .arm(Fault::LookalikeRow, FaultCount::Indefinite);
+    let (report, run_dir) = live
+        .run(request(bound(&live, capability(TRANSFER), true), true))
+        .await;
+    let error = report.result.error.clone().unwrap();
+    assert_eq!(
+        (
+            report.result.status,
+            error.code,
+            error.step_id.as_ref().map(|s| s.as_str())
+        ),
+        (
+            RunStatus::NeedsHuman,
+            FailureCode::TargetAmbiguous,
+            Some("read_primary_balance")
+        ),
+        "{error:?} ({})",
+        run_dir.display()
+    );
+    assert!(
+        error.message.contains("identity check failed"),
+        "{}",
+        error.message
+    );
+    assert!(!report.result.outputs.contains_key("primary_balance_before"));
+    assert!(report.result.intervention.is_some());
+    assert_eq!(post_transfer_dispatches(&run_dir), 0);
+    assert!(live.fixture.handle().transfers().is_empty());
+}
