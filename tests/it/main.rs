@@ -1,5 +1,6 @@
 //! End-to-end tests of the `cua` binary.
 
 mod catalog;
+mod discover;
 mod documents;
 mod evidence;
