@@ -11,7 +11,6 @@ use crate::cli::Format;
 pub(crate) const ENVELOPE_SCHEMA_VERSION: &str = "cua.envelope/v1";
 
 /// Exit codes, as DESIGN.md fixes them.
-#[expect(dead_code, reason = "each variant comes into use with the command that returns it")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Exit {
     /// Success, or a declared business outcome.
