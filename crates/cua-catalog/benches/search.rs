@@ -205,9 +205,11 @@ fn corpus() -> Vec<SearchDocument> {
     documents
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
+/// The median and the fastest sample. On a shared machine the median carries other people's
+/// load; the fastest is the closest estimate of the query's own cost.
+fn median_and_min(mut samples: Vec<Duration>) -> (Duration, Duration) {
     samples.sort_unstable();
-    samples[samples.len() / 2]
+    (samples[samples.len() / 2], samples[0])
 }
 
 fn main() {
@@ -238,15 +240,17 @@ fn main() {
             "look up the customer's address history for the branch",
             SearchFilters::default(),
         ),
+        ("transfer balance", SearchFilters::default()),
         ("trasnfer balnce", SearchFilters::default()),
+        ("reissue card pin", SearchFilters::default()),
         ("reissu crad pin", SearchFilters::default()),
         ("lookup loan status", safe_only),
         ("approve invoice refund", approved_legacy),
         ("zebra quantum", SearchFilters::default()),
     ];
     println!(
-        "{:<58} {:>8} {:>7} {:>12}",
-        "query", "matched", "hits", "median"
+        "{:<58} {:>8} {:>5} {:>11} {:>11}",
+        "query", "matched", "hits", "median", "min"
     );
     for (text, filters) in queries {
         let query = SearchQuery {
@@ -267,11 +271,13 @@ fn main() {
         }
         let results = last.expect("at least one iteration ran");
         let label = format!("{text:?}");
+        let (median, min) = median_and_min(samples);
         println!(
-            "{label:<58} {:>8} {:>7} {:>9.1} µs",
+            "{label:<58} {:>8} {:>5} {:>8.1} µs {:>8.1} µs",
             results.matched,
             results.hits.len(),
-            median(samples).as_secs_f64() * 1e6
+            median.as_secs_f64() * 1e6,
+            min.as_secs_f64() * 1e6
         );
     }
 }

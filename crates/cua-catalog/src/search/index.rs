@@ -1,9 +1,10 @@
 //! The inverted index and the query over it.
 //!
 //! Documents are numbered in reference order, so "lower number" is "reference ascending" and
-//! the final tie-break is an integer comparison. Posting lists are sorted by (document, field)
-//! and scores are summed in query-word order, so the same query over the same documents adds
-//! the same floating-point numbers in the same order every time.
+//! the final tie-break is an integer comparison. Posting lists are sorted by document, each
+//! document's fields are pre-summed at build time, and scores are summed in query-word order,
+//! so the same query over the same documents adds the same floating-point numbers in the same
+//! order every time, and an explanation recomputes exactly the score it explains.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, DefaultHasher};
@@ -30,13 +31,16 @@ pub struct SearchIndex {
     /// Term text by term number; terms are numbered in sorted order.
     vocabulary: Vec<String>,
     term_numbers: FixedMap<String, u32>,
-    /// By term number: (document, field, frequency, weighted saturation), sorted by document
-    /// then field.
-    postings: Vec<Vec<Posting>>,
+    /// By term number: every (document, field) the term occurs in, sorted by document then
+    /// field.
+    postings: Vec<PostingList>,
     /// By term number: how many documents hold the term in any field.
     document_frequency: Vec<u32>,
     /// Deletion key → the terms indexed under it, ascending.
     deletions: FixedMap<String, Vec<u32>>,
+    /// By document: what the filters read, packed together so that filtering thousands of
+    /// matches touches a few kilobytes instead of every stored document.
+    attributes: Vec<Attributes>,
 }
 
 #[derive(Debug, Clone)]
@@ -49,13 +53,27 @@ struct Stored {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Posting {
-    document: u32,
-    field: Field,
-    frequency: u32,
+struct Attributes {
+    max_risk: RiskTier,
+    surface: SurfaceKind,
+    approved: bool,
+}
+
+/// One term's occurrences as parallel columns. Scoring reads one entry per document
+/// (`scored_documents`, `document_weights`); the explanation reads one entry per field.
+#[derive(Debug, Clone, Default)]
+struct PostingList {
+    /// The documents holding the term, ascending.
+    scored_documents: Vec<u32>,
+    /// By document: the sum over its fields of `weighted_saturation`.
+    document_weights: Vec<f64>,
+    /// One entry per (document, field), sorted by document then field.
+    documents: Vec<u32>,
     /// `field_weight × tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))`: everything of BM25 that
     /// does not depend on the query, computed once at build time.
-    weighted_saturation: f64,
+    weighted_saturation: Vec<f64>,
+    fields: Vec<Field>,
+    frequencies: Vec<u32>,
 }
 
 /// A query word resolved to a term.
@@ -109,7 +127,7 @@ impl SearchIndex {
             averages[field.position()] = total as f64 / count;
         }
 
-        let mut postings: Vec<Vec<Posting>> = vec![Vec::new(); vocabulary.len()];
+        let mut postings: Vec<PostingList> = vec![PostingList::default(); vocabulary.len()];
         for (document, fields) in analysed.iter().enumerate() {
             for field in Field::ALL {
                 let field_terms = &fields[field.position()];
@@ -130,22 +148,27 @@ impl SearchIndex {
                 }
                 for (number, frequency) in counted {
                     let tf = f64::from(frequency);
-                    postings[number as usize].push(Posting {
-                        document: to_u32(document),
-                        field,
-                        frequency,
-                        weighted_saturation: field.weight() * tf * (K1 + 1.0) / (tf + norm),
-                    });
+                    let weighted = field.weight() * tf * (K1 + 1.0) / (tf + norm);
+                    let list = &mut postings[number as usize];
+                    let document = to_u32(document);
+                    if list.scored_documents.last() == Some(&document) {
+                        if let Some(sum) = list.document_weights.last_mut() {
+                            *sum += weighted;
+                        }
+                    } else {
+                        list.scored_documents.push(document);
+                        list.document_weights.push(weighted);
+                    }
+                    list.documents.push(document);
+                    list.weighted_saturation.push(weighted);
+                    list.fields.push(field);
+                    list.frequencies.push(frequency);
                 }
             }
         }
         let document_frequency = postings
             .iter()
-            .map(|list| {
-                let mut documents: Vec<u32> = list.iter().map(|posting| posting.document).collect();
-                documents.dedup();
-                to_u32(documents.len())
-            })
+            .map(|list| to_u32(list.scored_documents.len()))
             .collect();
 
         let mut deletion_index: FixedMap<String, Vec<u32>> = FixedMap::default();
@@ -158,6 +181,14 @@ impl SearchIndex {
             }
         }
 
+        let attributes = documents
+            .iter()
+            .map(|document| Attributes {
+                max_risk: document.max_risk,
+                surface: document.surface,
+                approved: document.approved,
+            })
+            .collect();
         Self {
             documents: documents
                 .into_iter()
@@ -174,6 +205,7 @@ impl SearchIndex {
             postings,
             document_frequency,
             deletions: deletion_index,
+            attributes,
         }
     }
 
@@ -245,13 +277,14 @@ impl SearchIndex {
         for resolved_word in &resolved {
             let scale = self.idf(resolved_word.term) * TYPO_DISCOUNT[resolved_word.distance];
             let bit = 1u32 << resolved_word.word_index;
-            for posting in &self.postings[resolved_word.term as usize] {
-                let document = posting.document as usize;
-                if matched_words[document] == 0 {
-                    touched.push(posting.document);
+            let list = &self.postings[resolved_word.term as usize];
+            for (&document, &weighted) in list.scored_documents.iter().zip(&list.document_weights) {
+                let position = document as usize;
+                if matched_words[position] == 0 {
+                    touched.push(document);
                 }
-                matched_words[document] |= bit;
-                lexical[document] += scale * posting.weighted_saturation;
+                matched_words[position] |= bit;
+                lexical[position] += scale * weighted;
             }
         }
 
@@ -259,10 +292,10 @@ impl SearchIndex {
         let mut filtered_out = 0;
         let mut ranked: Vec<(u32, f64)> = Vec::with_capacity(touched.len());
         for &document in &touched {
-            let stored = &self.documents[document as usize];
+            let attributes = self.attributes[document as usize];
             if !query
                 .filters
-                .allow(stored.max_risk, stored.surface, stored.approved)
+                .allow(attributes.max_risk, attributes.surface, attributes.approved)
             {
                 filtered_out += 1;
                 continue;
@@ -377,21 +410,26 @@ impl SearchIndex {
             let discount = TYPO_DISCOUNT[resolved_word.distance];
             let scale = idf * discount;
             let list = &self.postings[resolved_word.term as usize];
-            let start = list.partition_point(|posting| posting.document < document);
-            for posting in list[start..]
-                .iter()
-                .take_while(|posting| posting.document == document)
-            {
-                let contribution = scale * posting.weighted_saturation;
-                lexical += contribution;
+            if let Ok(position) = list.scored_documents.binary_search(&document) {
+                lexical += scale * list.document_weights[position];
+            }
+            let start = list.documents.partition_point(|&other| other < document);
+            let end = start
+                + list.documents[start..]
+                    .iter()
+                    .take_while(|&&other| other == document)
+                    .count();
+            for position in start..end {
+                let contribution = scale * list.weighted_saturation[position];
+                let field = list.fields[position];
                 matches.push(FieldMatch {
                     word: words[resolved_word.word_index].clone(),
                     term: self.vocabulary[resolved_word.term as usize].clone(),
                     distance: resolved_word.distance,
-                    field: posting.field,
-                    term_frequency: posting.frequency,
+                    field,
+                    term_frequency: list.frequencies[position],
                     idf,
-                    field_weight: posting.field.weight(),
+                    field_weight: field.weight(),
                     typo_discount: discount,
                     contribution,
                 });

@@ -133,7 +133,8 @@ pub struct SearchHit {
 /// A hit's score, taken apart: `score = lexical × coord`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Explanation {
-    /// The sum of every field match's contribution.
+    /// The sum of every field match's contribution (added per term, so it may differ from
+    /// adding the rounded contributions in the last digit).
     #[serde(serialize_with = "rounded")]
     pub lexical: f64,
     /// Each query term's BM25 contribution from each field it was found in.
