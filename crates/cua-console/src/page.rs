@@ -1,0 +1,435 @@
+//! The console's page: static HTML, CSS and a little vanilla JavaScript. Nothing is
+//! interpolated on the server; the script builds every text with `textContent`, so nothing a
+//! run, a page under automation or an operator typed is ever interpreted as HTML.
+//!
+//! The token arrives once in the URL fragment (`#token=…`, which is never sent to a server),
+//! is kept in `sessionStorage`, and is sent in the `X-Cua-Token` header (the live view's
+//! WebSocket: in its subprotocol list).
+
+/// The page.
+pub(crate) const INDEX_HTML: &str = r###"<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>cua console</title>
+<link rel="stylesheet" href="/app.css">
+<script src="/app.js" defer></script>
+</head>
+<body>
+<header>
+  <strong>cua console</strong>
+  <nav aria-label="Sections">
+    <a href="#/queue">Queue</a>
+    <a href="#/runs">Runs</a>
+    <a href="#/capabilities">Capabilities</a>
+    <a href="#/settings">Settings</a>
+  </nav>
+  <span id="who" role="note"></span>
+</header>
+<main id="main" tabindex="-1"></main>
+<div id="toast" role="status" aria-live="polite"></div>
+</body>
+</html>
+"###;
+
+/// The style sheet.
+pub(crate) const APP_CSS: &str = r###"
+body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1b1f24; background: #f6f7f9; }
+header { display: flex; gap: 1.5em; align-items: center; padding: .6em 1em; background: #1f2a37; color: #fff; }
+header a { color: #cfe0ff; margin-right: 1em; }
+#who { margin-left: auto; opacity: .85; }
+main { padding: 1em 1.5em; }
+.card { background: #fff; border: 1px solid #d8dde3; border-radius: 6px; padding: .8em 1em; margin: 0 0 1em; max-width: 980px; }
+.card h2 { font-size: 1.05em; margin: 0 0 .4em; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em; margin: .3em 0; }
+dt { color: #555; }
+dd { margin: 0; word-break: break-word; }
+.thumb { max-width: 320px; border: 1px solid #ccc; display: block; margin: .4em 0; }
+button { font: inherit; padding: .35em .9em; margin: .2em .4em .2em 0; cursor: pointer; }
+button.primary { background: #1f6feb; color: #fff; border: 1px solid #1f6feb; border-radius: 4px; }
+button.danger { background: #b42318; color: #fff; border: 1px solid #b42318; border-radius: 4px; }
+#stage { width: 960px; height: 640px; background: #222; border: 1px solid #000; position: relative; }
+#live { width: 960px; height: 640px; object-fit: contain; display: block; outline: none; cursor: crosshair; }
+#live:focus { box-shadow: 0 0 0 3px #1f6feb; }
+.bar { margin: .5em 0; }
+.muted { color: #666; }
+table { border-collapse: collapse; background: #fff; }
+td, th { border: 1px solid #d8dde3; padding: .25em .5em; text-align: left; vertical-align: top; }
+pre { background: #fff; border: 1px solid #d8dde3; padding: .6em; overflow: auto; max-width: 980px; }
+#toast { position: fixed; bottom: 1em; right: 1em; background: #1f2a37; color: #fff; padding: .5em 1em; border-radius: 4px; display: none; max-width: 40em; }
+"###;
+
+/// The script.
+pub(crate) const APP_JS: &str = r###"'use strict';
+(function () {
+  const main = document.getElementById('main');
+  const toastBox = document.getElementById('toast');
+  let token = sessionStorage.getItem('cua-token') || '';
+  const fragment = new URLSearchParams(location.hash.replace(/^#/, ''));
+  if (fragment.get('token')) {
+    token = fragment.get('token');
+    sessionStorage.setItem('cua-token', token);
+    history.replaceState(null, '', location.pathname + '#/queue');
+  }
+  let timer = null;
+  let socket = null;
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (key === 'onclick') node.addEventListener('click', value);
+      else if (value !== null && value !== undefined) node.setAttribute(key, String(value));
+    }
+    for (const child of children) {
+      if (child === null || child === undefined) continue;
+      node.appendChild(typeof child === 'string' || typeof child === 'number' ? document.createTextNode(String(child)) : child);
+    }
+    return node;
+  }
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+  function toast(text) {
+    toastBox.textContent = text;
+    toastBox.style.display = 'block';
+    clearTimeout(toast.timer);
+    toast.timer = setTimeout(() => { toastBox.style.display = 'none'; }, 6000);
+  }
+  async function api(method, path, body) {
+    const options = { method, headers: { 'X-Cua-Token': token } };
+    if (body !== undefined) { options.headers['Content-Type'] = 'application/json'; options.body = JSON.stringify(body); }
+    const response = await fetch(path, options);
+    const data = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      const error = new Error((data.error && data.error.message) || response.statusText);
+      error.status = response.status;
+      throw error;
+    }
+    return data;
+  }
+  async function blobUrl(path) {
+    const response = await fetch(path, { headers: { 'X-Cua-Token': token } });
+    if (!response.ok) throw new Error(response.statusText);
+    return URL.createObjectURL(await response.blob());
+  }
+  function fileLink(run, file) {
+    return el('a', { href: '#', onclick: async (event) => {
+      event.preventDefault();
+      try { window.open(await blobUrl('/api/runs/' + encodeURIComponent(run) + '/files/' + file.split('/').map(encodeURIComponent).join('/')), '_blank'); }
+      catch (error) { toast('Could not open ' + file + ': ' + error.message); }
+    } }, file);
+  }
+  function dl(pairs) {
+    const list = el('dl');
+    for (const [name, value] of pairs) {
+      if (value === null || value === undefined || value === '') continue;
+      list.appendChild(el('dt', {}, name));
+      list.appendChild(el('dd', {}, typeof value === 'object' && value.nodeType ? value : String(value)));
+    }
+    return list;
+  }
+  function stop() {
+    if (timer) { clearInterval(timer); timer = null; }
+    if (socket) { socket.close(); socket = null; }
+  }
+
+  function askToken() {
+    clear(main);
+    const input = el('input', { type: 'password', 'aria-label': 'Access token', size: 60 });
+    main.appendChild(el('section', { class: 'card' },
+      el('h1', {}, 'Access token required'),
+      el('p', {}, 'Open the console with the URL printed when it started, or paste its token.'),
+      input,
+      el('button', { class: 'primary', onclick: () => { token = input.value.trim(); sessionStorage.setItem('cua-token', token); route(); } }, 'Use token')));
+  }
+
+  async function whoami() {
+    try {
+      const state = await api('GET', '/api/state');
+      document.getElementById('who').textContent = 'Signed in as ' + state.operator + (state.pending ? ' · ' + state.pending + ' waiting' : '');
+      return state;
+    } catch (error) {
+      if (error.status === 401) { token = ''; sessionStorage.removeItem('cua-token'); }
+      throw error;
+    }
+  }
+
+  async function queue() {
+    const render = async () => {
+      const cards = await api('GET', '/api/interventions');
+      clear(main);
+      main.appendChild(el('h1', {}, 'Interventions'));
+      if (cards.length === 0) main.appendChild(el('p', { class: 'muted' }, 'Nothing needs a human.'));
+      for (const card of cards) {
+        const box = el('article', { class: 'card', 'aria-label': 'Intervention ' + card.id });
+        box.appendChild(el('h2', {}, 'Intervention ' + card.id + ' — ' + card.state));
+        box.appendChild(dl([
+          ['Capability', card.capability], ['Goal', card.goal], ['Stopped at', card.stopped_at],
+          ['Failure', card.failure_code], ['Reason', card.reason], ['Operator', card.operator],
+          ['Lease epoch', card.epoch], ['Session', card.live ? 'live' : 'gone (kept for the record)'],
+          ['Human delta', card.human_delta],
+        ]));
+        if (card.screenshot_ref) {
+          const img = el('img', { class: 'thumb', alt: 'Screenshot when the run stopped' });
+          blobUrl('/api/runs/' + encodeURIComponent(card.run_id) + '/files/' + card.screenshot_ref).then((url) => { img.src = url; }).catch(() => {});
+          box.appendChild(img);
+        }
+        const links = el('p', {}, el('a', { href: card.evidence }, 'Evidence'));
+        if (card.snapshot_ref) { links.appendChild(document.createTextNode(' · snapshot: ')); links.appendChild(fileLink(card.run_id, card.snapshot_ref)); }
+        box.appendChild(links);
+        const claimable = (card.state === 'open' || card.state === 'abandoned') && card.live;
+        if (claimable) {
+          box.appendChild(el('button', { class: 'primary', onclick: async () => {
+            try {
+              const answer = await api('POST', '/api/interventions/' + encodeURIComponent(card.id) + '/claim?epoch=' + card.epoch);
+              location.hash = '#/session/' + encodeURIComponent(answer.session_id);
+            } catch (error) {
+              toast(error.status === 409 ? 'Someone else took it: ' + error.message : 'Could not take control: ' + error.message);
+              render().catch(() => {});
+            }
+          } }, 'Take control'));
+        } else if (card.state === 'claimed' && card.live) {
+          box.appendChild(el('a', { href: '#/session/' + encodeURIComponent(card.session_id) }, 'Open live session'));
+        }
+        main.appendChild(box);
+      }
+      const state = await whoami();
+      const others = state.sessions.filter((s) => s.mode === 'recording');
+      for (const session of others) {
+        main.appendChild(el('p', {}, el('a', { href: '#/session/' + encodeURIComponent(session.id) }, 'Recording session: ' + session.label)));
+      }
+    };
+    await render();
+    timer = setInterval(() => { render().catch(() => {}); }, 2000);
+  }
+
+  async function live(id) {
+    clear(main);
+    const title = el('h1', {}, 'Live session');
+    const status = el('p', { role: 'status', 'aria-label': 'Session status' }, 'connecting…');
+    const answerLine = el('p', { role: 'status', 'aria-label': 'Last action' }, '');
+    const img = el('img', { id: 'live', alt: 'Live session', tabindex: 0, draggable: 'false' });
+    const stage = el('div', { id: 'stage' }, img);
+    const confirmBar = el('div', { class: 'bar', hidden: '' });
+    const handBar = el('div', { class: 'bar' });
+    const extractName = el('input', { 'aria-label': 'Output name', placeholder: 'output name', size: 20 });
+    let extractMode = false;
+    const recordBar = el('div', { class: 'bar', hidden: '' },
+      el('button', { onclick: () => { extractMode = !extractMode; toast(extractMode ? 'Click the value to extract into "' + extractName.value + '"' : 'Extraction off'); } }, 'Extract…'),
+      extractName,
+      el('button', { class: 'primary', onclick: async () => {
+        try { const done = await api('POST', '/api/sessions/' + encodeURIComponent(id) + '/finish'); toast('Recorded ' + done.steps + ' steps. ' + done.compile); }
+        catch (error) { toast('Could not finish: ' + error.message); }
+      } }, 'Finish recording'));
+    main.appendChild(title);
+    main.appendChild(status);
+    main.appendChild(stage);
+    main.appendChild(answerLine);
+    main.appendChild(confirmBar);
+    main.appendChild(handBar);
+    main.appendChild(recordBar);
+    let page = { width: 1280, height: 800 };
+
+    const showAnswer = (answer) => {
+      answerLine.textContent = answer.outcome + (answer.target ? ' · ' + answer.target : '') + (answer.message ? ' · ' + answer.message : '');
+      refresh().catch(() => {});
+    };
+    const send = (gesture) => {
+      if (socket && socket.readyState === 1) socket.send(JSON.stringify({ type: 'gesture', gesture }));
+      else api('POST', '/api/sessions/' + encodeURIComponent(id) + '/gesture', gesture).then(showAnswer).catch((error) => toast(error.message));
+    };
+    // Map a point on the element to page CSS pixels, allowing for the letterbox that
+    // object-fit: contain leaves around the frame.
+    const toPage = (event) => {
+      const rect = img.getBoundingClientRect();
+      const natural = { width: img.naturalWidth || page.width, height: img.naturalHeight || page.height };
+      const scale = Math.min(rect.width / natural.width, rect.height / natural.height);
+      const drawn = { width: natural.width * scale, height: natural.height * scale };
+      const left = (rect.width - drawn.width) / 2;
+      const top = (rect.height - drawn.height) / 2;
+      const fx = (event.clientX - rect.left - left) / drawn.width;
+      const fy = (event.clientY - rect.top - top) / drawn.height;
+      if (fx < 0 || fx > 1 || fy < 0 || fy > 1) return null;
+      return { x: Math.round(fx * page.width * 10) / 10, y: Math.round(fy * page.height * 10) / 10 };
+    };
+    img.addEventListener('click', (event) => {
+      img.focus();
+      const point = toPage(event);
+      if (!point) return;
+      flushText();
+      if (extractMode) { extractMode = false; send({ kind: 'extract', x: point.x, y: point.y, into: extractName.value.trim() }); }
+      else send({ kind: 'click', x: point.x, y: point.y });
+    });
+    let buffer = '';
+    let bufferTimer = null;
+    const flushText = () => {
+      if (bufferTimer) { clearTimeout(bufferTimer); bufferTimer = null; }
+      if (buffer) { const text = buffer; buffer = ''; send({ kind: 'text', text }); }
+    };
+    const named = ['Enter', 'Tab', 'Backspace', 'Delete', 'Escape', 'ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown', 'Home', 'End', 'PageUp', 'PageDown'];
+    img.addEventListener('keydown', (event) => {
+      if (event.ctrlKey || event.metaKey || event.altKey) {
+        if (event.key.length === 1 || named.includes(event.key)) {
+          event.preventDefault();
+          flushText();
+          const mods = (event.ctrlKey ? 'Control+' : '') + (event.altKey ? 'Alt+' : '') + (event.metaKey ? 'Meta+' : '') + (event.shiftKey ? 'Shift+' : '');
+          send({ kind: 'key', key: mods + event.key });
+        }
+        return;
+      }
+      if (event.key.length === 1) {
+        event.preventDefault();
+        buffer += event.key;
+        if (bufferTimer) clearTimeout(bufferTimer);
+        bufferTimer = setTimeout(flushText, 300);
+      } else if (named.includes(event.key)) {
+        event.preventDefault();
+        flushText();
+        send({ kind: 'key', key: (event.shiftKey ? 'Shift+' : '') + event.key });
+      }
+    });
+
+    const refresh = async () => {
+      const state = await whoami();
+      const session = state.sessions.find((s) => s.id === id);
+      if (!session) { status.textContent = 'This session is gone.'; return; }
+      title.textContent = (session.mode === 'recording' ? 'Recording: ' : 'Live session: ') + session.label;
+      const left = session.hold_seconds_left === null || session.hold_seconds_left === undefined ? null : session.hold_seconds_left;
+      status.textContent = 'State ' + session.state + ' · epoch ' + session.epoch + ' · holder ' + session.holder +
+        (session.operator ? ' (' + session.operator + ')' : '') + (left !== null ? ' · hold ' + left + ' s' : '') +
+        (session.run_id ? ' · run ' + session.run_id : '') + ' · ' + session.human_actions + ' human action(s)';
+      recordBar.hidden = session.mode !== 'recording';
+      clear(confirmBar);
+      if (session.pending_confirmation) {
+        confirmBar.hidden = false;
+        confirmBar.appendChild(el('strong', {}, 'Irreversible: ' + session.pending_confirmation + ' needs your explicit confirmation. '));
+        confirmBar.appendChild(el('button', { class: 'danger', onclick: async () => {
+          try { showAnswer(await api('POST', '/api/sessions/' + encodeURIComponent(id) + '/confirm')); }
+          catch (error) { toast('Not confirmed: ' + error.message); refresh().catch(() => {}); }
+        } }, 'Confirm'));
+        confirmBar.appendChild(el('button', { onclick: async () => { await api('POST', '/api/sessions/' + encodeURIComponent(id) + '/cancel').catch(() => {}); refresh().catch(() => {}); } }, 'Cancel'));
+      } else {
+        confirmBar.hidden = true;
+      }
+      clear(handBar);
+      if (session.mode === 'supervised' && session.state === 'human_control' && session.operator === state.operator) {
+        const ask = el('button', { class: 'primary', onclick: () => {
+          clear(handBar);
+          handBar.appendChild(el('span', {}, 'Hand the session back to automation? '));
+          handBar.appendChild(el('button', { class: 'primary', onclick: async () => {
+            try {
+              const released = await api('POST', '/api/sessions/' + encodeURIComponent(id) + '/release');
+              toast('Handed back at epoch ' + released.epoch + ' · ' + released.human_delta);
+            } catch (error) { toast('Could not hand back: ' + error.message); }
+            refresh().catch(() => {});
+          } }, 'Yes, hand back'));
+          handBar.appendChild(el('button', { onclick: () => refresh().catch(() => {}) }, 'Keep control'));
+        } }, 'Hand back');
+        handBar.appendChild(ask);
+      } else if (session.mode === 'supervised' && session.intervention === null) {
+        handBar.appendChild(el('span', { class: 'muted' }, 'Automation holds the session; you are watching.'));
+      }
+    };
+    await refresh();
+    timer = setInterval(() => { refresh().catch(() => {}); }, 1000);
+
+    socket = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws/sessions/' + encodeURIComponent(id), ['cua-console', 'cua-token.' + token]);
+    let frames = 0;
+    socket.addEventListener('message', (event) => {
+      const message = JSON.parse(event.data);
+      if (message.type === 'frame') {
+        page = { width: message.page_width, height: message.page_height };
+        img.src = 'data:image/jpeg;base64,' + message.jpeg;
+        frames += 1;
+        img.setAttribute('data-frames', String(frames));
+      } else if (message.type === 'answer') {
+        showAnswer(message.answer);
+      } else if (message.type === 'error') {
+        answerLine.textContent = 'refused · ' + message.message;
+        refresh().catch(() => {});
+      }
+    });
+    socket.addEventListener('close', () => { status.textContent += ' · live view disconnected'; });
+  }
+
+  async function runs() {
+    const rows = await api('GET', '/api/runs');
+    clear(main);
+    main.appendChild(el('h1', {}, 'Runs'));
+    const table = el('table', {}, el('tr', {}, el('th', {}, 'Run'), el('th', {}, 'Kind'), el('th', {}, 'Capability'), el('th', {}, 'Status'), el('th', {}, 'Started'), el('th', {}, 'Events')));
+    for (const row of rows) {
+      table.appendChild(el('tr', {},
+        el('td', {}, el('a', { href: '#/runs/' + encodeURIComponent(row.run_id) }, row.run_id)),
+        el('td', {}, row.kind || ''), el('td', {}, row.capability || ''), el('td', {}, row.status || ''),
+        el('td', {}, row.started_at || ''), el('td', {}, row.events)));
+    }
+    main.appendChild(table);
+  }
+
+  async function run(id) {
+    const detail = await api('GET', '/api/runs/' + encodeURIComponent(id));
+    clear(main);
+    main.appendChild(el('h1', {}, 'Run ' + detail.run_id));
+    const result = detail.record && detail.record.result;
+    main.appendChild(dl([
+      ['Chain', detail.verified ? 'intact' : 'broken or unfinished'],
+      ['Status', result ? result.status : 'unfinished'],
+      ['Outputs', result ? JSON.stringify(result.outputs) : ''],
+      ['Lease', detail.record ? detail.record.lease_transitions.join(' → ') : ''],
+      ['Human actions', detail.record ? detail.record.human_actions : ''],
+    ]));
+    const files = el('ul', { 'aria-label': 'Evidence files' });
+    for (const file of detail.files) files.appendChild(el('li', {}, fileLink(detail.run_id, file)));
+    main.appendChild(el('h2', {}, 'Evidence files'));
+    main.appendChild(files);
+    main.appendChild(el('h2', {}, 'Trace'));
+    const table = el('table', {}, el('tr', {}, el('th', {}, '#'), el('th', {}, 'Event'), el('th', {}, 'Actor'), el('th', {}, 'Epoch'), el('th', {}, 'Detail')));
+    for (const line of detail.trace) {
+      const rest = Object.assign({}, line);
+      for (const key of ['seq', 'at', 'actor', 'lease_epoch', 'event']) delete rest[key];
+      table.appendChild(el('tr', {}, el('td', {}, line.seq), el('td', {}, line.event), el('td', {}, line.actor), el('td', {}, line.lease_epoch), el('td', {}, JSON.stringify(rest))));
+    }
+    main.appendChild(table);
+  }
+
+  async function capabilities() {
+    const rows = await api('GET', '/api/capabilities');
+    clear(main);
+    main.appendChild(el('h1', {}, 'Capabilities'));
+    const table = el('table', {}, el('tr', {}, el('th', {}, 'Capability'), el('th', {}, 'Title'), el('th', {}, 'Integrity'), el('th', {}, 'Approval'), el('th', {}, 'Max risk'), el('th', {}, 'Inputs → outputs')));
+    for (const row of rows) {
+      table.appendChild(el('tr', {}, el('td', {}, row.reference), el('td', {}, row.title), el('td', {}, row.integrity + (row.content_hash ? ' ' + row.content_hash : '')),
+        el('td', {}, row.approval), el('td', {}, row.max_risk), el('td', {}, row.inputs.join(', ') + ' → ' + row.outputs.join(', '))));
+    }
+    main.appendChild(table);
+  }
+
+  async function settings() {
+    const values = await api('GET', '/api/settings');
+    clear(main);
+    main.appendChild(el('h1', {}, 'Settings (read-only)'));
+    main.appendChild(el('p', { class: 'muted' }, 'The console changes no setting. Edit the policy file and restart to change these.'));
+    main.appendChild(el('pre', {}, JSON.stringify(values, null, 2)));
+  }
+
+  async function route() {
+    stop();
+    if (!token) { askToken(); return; }
+    const hash = location.hash || '#/queue';
+    const parts = hash.replace(/^#\//, '').split('/').map(decodeURIComponent);
+    try {
+      if (parts[0] === 'session' && parts[1]) await live(parts[1]);
+      else if (parts[0] === 'runs' && parts[1]) await run(parts[1]);
+      else if (parts[0] === 'runs') await runs();
+      else if (parts[0] === 'capabilities') await capabilities();
+      else if (parts[0] === 'settings') await settings();
+      else await queue();
+    } catch (error) {
+      if (error.status === 401) { askToken(); return; }
+      clear(main);
+      main.appendChild(el('p', { role: 'alert' }, 'Error: ' + error.message));
+    }
+  }
+  window.addEventListener('hashchange', route);
+  route();
+})();
+"###;
