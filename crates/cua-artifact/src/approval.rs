@@ -97,6 +97,17 @@ impl CapabilityApproval {
                 format!("stability {:.0}% is below 95%", stability * 100.0),
             );
         }
+        match evaluation.unauthorized_dispatches {
+            None => return (false, "unauthorized dispatches were not counted".to_owned()),
+            Some(0) => {}
+            Some(count) => return (false, format!("{count} unauthorized dispatch(es)")),
+        }
+        if evaluation.determinism_holds.is_none() {
+            return (
+                false,
+                "no input was run twice, so determinism was not shown".to_owned(),
+            );
+        }
         if evaluation.determinism_holds == Some(false) {
             return (
                 false,
@@ -135,6 +146,11 @@ pub struct CapabilityEvaluation {
     pub failures: u32,
     /// Runs that acted on the wrong control or wrote the wrong value. Any is disqualifying.
     pub wrong_actions: u32,
+    /// Dispatches with no granted authorization before them in their run's trace. Any is
+    /// disqualifying; `None` when whoever produced the evaluation did not count them, which an
+    /// approval from evaluation refuses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unauthorized_dispatches: Option<u32>,
     pub ambiguity_refusals: u32,
     /// `None` when no input was run twice.
     #[serde(default)]
@@ -160,12 +176,14 @@ impl CapabilityEvaluation {
         }
     }
 
-    /// Enough runs, no wrong action, stable, and not shown non-deterministic.
+    /// Enough runs, no wrong action, no unauthorized dispatch (counted, not assumed), stable,
+    /// and shown deterministic: an evaluation that ran no input twice proves nothing about it.
     pub fn is_trustworthy(&self) -> bool {
         self.runs >= Self::MIN_RUNS
             && self.wrong_actions == 0
+            && self.unauthorized_dispatches == Some(0)
             && self.stability_score() >= Self::MIN_STABILITY
-            && self.determinism_holds != Some(false)
+            && self.determinism_holds == Some(true)
     }
 
     /// Load-time checks beyond types; empty means valid.

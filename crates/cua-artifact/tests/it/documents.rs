@@ -15,6 +15,7 @@ business_outcomes: 6
 needs_human: 0
 failures: 0
 wrong_actions: 0
+unauthorized_dispatches: 0
 ambiguity_refusals: 0
 determinism_holds: true
 mean_drift: 0.05
@@ -68,6 +69,9 @@ fn evaluations_recommend_but_never_approve() {
         ("wrong_actions: 0", "wrong_actions: 1"),
         ("runs: 20\nsuccesses: 14", "runs: 4\nsuccesses: 0"),
         ("determinism_holds: true", "determinism_holds: false"),
+        ("determinism_holds: true", "determinism_holds: null"),
+        ("unauthorized_dispatches: 0", "unauthorized_dispatches: 1"),
+        ("unauthorized_dispatches: 0\n", ""),
         ("failures: 0", "failures: 2"),
     ] {
         let mut text = EVALUATION.replace(change, reason);
