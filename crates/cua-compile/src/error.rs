@@ -2,6 +2,8 @@
 
 use cua_evidence::EvidenceError;
 
+use crate::codegen::Refusal;
+
 /// Why a trace could not be compiled.
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
@@ -25,4 +27,16 @@ pub enum CompileError {
     /// The draft could not be written as YAML.
     #[error("the draft could not be written as YAML: {reason}")]
     Yaml { reason: String },
+    /// Parts of the capability have no Playwright equivalent; every one is listed.
+    #[error(
+        "{capability} cannot be generated as a Playwright test: {}",
+        refusals.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    )]
+    Unexpressible {
+        capability: String,
+        refusals: Vec<Refusal>,
+    },
+    /// A directory to probe holds no recorded snapshots.
+    #[error("{dir} is not a run directory with snapshots: {reason}")]
+    NoSnapshots { dir: String, reason: String },
 }

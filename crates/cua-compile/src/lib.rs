@@ -21,9 +21,16 @@
 //! why, followed by the compiler's warnings (positional targets, descriptors that did not
 //! round-trip). The same trace always compiles to the same bytes: nothing here reads a clock,
 //! and the provenance time is the trace's own.
+//!
+//! Two more readings of a capability live here: [`codegen`] writes it as a runnable Playwright
+//! Test file (role-within-scope locators, never a CSS hint, refusing what it cannot express),
+//! and [`probe`] resolves its targets against the snapshots a run recorded, reporting drift
+//! before a replay fails on it.
 
+pub mod codegen;
 mod compile;
 mod error;
+pub mod probe;
 mod run;
 mod shape;
 

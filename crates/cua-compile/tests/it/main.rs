@@ -1,5 +1,6 @@
 //! Integration tests of the compiler: traces recorded by real discovery runs (the scripted
-//! model over HTTP, the in-memory desk behind the `SurfaceDriver` port) compile into drafts.
+//! model over HTTP, the in-memory desk behind the `SurfaceDriver` port) compile into drafts;
+//! capabilities become Playwright specs (codegen); recorded runs are probed for drift.
 
 #![allow(clippy::unwrap_used, reason = "tests unwrap what they just built")]
 
@@ -10,4 +11,6 @@
 )]
 mod desk;
 
+mod codegen;
 mod compile;
+mod probe;

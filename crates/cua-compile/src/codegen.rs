@@ -1,0 +1,1556 @@
+//! Codegen: a capability as a runnable Playwright Test file (TypeScript).
+//!
+//! [`render_playwright`] writes one `test()` that does what replay does, in Playwright's terms:
+//!
+//! - **Targets** become role-within-scope locators: the frame of `scope.frame` through
+//!   `page.frameLocator('frame[name="…"]')`, then `getByRole(role, { name, exact })`. A target
+//!   without a name is found through its anchor's table row (the innermost row holding a cell
+//!   named like the anchor); `adjacent_to` is "the other cell of the label's row". An
+//!   `ordinal` becomes `.nth(i)` over those rows, and only together with its `identity` check,
+//!   which is an `expect` on the row's key cell before the action. CSS hints are never written:
+//!   they are an unverified cache of replay's, and a test that followed one would pass on a
+//!   control that only looks right.
+//! - **Preconditions, postconditions, waits, assertions and the checkpoint** become `expect`s
+//!   (`toBeVisible`, `toHaveCount(0)`, `toHaveValue`, `toHaveURL`, polled page text); a step's
+//!   wait timeout bounds its postcondition. Playwright's strict mode refuses a locator that
+//!   matches several elements, as replay refuses an ambiguous target.
+//! - **Outputs** are asserted by shape (money, date, number, non-empty text), never by value:
+//!   values belong to the application's data.
+//! - **Inputs** come from `CUA_INPUT_<NAME>` (default: the artifact's example, checked against
+//!   the input's pattern); **secrets** only from `CUA_SECRET_<NAME>`; the application's URL from
+//!   `CUA_BASE_URL`.
+//! - A **recovery rule** whose detector and remedies translate (a sign-on capability run on
+//!   the sign-on screen) is checked once, right after the entrypoint; the others and the
+//!   outcomes are listed in the header as not translated.
+//!
+//! Every interpolated text goes through an escaper ([`ts_string`], [`comment_text`],
+//! [`css_string`], [`js_regex_literal`]). What cannot be expressed faithfully (a `raw_input`,
+//! a region scope, a `within_section` anchor, an `http_status_in` check, a regex the
+//! JavaScript engine reads differently, an irreversible step without
+//! [`CodegenConfig::allow_irreversible`]) is refused, every refusal at once, naming the step
+//! and why ([`CompileError::Unexpressible`]).
+
+mod escape;
+mod js_regex;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use cua_artifact::{
+    Action, AnchorRelation, Capability, CapabilityRef, IdentityCheck, MatchMode, NodeQuery,
+    NodeScope, Predicate, RecoveryScope, Remedy, ResolutionStrategy, RiskTier, ScrollDirection,
+    Step, TargetDescriptor, TenantId, ValueExpr, ValueType, WaitCondition,
+};
+use cua_evidence::{DEFAULT_ENV_PREFIX, env_var};
+
+use crate::error::CompileError;
+
+pub use escape::{comment_text, css_string, ts_string};
+pub use js_regex::js_regex_literal;
+
+/// The prefix of the environment variables inputs are read from: `CUA_INPUT_MEMBER_ID`.
+pub const INPUT_ENV_PREFIX: &str = "CUA_INPUT_";
+/// The environment variable holding the application's URL.
+pub const BASE_URL_ENV: &str = "CUA_BASE_URL";
+
+/// How a spec is generated. Passed explicitly.
+#[derive(Debug, Clone, Default)]
+pub struct CodegenConfig {
+    /// The tenant whose binding was applied, named in the header.
+    pub tenant: Option<TenantId>,
+    /// Whether irreversible steps may be written. Off by default: the test would perform the
+    /// step on every run, outside the approval gate replay enforces.
+    pub allow_irreversible: bool,
+    /// The capabilities recovery remedies run (`run_capability`), by reference.
+    pub remedies: BTreeMap<CapabilityRef, Capability>,
+}
+
+/// A generated spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeneratedSpec {
+    /// The TypeScript file.
+    pub text: String,
+    /// How many of the capability's steps it performs.
+    pub steps: usize,
+    /// What the header lists as not translated, one line each.
+    pub not_translated: Vec<String>,
+}
+
+/// One part of a capability that has no Playwright equivalent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// Where: ``step `read_balance` (target)``, `checkpoint`, ``input `member_id` ``.
+    pub place: String,
+    /// Why, in one sentence.
+    pub reason: String,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}: {}", self.place, self.reason)
+    }
+}
+
+/// Writes `capability` as a Playwright Test file, or refuses with every part that cannot be
+/// expressed.
+pub fn render_playwright(
+    capability: &Capability,
+    config: &CodegenConfig,
+) -> Result<GeneratedSpec, CompileError> {
+    let mut writer = SpecWriter::new(config);
+    let spec = writer.spec(capability);
+    if writer.refusals.is_empty() {
+        Ok(spec)
+    } else {
+        Err(CompileError::Unexpressible {
+            capability: capability.reference().to_string(),
+            refusals: writer.refusals,
+        })
+    }
+}
+
+/// The roles Playwright's `getByRole` knows, minus the ones cua uses for structure only
+/// (`document`, `generic`, `none`, `presentation`), which no test should target.
+const PLAYWRIGHT_ROLES: &[&str] = &[
+    "alert",
+    "alertdialog",
+    "application",
+    "article",
+    "banner",
+    "blockquote",
+    "button",
+    "caption",
+    "cell",
+    "checkbox",
+    "code",
+    "columnheader",
+    "combobox",
+    "complementary",
+    "contentinfo",
+    "definition",
+    "deletion",
+    "dialog",
+    "directory",
+    "emphasis",
+    "feed",
+    "figure",
+    "form",
+    "grid",
+    "gridcell",
+    "group",
+    "heading",
+    "img",
+    "insertion",
+    "link",
+    "list",
+    "listbox",
+    "listitem",
+    "log",
+    "main",
+    "marquee",
+    "math",
+    "meter",
+    "menu",
+    "menubar",
+    "menuitem",
+    "menuitemcheckbox",
+    "menuitemradio",
+    "navigation",
+    "note",
+    "option",
+    "paragraph",
+    "progressbar",
+    "radio",
+    "radiogroup",
+    "region",
+    "row",
+    "rowgroup",
+    "rowheader",
+    "scrollbar",
+    "search",
+    "searchbox",
+    "separator",
+    "slider",
+    "spinbutton",
+    "status",
+    "strong",
+    "subscript",
+    "superscript",
+    "switch",
+    "tab",
+    "table",
+    "tablist",
+    "tabpanel",
+    "term",
+    "textbox",
+    "time",
+    "timer",
+    "toolbar",
+    "tooltip",
+    "tree",
+    "treegrid",
+    "treeitem",
+];
+
+/// Marks a place in a locator chain where a long statement breaks onto the next line. Artifact
+/// text can never hold it: every escaper writes control characters as escapes.
+const BREAK: char = '\u{1}';
+
+/// Statements longer than this are laid out one chained call per line.
+const MAX_LINE: usize = 100;
+
+/// Roles whose extracted text is the control's value rather than its text.
+const VALUE_ROLES: [&str; 5] = ["textbox", "searchbox", "combobox", "spinbutton", "slider"];
+
+/// The shape regexes outputs are asserted with (JavaScript literals).
+const MONEY_SHAPE: &str = r"/^-?\$[0-9,]+\.[0-9]{2}$/";
+const DATE_SHAPE: &str = r"/^(?:[0-9]{2}\/[0-9]{2}\/[0-9]{4}|[0-9]{4}-[0-9]{2}-[0-9]{2})$/";
+const INTEGER_SHAPE: &str = r"/^-?[0-9][0-9,]*$/";
+const NUMBER_SHAPE: &str = r"/^-?[0-9][0-9,]*(?:\.[0-9]+)?$/";
+const BOOLEAN_SHAPE: &str = r"/^(?:true|false|yes|no)$/i";
+
+/// The runtime helpers a spec may need; each is written only when used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Helper {
+    BaseUrl,
+    Input,
+    Secret,
+    Squash,
+    Folded,
+    FoldedPart,
+    PageText,
+    ValuesOf,
+    CellUnder,
+}
+
+impl Helper {
+    fn requires(self) -> &'static [Helper] {
+        match self {
+            Self::PageText | Self::ValuesOf | Self::CellUnder => &[Self::Squash],
+            _ => &[],
+        }
+    }
+
+    fn source(self) -> &'static str {
+        match self {
+            Self::BaseUrl => HELPER_BASE_URL,
+            Self::Input => HELPER_INPUT,
+            Self::Secret => HELPER_SECRET,
+            Self::Squash => HELPER_SQUASH,
+            Self::Folded => HELPER_FOLDED,
+            Self::FoldedPart => HELPER_FOLDED_PART,
+            Self::PageText => HELPER_PAGE_TEXT,
+            Self::ValuesOf => HELPER_VALUES_OF,
+            Self::CellUnder => HELPER_CELL_UNDER,
+        }
+    }
+}
+
+/// The body of one generated function: its lines, and the frames it looks into.
+#[derive(Debug, Default)]
+struct Body {
+    lines: Vec<String>,
+    frames: BTreeSet<String>,
+}
+
+impl Body {
+    fn line(&mut self, indent: usize, text: impl AsRef<str>) {
+        self.lines.push(layout(indent, text.as_ref()));
+    }
+
+    fn blank(&mut self) {
+        self.lines.push(String::new());
+    }
+}
+
+/// What a translated target is: the statements that build it, and its locator.
+struct TargetCode {
+    lines: Vec<String>,
+    locator: String,
+}
+
+/// How a name is matched: the `name` of `getByRole`, and the same match for element text.
+struct NameSpec {
+    /// A string literal, `folded('…')` or a regex literal.
+    value: String,
+    /// Whether `getByRole` compares the whole name, case-sensitively.
+    exact: bool,
+    /// The same match for `hasNotText` (a string there is a substring).
+    text: String,
+}
+
+impl NameSpec {
+    /// `, { name: … }` for `getByRole`.
+    fn option(&self) -> String {
+        if self.exact {
+            format!(", {{ name: {}, exact: true }}", self.value)
+        } else {
+            format!(", {{ name: {} }}", self.value)
+        }
+    }
+
+    /// The arguments of `getByLabel`.
+    fn label_arguments(&self) -> String {
+        if self.exact {
+            format!("{}, {{ exact: true }}", self.value)
+        } else {
+            self.value.clone()
+        }
+    }
+}
+
+/// Where the values of a function come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ValueScope {
+    /// The test itself: `INPUTS` and `outputs` exist.
+    Test,
+    /// A remedy capability without inputs: only literals, secrets and its own outputs.
+    Remedy,
+}
+
+struct SpecWriter<'c> {
+    config: &'c CodegenConfig,
+    helpers: BTreeSet<Helper>,
+    refusals: Vec<Refusal>,
+    not_translated: Vec<String>,
+    /// Frame name → the identifier of its `FrameLocator`.
+    frame_idents: BTreeMap<String, String>,
+    /// Functions written for recovery rules and remedy capabilities, in order.
+    functions: Vec<String>,
+    /// Remedy capabilities already written, by reference.
+    remedy_functions: BTreeMap<CapabilityRef, String>,
+}
+
+impl<'c> SpecWriter<'c> {
+    fn new(config: &'c CodegenConfig) -> Self {
+        Self {
+            config,
+            helpers: BTreeSet::new(),
+            refusals: Vec::new(),
+            not_translated: Vec::new(),
+            frame_idents: BTreeMap::new(),
+            functions: Vec::new(),
+            remedy_functions: BTreeMap::new(),
+        }
+    }
+
+    fn refuse(&mut self, place: impl Into<String>, reason: impl Into<String>) {
+        self.refusals.push(Refusal {
+            place: place.into(),
+            reason: reason.into(),
+        });
+    }
+
+    fn spec(&mut self, capability: &Capability) -> GeneratedSpec {
+        let reference = capability.reference();
+        let mut body = Body::default();
+
+        let inputs = self.inputs(capability);
+        if !inputs.is_empty() {
+            self.use_helper(Helper::Input);
+            body.line(1, "const INPUTS = {");
+            for line in inputs {
+                body.line(2, line);
+            }
+            body.line(1, "};");
+        }
+        if extracts(capability) {
+            body.line(1, "const outputs: Record<string, string> = {};");
+        }
+        body.blank();
+
+        match self.url_expression(&capability.entrypoint.url) {
+            Ok(url) => body.line(1, format!("await page.goto({url});")),
+            Err(reason) => self.refuse("entrypoint", reason),
+        }
+        let recoveries = self.recoveries(capability);
+        for function in &recoveries {
+            body.line(1, format!("await {function}(page);"));
+        }
+
+        for step in &capability.steps {
+            body.blank();
+            self.step(&mut body, step, ValueScope::Test, None);
+        }
+
+        body.blank();
+        body.line(1, "// The checkpoint: what success looks like.");
+        match self.expect_lines(&capability.checkpoint, None, ValueScope::Test, &mut body) {
+            Ok(lines) => {
+                for line in lines {
+                    body.line(1, line);
+                }
+            }
+            Err(reason) => self.refuse("checkpoint", reason),
+        }
+        self.output_shapes(capability, &mut body);
+
+        for outcome in &capability.outcomes {
+            self.not_translated.push(format!(
+                "outcome {}: a business answer replay reports; this test runs the example inputs and expects success",
+                outcome.code
+            ));
+        }
+
+        let title = match &self.config.tenant {
+            Some(tenant) => format!("{reference} for {tenant}"),
+            None => reference.to_string(),
+        };
+        let text = self.file(capability, &title, body);
+        GeneratedSpec {
+            text,
+            steps: capability.steps.len(),
+            not_translated: self.not_translated.clone(),
+        }
+    }
+
+    /// The `INPUTS` entries: `name: input('CUA_INPUT_NAME', example, /pattern/u, [allowed])`.
+    fn inputs(&mut self, capability: &Capability) -> Vec<String> {
+        let mut lines = Vec::new();
+        for input in &capability.inputs {
+            let variable = env_var(INPUT_ENV_PREFIX, input.name.as_str());
+            // A sensitive input's example is not baked into a file that gets shared.
+            let example = if input.sensitive {
+                None
+            } else {
+                input
+                    .example
+                    .as_ref()
+                    .or(input.default.as_ref())
+                    .and_then(ValueExpr::literal_text)
+            };
+            let mut arguments = vec![
+                ts_string(&variable),
+                example.map_or_else(|| "undefined".to_owned(), |example| ts_string(&example)),
+            ];
+            match input
+                .anchored_pattern()
+                .map(|pattern| js_regex_literal(&pattern))
+            {
+                Some(Ok(literal)) => arguments.push(literal),
+                Some(Err(reason)) => {
+                    self.refuse(format!("input `{}` (pattern)", input.name), reason);
+                }
+                None => arguments.push("undefined".to_owned()),
+            }
+            if !input.allowed.is_empty() {
+                let allowed: Vec<String> = input.allowed.iter().map(|v| ts_string(v)).collect();
+                arguments.push(format!("[{}]", allowed.join(", ")));
+            }
+            while arguments
+                .last()
+                .is_some_and(|argument| argument == "undefined")
+            {
+                arguments.pop();
+            }
+            lines.push(format!("{}: input({}),", input.name, arguments.join(", ")));
+        }
+        lines
+    }
+
+    /// Writes the functions of the recovery rules that translate and returns their names;
+    /// the others are listed as not translated.
+    fn recoveries(&mut self, capability: &Capability) -> Vec<String> {
+        let mut names = Vec::new();
+        for rule in &capability.recovery {
+            let watches_first_step = rule.scope == RecoveryScope::AnyStep
+                || capability
+                    .steps
+                    .first()
+                    .is_some_and(|first| rule.steps.contains(&first.id));
+            if !watches_first_step {
+                self.not_translated.push(format!(
+                    "recovery {}: it does not watch the first step, the one place a test checks it",
+                    rule.id
+                ));
+                continue;
+            }
+            // A remedy capability that does not translate leaves the rule out, not the spec.
+            let refusals_before = self.refusals.len();
+            let functions_before = self.functions.len();
+            let remedies_before = self.remedy_functions.clone();
+            let mut body = Body::default();
+            let detector = self.bool_expression(&rule.detect, ValueScope::Remedy, &mut body);
+            let detector = match detector {
+                Ok(detector) => detector,
+                Err(reason) => {
+                    self.not_translated
+                        .push(format!("recovery {}: its detector: {reason}", rule.id));
+                    continue;
+                }
+            };
+            let mut remedies = Vec::new();
+            let mut skipped = None;
+            for remedy in &rule.remedy {
+                match self.remedy(remedy) {
+                    Ok(line) => remedies.push(line),
+                    Err(reason) => {
+                        skipped = Some(reason);
+                        break;
+                    }
+                }
+            }
+            if let Some(reason) = skipped {
+                self.not_translated
+                    .push(format!("recovery {}: {reason}", rule.id));
+                continue;
+            }
+            if self.refusals.len() > refusals_before {
+                let reasons: Vec<String> = self
+                    .refusals
+                    .drain(refusals_before..)
+                    .map(|refusal| refusal.to_string())
+                    .collect();
+                self.functions.truncate(functions_before);
+                self.remedy_functions = remedies_before;
+                self.not_translated.push(format!(
+                    "recovery {}: its remedy does not translate: {}",
+                    rule.id,
+                    reasons.join("; ")
+                ));
+                continue;
+            }
+            let name = format!("recover_{}", identifier(rule.id.as_str()));
+            let mut function = Vec::new();
+            let summary = if rule.description.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", comment_text(&rule.description))
+            };
+            function.push(format!(
+                "// Recovery `{}`{summary} Checked once, right after the entrypoint.",
+                rule.id
+            ));
+            function.push(format!(
+                "async function {name}(page: Page): Promise<void> {{"
+            ));
+            function.extend(self.frame_declarations(&body));
+            function.push(layout(1, &format!("if (!({detector})) {{")));
+            function.push("    return;".to_owned());
+            function.push("  }".to_owned());
+            for remedy in remedies {
+                function.push(layout(1, &remedy));
+            }
+            function.push("}".to_owned());
+            self.functions.push(function.join("\n"));
+            names.push(name);
+        }
+        names
+    }
+
+    /// One remedy as a statement.
+    fn remedy(&mut self, remedy: &Remedy) -> Result<String, String> {
+        match remedy {
+            Remedy::RunCapability(run) => {
+                if !run.inputs.is_empty() {
+                    return Err(format!(
+                        "the remedy runs {} with inputs, which a test cannot bind",
+                        run.capability
+                    ));
+                }
+                let name = self.remedy_function(&run.capability)?;
+                Ok(format!("await {name}(page);"))
+            }
+            Remedy::Action(Action::Reload {}) => Ok("await page.reload();".to_owned()),
+            Remedy::Action(Action::Navigate { url }) => {
+                Ok(format!("await page.goto({});", self.url_expression(url)?))
+            }
+            Remedy::Action(action) => Err(format!(
+                "the remedy `{}` is not translated",
+                action.kind().as_str()
+            )),
+        }
+    }
+
+    /// The function that runs a remedy capability's steps and checkpoint on the current
+    /// screen, written once.
+    fn remedy_function(&mut self, reference: &CapabilityRef) -> Result<String, String> {
+        if let Some(name) = self.remedy_functions.get(reference) {
+            return Ok(name.clone());
+        }
+        let Some(capability) = self.config.remedies.get(reference).cloned() else {
+            return Err(format!(
+                "the remedy runs {reference}, which was not supplied to codegen"
+            ));
+        };
+        if capability.inputs.iter().any(|input| input.required) {
+            return Err(format!(
+                "the remedy runs {reference}, which takes inputs a test cannot bind"
+            ));
+        }
+        let name = format!("run_{}", identifier(capability.id.as_str()));
+        self.remedy_functions
+            .insert(reference.clone(), name.clone());
+        let mut body = Body::default();
+        if extracts(&capability) {
+            body.line(1, "const outputs: Record<string, string> = {};");
+        }
+        for step in &capability.steps {
+            self.step(&mut body, step, ValueScope::Remedy, Some(reference));
+        }
+        match self.expect_lines(&capability.checkpoint, None, ValueScope::Remedy, &mut body) {
+            Ok(lines) => {
+                for line in lines {
+                    body.line(1, line);
+                }
+            }
+            Err(reason) => self.refuse(format!("{reference}: checkpoint"), reason),
+        }
+        let mut function = vec![
+            format!(
+                "// {reference}: {} (a remedy, run on the current screen; content hash {}).",
+                comment_text(&capability.title),
+                capability
+                    .content_hash
+                    .as_ref()
+                    .map_or("none: a draft", |hash| hash.as_str())
+            ),
+            format!("async function {name}(page: Page): Promise<void> {{"),
+        ];
+        function.extend(self.frame_declarations(&body));
+        function.extend(body.lines);
+        function.push("}".to_owned());
+        self.functions.push(function.join("\n"));
+        Ok(name)
+    }
+
+    /// One step as a `test.step`: precondition, identity check, action, wait, postcondition.
+    fn step(
+        &mut self,
+        body: &mut Body,
+        step: &Step,
+        scope: ValueScope,
+        within: Option<&CapabilityRef>,
+    ) {
+        let place = |part: &str| match within {
+            Some(reference) => format!("{reference}: step `{}` ({part})", step.id),
+            None => format!("step `{}` ({part})", step.id),
+        };
+        let mut lines: Vec<String> = Vec::new();
+        let mut failed = false;
+
+        if step.risk == RiskTier::Irreversible && !self.config.allow_irreversible {
+            self.refuse(
+                place("risk"),
+                "it is irreversible: a generated test would perform it on every run, outside the \
+                 approval gate replay enforces (pass --allow-irreversible to generate it anyway)",
+            );
+            failed = true;
+        }
+        if let Some(precondition) = &step.precondition {
+            match self.expect_lines(precondition, None, scope, body) {
+                Ok(found) => lines.extend(found),
+                Err(reason) => {
+                    self.refuse(place("precondition"), reason);
+                    failed = true;
+                }
+            }
+        }
+        match self.action(&step.action, scope, body) {
+            Ok(found) => lines.extend(found),
+            Err(reason) => {
+                self.refuse(place("action"), reason);
+                failed = true;
+            }
+        }
+        let timeout = Some(step.wait.timeout_ms);
+        if step.wait.condition == WaitCondition::Predicate
+            && let Some(until) = &step.wait.until
+        {
+            match self.expect_lines(until, timeout, scope, body) {
+                Ok(found) => lines.extend(found),
+                Err(reason) => {
+                    self.refuse(place("wait"), reason);
+                    failed = true;
+                }
+            }
+        }
+        if let Some(postcondition) = &step.postcondition {
+            match self.expect_lines(postcondition, timeout, scope, body) {
+                Ok(found) => lines.extend(found),
+                Err(reason) => {
+                    self.refuse(place("postcondition"), reason);
+                    failed = true;
+                }
+            }
+        }
+        if failed {
+            return;
+        }
+        let mut comment = format!("// {}", step.id);
+        if step.risk != RiskTier::Safe {
+            comment.push_str(&format!(" ({})", step.risk.as_str()));
+        }
+        if !step.description.is_empty() {
+            comment.push_str(&format!(": {}", comment_text(&step.description)));
+        }
+        body.line(1, comment);
+        let title = match within {
+            Some(reference) => format!("{reference} {}", step.id),
+            None => step.id.to_string(),
+        };
+        body.line(
+            1,
+            format!("await test.step({}, async () => {{", ts_string(&title)),
+        );
+        for line in lines {
+            body.line(2, line);
+        }
+        body.line(1, "});");
+    }
+
+    /// The statements of an action (with its target's identity check first).
+    fn action(
+        &mut self,
+        action: &Action,
+        scope: ValueScope,
+        body: &mut Body,
+    ) -> Result<Vec<String>, String> {
+        let mut lines = Vec::new();
+        match action {
+            Action::Click { target } => {
+                self.target_statements(target, scope, body, &mut lines)?;
+                lines.push("await target.click();".to_owned());
+            }
+            Action::Type {
+                target,
+                value,
+                clear_first,
+            } => {
+                let value = self.value(value, scope, true)?;
+                self.target_statements(target, scope, body, &mut lines)?;
+                if *clear_first {
+                    lines.push(format!("await target.fill({value});"));
+                } else {
+                    lines.push("await target.press('End');".to_owned());
+                    lines.push(format!("await target.pressSequentially({value});"));
+                }
+            }
+            Action::Select { target, value } => {
+                let value = self.value(value, scope, true)?;
+                self.target_statements(target, scope, body, &mut lines)?;
+                lines.push(format!("await target.selectOption({value});"));
+            }
+            Action::PressKey { key, target } => match target {
+                Some(target) => {
+                    self.target_statements(target, scope, body, &mut lines)?;
+                    lines.push(format!("await target.press({});", ts_string(key)));
+                }
+                None => lines.push(format!("await page.keyboard.press({});", ts_string(key))),
+            },
+            Action::Navigate { url } => {
+                lines.push(format!("await page.goto({});", self.url_expression(url)?));
+            }
+            Action::Reload {} => lines.push("await page.reload();".to_owned()),
+            Action::Scroll {
+                direction,
+                target,
+                amount,
+            } => {
+                let distance = i64::from(amount.unwrap_or(300));
+                match (direction, target) {
+                    (ScrollDirection::IntoView, Some(target)) => {
+                        self.target_statements(target, scope, body, &mut lines)?;
+                        lines.push("await target.scrollIntoViewIfNeeded();".to_owned());
+                    }
+                    (ScrollDirection::IntoView, None) => {
+                        return Err("scroll into view needs a target".to_owned());
+                    }
+                    (direction, target) => {
+                        if let Some(target) = target {
+                            self.target_statements(target, scope, body, &mut lines)?;
+                            lines.push("await target.hover();".to_owned());
+                        }
+                        let delta = if *direction == ScrollDirection::Up {
+                            -distance
+                        } else {
+                            distance
+                        };
+                        lines.push(format!("await page.mouse.wheel(0, {delta});"));
+                    }
+                }
+            }
+            Action::WaitFor { until, timeout_ms } => {
+                lines.extend(self.expect_lines(until, Some(*timeout_ms), scope, body)?);
+            }
+            Action::Extract { target, into, .. } => {
+                // Replay extracts a control's value, or else its text.
+                let read = if VALUE_ROLES.contains(&target.role.as_str()) {
+                    "inputValue"
+                } else {
+                    "innerText"
+                };
+                self.target_statements(target, scope, body, &mut lines)?;
+                self.use_helper(Helper::Squash);
+                lines.push(format!("outputs.{into} = squash(await target.{read}());"));
+            }
+            Action::Assert { that } => {
+                lines.extend(self.expect_lines(that, None, scope, body)?);
+            }
+            Action::RawInput { .. } => {
+                return Err(
+                    "raw_input is an operator's pointer or key gesture at coordinates; it has no \
+                     semantic target a test could find again"
+                        .to_owned(),
+                );
+            }
+        }
+        Ok(lines)
+    }
+
+    /// Appends the statements that build `target` (its identity check included) to `lines`.
+    fn target_statements(
+        &mut self,
+        descriptor: &TargetDescriptor,
+        scope: ValueScope,
+        body: &mut Body,
+        lines: &mut Vec<String>,
+    ) -> Result<(), String> {
+        let code = self.target(descriptor, scope, body)?;
+        lines.extend(code.lines);
+        lines.push(format!("const target = {};", code.locator));
+        Ok(())
+    }
+
+    /// A target as a locator, with its identity check when it has one.
+    ///
+    /// With a name, the name decides (the first rung of replay's ladder; the anchor is its
+    /// fallback, which a test does not take). Without one, the anchor's row does. A target
+    /// with an identity check is found inside a row (`.nth(i)` over the rows holding a
+    /// candidate, when it has an ordinal), and the row's key cell is checked before the action.
+    fn target(
+        &mut self,
+        descriptor: &TargetDescriptor,
+        scope: ValueScope,
+        body: &mut Body,
+    ) -> Result<TargetCode, String> {
+        if descriptor.recorded_strategy == Some(ResolutionStrategy::Vision) {
+            return Err(
+                "the target was recorded by vision, which has no locator (replay refuses it too)"
+                    .to_owned(),
+            );
+        }
+        if descriptor.ordinal.is_some() && descriptor.identity.is_none() {
+            return Err(
+                "an ordinal without an identity check: `.nth(i)` alone would act on whatever sits \
+                 at that position"
+                    .to_owned(),
+            );
+        }
+        let root = self.scope_expression(descriptor.scope.as_ref(), body)?;
+        let role = ts_string(playwright_role(&descriptor.role)?);
+        let name = descriptor
+            .name
+            .as_ref()
+            .map(|name| self.name_spec(name.match_mode, &name.value))
+            .transpose()?;
+
+        // `rows`: the rows the target sits in, when it is found through a row; `inside`: the
+        // target relative to its row (or to the root); `anchored`: the row is the anchor's.
+        let (rows, inside, anchored) = match (&name, &descriptor.anchor) {
+            (Some(name), _) => {
+                let inside = format!(".getByRole({role}{})", name.option());
+                let rows = descriptor
+                    .identity
+                    .as_ref()
+                    .map(|_| innermost_rows(&root, &format!("page{inside}")));
+                (rows, inside, false)
+            }
+            (None, Some(anchor)) => match anchor.relation {
+                AnchorRelation::RowOf | AnchorRelation::AdjacentTo => {
+                    let label = self.name_spec(anchor.match_mode, &anchor.text)?;
+                    let rows =
+                        innermost_rows(&root, &format!("page.getByRole('cell'{})", label.option()));
+                    let mut inside = format!("{BREAK}.getByRole({role})");
+                    if descriptor.role == "cell" {
+                        // The label is a cell of the same row; the target is the other cell.
+                        inside
+                            .push_str(&format!("{BREAK}.filter({{ hasNotText: {} }})", label.text));
+                    }
+                    (Some(rows), inside, true)
+                }
+                AnchorRelation::LabelledBy => {
+                    if descriptor.identity.is_some() {
+                        return Err(
+                            "an identity check on a target found by its label: the label names \
+                             no row to check"
+                                .to_owned(),
+                        );
+                    }
+                    let label = self.name_spec(anchor.match_mode, &anchor.text)?;
+                    let inside = format!(
+                        ".getByRole({role}).and({root}.getByLabel({}))",
+                        label.label_arguments()
+                    );
+                    (None, inside, false)
+                }
+                AnchorRelation::WithinSection => {
+                    return Err(format!(
+                        "the anchor `within_section {:?}` depends on whether the anchor is a \
+                         heading or a table cell on the live page; Playwright has no role-based \
+                         locator for \"the nodes after a heading\"",
+                        anchor.text
+                    ));
+                }
+            },
+            (None, None) => {
+                let inside = format!(".getByRole({role})");
+                let rows = descriptor
+                    .identity
+                    .as_ref()
+                    .map(|_| innermost_rows(&root, &format!("page{inside}")));
+                (rows, inside, false)
+            }
+        };
+
+        let mut lines = Vec::new();
+        let locator = match (&descriptor.identity, rows) {
+            (Some(identity), Some(rows)) => {
+                let row = match descriptor.ordinal {
+                    Some(ordinal) if !anchored => format!("{rows}{BREAK}.nth({ordinal})"),
+                    _ => rows,
+                };
+                lines.push(format!("const row = {row};"));
+                lines.push(self.identity(&root, identity, scope)?);
+                match descriptor.ordinal {
+                    Some(ordinal) if anchored => format!("row{inside}.nth({ordinal})"),
+                    _ => format!("row{inside}"),
+                }
+            }
+            (_, Some(rows)) => format!("{rows}{inside}"),
+            (_, None) => format!("{root}{inside}"),
+        };
+        Ok(TargetCode { lines, locator })
+    }
+
+    /// The identity check on `row` as an `expect` on its key cell.
+    fn identity(
+        &mut self,
+        root: &str,
+        identity: &IdentityCheck,
+        scope: ValueScope,
+    ) -> Result<String, String> {
+        let key = match &identity.column {
+            Some(column) => {
+                self.use_helper(Helper::CellUnder);
+                format!("await cellUnder(page, {root}, row, {})", ts_string(column))
+            }
+            None => "row.getByRole('cell').first()".to_owned(),
+        };
+        let what = match &identity.column {
+            Some(column) => format!("the {column:?} cell of its row"),
+            None => "the first cell of its row".to_owned(),
+        };
+        let message = ts_string(&format!("identity: {what}"));
+        let expected = self.value(&identity.equals, scope, false)?;
+        Ok(match identity.match_mode {
+            MatchMode::Exact => format!("await expect({key}, {message}).toHaveText({expected});"),
+            MatchMode::Normalized => {
+                self.use_helper(Helper::Folded);
+                format!("await expect({key}, {message}).toHaveText(folded({expected}));")
+            }
+            MatchMode::Contains => format!(
+                "await expect({key}, {message}).toContainText({expected}, {{ ignoreCase: true }});"
+            ),
+            MatchMode::Regex => match &identity.equals {
+                ValueExpr::String(pattern) => format!(
+                    "await expect({key}, {message}).toHaveText({});",
+                    js_regex_literal(pattern)?
+                ),
+                _ => {
+                    return Err(
+                        "a regex identity check whose pattern is not a literal cannot be \
+                         translated before it is known"
+                            .to_owned(),
+                    );
+                }
+            },
+        })
+    }
+
+    /// How a name (or an anchor's text) is matched, by match mode.
+    fn name_spec(&mut self, mode: MatchMode, text: &str) -> Result<NameSpec, String> {
+        Ok(match mode {
+            MatchMode::Exact => NameSpec {
+                value: ts_string(text),
+                exact: true,
+                text: exact_text_regex(text),
+            },
+            MatchMode::Normalized => {
+                self.use_helper(Helper::Folded);
+                let value = format!("folded({})", ts_string(text));
+                NameSpec {
+                    text: value.clone(),
+                    value,
+                    exact: false,
+                }
+            }
+            MatchMode::Contains => NameSpec {
+                value: ts_string(text),
+                exact: false,
+                text: ts_string(text),
+            },
+            MatchMode::Regex => {
+                let literal = js_regex_literal(text)?;
+                NameSpec {
+                    text: literal.clone(),
+                    value: literal,
+                    exact: false,
+                }
+            }
+        })
+    }
+
+    /// The locator of a predicate's node query.
+    fn query_locator(&mut self, query: &NodeQuery, body: &mut Body) -> Result<String, String> {
+        let Some(role) = &query.role else {
+            return Err(
+                "a node query without a role has no role-based locator; give it a role".to_owned(),
+            );
+        };
+        let role = playwright_role(role)?;
+        let root = self.scope_expression(query.scope.as_ref(), body)?;
+        let mut options = Vec::new();
+        if let Some(name) = &query.name {
+            self.use_helper(Helper::Folded);
+            options.push(format!(", {{ name: folded({}) }}", ts_string(name)));
+        }
+        if let Some(part) = &query.name_contains {
+            self.use_helper(Helper::FoldedPart);
+            options.push(format!(", {{ name: foldedPart({}) }}", ts_string(part)));
+        }
+        if let Some(pattern) = &query.name_matches {
+            options.push(format!(", {{ name: {} }}", js_regex_literal(pattern)?));
+        }
+        let role = ts_string(role);
+        let mut options = options.into_iter();
+        let mut locator = format!(
+            "{root}.getByRole({role}{})",
+            options.next().unwrap_or_default()
+        );
+        for option in options {
+            locator.push_str(&format!(".and({root}.getByRole({role}{option}))"));
+        }
+        Ok(locator)
+    }
+
+    /// A predicate as `expect` statements; `timeout` bounds each (a step's wait).
+    fn expect_lines(
+        &mut self,
+        predicate: &Predicate,
+        timeout: Option<u32>,
+        scope: ValueScope,
+        body: &mut Body,
+    ) -> Result<Vec<String>, String> {
+        let options = timeout.map_or_else(String::new, |ms| format!("{{ timeout: {ms} }}"));
+        let with = |prefix: &str| {
+            if options.is_empty() {
+                String::new()
+            } else {
+                format!("{prefix}{options}")
+            }
+        };
+        Ok(match predicate {
+            Predicate::NodeExists { query, min_count } => {
+                let locator = self.query_locator(query, body)?;
+                let nth = if *min_count <= 1 {
+                    ".first()".to_owned()
+                } else {
+                    format!(".nth({})", min_count - 1)
+                };
+                vec![format!(
+                    "await expect({locator}{nth}).toBeVisible({});",
+                    with("")
+                )]
+            }
+            Predicate::NodeAbsent { query } => {
+                let locator = self.query_locator(query, body)?;
+                vec![format!(
+                    "await expect({locator}).toHaveCount(0{});",
+                    with(", ")
+                )]
+            }
+            Predicate::NodeHasValue { query, value } => {
+                let locator = self.query_locator(query, body)?;
+                let value = self.value(value, scope, false)?;
+                vec![format!(
+                    "await expect({locator}).toHaveValue({value}{});",
+                    with(", ")
+                )]
+            }
+            Predicate::TextPresent { value } | Predicate::TextAbsent { value } => {
+                let value = self.value(value, scope, false)?;
+                self.use_helper(Helper::PageText);
+                let not = if matches!(predicate, Predicate::TextAbsent { .. }) {
+                    ".not"
+                } else {
+                    ""
+                };
+                vec![format!(
+                    "await expect.poll(() => pageText(page){}){not}.toContain(squash({value}).toLowerCase());",
+                    with(", ")
+                )]
+            }
+            Predicate::UrlMatches { pattern } => {
+                vec![format!(
+                    "await expect(page).toHaveURL({}{});",
+                    js_regex_literal(pattern)?,
+                    with(", ")
+                )]
+            }
+            Predicate::HttpStatusIn { codes } => {
+                return Err(format!(
+                    "http_status_in {codes:?} reads the status of the last navigation, which a \
+                     Playwright assertion cannot see"
+                ));
+            }
+            Predicate::AllOf { of } => {
+                let mut lines = Vec::new();
+                for child in of {
+                    lines.extend(self.expect_lines(child, timeout, scope, body)?);
+                }
+                lines
+            }
+            Predicate::AnyOf { .. } | Predicate::Not { .. } => {
+                let expression = self.bool_expression(predicate, scope, body)?;
+                vec![format!(
+                    "await expect.poll(async () => {expression}{}).toBe(true);",
+                    with(", ")
+                )]
+            }
+        })
+    }
+
+    /// A predicate as a boolean expression read once (for `any_of`, `not` and detectors).
+    fn bool_expression(
+        &mut self,
+        predicate: &Predicate,
+        scope: ValueScope,
+        body: &mut Body,
+    ) -> Result<String, String> {
+        Ok(match predicate {
+            Predicate::NodeExists { query, min_count } => {
+                let locator = self.query_locator(query, body)?;
+                format!("(await {locator}.count()) >= {min_count}")
+            }
+            Predicate::NodeAbsent { query } => {
+                let locator = self.query_locator(query, body)?;
+                format!("(await {locator}.count()) === 0")
+            }
+            Predicate::NodeHasValue { query, value } => {
+                let locator = self.query_locator(query, body)?;
+                let value = self.value(value, scope, false)?;
+                self.use_helper(Helper::ValuesOf);
+                format!("(await valuesOf({locator})).includes(squash({value}))")
+            }
+            Predicate::TextPresent { value } | Predicate::TextAbsent { value } => {
+                let value = self.value(value, scope, false)?;
+                self.use_helper(Helper::PageText);
+                let not = if matches!(predicate, Predicate::TextAbsent { .. }) {
+                    "!"
+                } else {
+                    ""
+                };
+                format!("{not}(await pageText(page)).includes(squash({value}).toLowerCase())")
+            }
+            Predicate::UrlMatches { pattern } => {
+                format!("{}.test(page.url())", js_regex_literal(pattern)?)
+            }
+            Predicate::HttpStatusIn { codes } => {
+                return Err(format!(
+                    "http_status_in {codes:?} reads the status of the last navigation, which a \
+                     Playwright test cannot see"
+                ));
+            }
+            Predicate::AllOf { of } | Predicate::AnyOf { of } => {
+                let joiner = if matches!(predicate, Predicate::AllOf { .. }) {
+                    " && "
+                } else {
+                    " || "
+                };
+                if of.is_empty() {
+                    return Ok(if joiner == " && " { "true" } else { "false" }.to_owned());
+                }
+                let mut parts = Vec::new();
+                for child in of {
+                    parts.push(self.bool_expression(child, scope, body)?);
+                }
+                format!("({})", parts.join(joiner))
+            }
+            Predicate::Not { of } => format!("!({})", self.bool_expression(of, scope, body)?),
+        })
+    }
+
+    /// A value as a TypeScript expression. Secrets only where `secrets` (typed into a control).
+    fn value(
+        &mut self,
+        value: &ValueExpr,
+        scope: ValueScope,
+        secrets: bool,
+    ) -> Result<String, String> {
+        match value {
+            ValueExpr::Input(name) => match scope {
+                ValueScope::Test => Ok(format!("INPUTS.{name}")),
+                ValueScope::Remedy => Err(format!(
+                    "the value reads input `{name}`, which a remedy capability is not given"
+                )),
+            },
+            ValueExpr::Output(name) => Ok(format!("outputs.{name}")),
+            ValueExpr::Secret(name) if secrets => {
+                self.use_helper(Helper::Secret);
+                Ok(format!(
+                    "secret({})",
+                    ts_string(&env_var(DEFAULT_ENV_PREFIX, name.as_str()))
+                ))
+            }
+            ValueExpr::Secret(name) => Err(format!(
+                "secret `{name}` would be compared with screen text; secrets are only typed"
+            )),
+            literal => Ok(ts_string(&literal.literal_text().unwrap_or_default())),
+        }
+    }
+
+    /// `page`, or the identifier of the scope's frame (declared at the top of the function).
+    fn scope_expression(
+        &mut self,
+        scope: Option<&NodeScope>,
+        body: &mut Body,
+    ) -> Result<String, String> {
+        let Some(scope) = scope else {
+            return Ok("page".to_owned());
+        };
+        if let Some(region) = &scope.region {
+            return Err(format!(
+                "the region `{region}` is inferred from headings by cua's snapshot; Playwright has \
+                 no locator for it"
+            ));
+        }
+        let Some(frame) = &scope.frame else {
+            return Ok("page".to_owned());
+        };
+        body.frames.insert(frame.clone());
+        Ok(self.frame_ident(frame))
+    }
+
+    fn frame_ident(&mut self, frame: &str) -> String {
+        if let Some(ident) = self.frame_idents.get(frame) {
+            return ident.clone();
+        }
+        let base = format!("frame_{}", identifier(frame));
+        let taken: BTreeSet<&String> = self.frame_idents.values().collect();
+        let mut ident = base.clone();
+        let mut suffix = 2;
+        while taken.contains(&ident) {
+            ident = format!("{base}_{suffix}");
+            suffix += 1;
+        }
+        self.frame_idents.insert(frame.to_owned(), ident.clone());
+        ident
+    }
+
+    fn frame_declarations(&mut self, body: &Body) -> Vec<String> {
+        body.frames
+            .iter()
+            .map(|frame| {
+                let ident = self.frame_ident(frame);
+                let selector = format!(
+                    "frame[name={}], iframe[name={}]",
+                    css_string(frame),
+                    css_string(frame)
+                );
+                format!(
+                    "  const {ident} = page.frameLocator({});",
+                    ts_string(&selector)
+                )
+            })
+            .collect()
+    }
+
+    /// A URL with `{base_url}` as a concatenation with `baseUrl()`; other placeholders refuse.
+    fn url_expression(&mut self, url: &str) -> Result<String, String> {
+        let mut parts = Vec::new();
+        for (position, piece) in url.split("{base_url}").enumerate() {
+            if position > 0 {
+                self.use_helper(Helper::BaseUrl);
+                parts.push("baseUrl()".to_owned());
+            }
+            if let Some(start) = piece.find('{')
+                && piece[start..].contains('}')
+            {
+                return Err(format!(
+                    "the URL {url:?} holds a placeholder other than {{base_url}}, unbound here"
+                ));
+            }
+            if !piece.is_empty() {
+                parts.push(ts_string(piece));
+            }
+        }
+        if parts.is_empty() {
+            return Err("the URL is empty".to_owned());
+        }
+        Ok(parts.join(" + "))
+    }
+
+    /// The outputs' shape assertions, and their values as test annotations.
+    fn output_shapes(&mut self, capability: &Capability, body: &mut Body) {
+        if capability.outputs.is_empty() {
+            return;
+        }
+        body.blank();
+        body.line(
+            1,
+            "// Outputs, asserted by shape: their values are the application's data.",
+        );
+        for output in &capability.outputs {
+            let name = &output.name;
+            let message = ts_string(&format!("{name} ({})", output.value_type.as_str()));
+            let assertion = match output.value_type {
+                ValueType::Money => format!("toMatch({MONEY_SHAPE})"),
+                ValueType::Date => format!("toMatch({DATE_SHAPE})"),
+                ValueType::Integer => format!("toMatch({INTEGER_SHAPE})"),
+                ValueType::Number => format!("toMatch({NUMBER_SHAPE})"),
+                ValueType::Boolean => format!("toMatch({BOOLEAN_SHAPE})"),
+                ValueType::String | ValueType::Enum => "toMatch(/\\S/)".to_owned(),
+            };
+            body.line(1, format!("expect(outputs.{name}, {message}).{assertion};"));
+        }
+        for output in capability.outputs.iter().filter(|output| !output.sensitive) {
+            body.line(
+                1,
+                format!(
+                    "test.info().annotations.push({{ type: 'output', description: {} + outputs.{} }});",
+                    ts_string(&format!("{}=", output.name)),
+                    output.name
+                ),
+            );
+        }
+    }
+
+    fn use_helper(&mut self, helper: Helper) {
+        self.helpers.insert(helper);
+        for required in helper.requires() {
+            self.helpers.insert(*required);
+        }
+    }
+
+    /// The whole file: header, imports, the test, then functions and helpers.
+    fn file(&mut self, capability: &Capability, title: &str, body: Body) -> String {
+        let reference = capability.reference();
+        let hash = capability
+            .content_hash
+            .as_ref()
+            .map_or("none (an unsealed draft)", |hash| hash.as_str());
+        let mut out = Vec::new();
+        let tenant = self
+            .config
+            .tenant
+            .as_ref()
+            .map_or_else(String::new, |tenant| format!(" for tenant {tenant}"));
+        out.push(format!(
+            "// Generated by `cua codegen` from {reference}{tenant} at content hash {hash}."
+        ));
+        out.push("// Do not edit: regenerate it from the capability.".to_owned());
+        out.push("//".to_owned());
+        out.push(format!("// {}", comment_text(&capability.title)));
+        out.push("//".to_owned());
+        out.push(format!(
+            "// Run: {BASE_URL_ENV}=<application URL> npx playwright test <this file>"
+        ));
+        out.push(format!(
+            "// Inputs come from {INPUT_ENV_PREFIX}<NAME> (default: the artifact's example), \
+             secrets only from {DEFAULT_ENV_PREFIX}<NAME>."
+        ));
+        out.push("// Targets are role-within-scope locators; CSS hints are never used.".to_owned());
+        if !self.not_translated.is_empty() {
+            out.push("//".to_owned());
+            out.push("// Not translated (replay handles these):".to_owned());
+            for line in &self.not_translated {
+                out.push(format!("// - {}", comment_text(line)));
+            }
+        }
+        out.push(String::new());
+        let mut imports = vec!["test", "expect"];
+        if self.helpers.contains(&Helper::CellUnder) {
+            imports.push("type FrameLocator");
+        }
+        if self.helpers.contains(&Helper::CellUnder) || self.helpers.contains(&Helper::ValuesOf) {
+            imports.push("type Locator");
+        }
+        if !self.functions.is_empty()
+            || self.helpers.contains(&Helper::PageText)
+            || self.helpers.contains(&Helper::CellUnder)
+        {
+            imports.push("type Page");
+        }
+        out.push(format!(
+            "import {{ {} }} from '@playwright/test';",
+            imports.join(", ")
+        ));
+        out.push(String::new());
+        out.push(format!(
+            "test({}, async ({{ page }}) => {{",
+            ts_string(title)
+        ));
+        out.extend(self.frame_declarations(&body));
+        out.extend(body.lines);
+        out.push("});".to_owned());
+        for function in &self.functions {
+            out.push(String::new());
+            out.push(function.clone());
+        }
+        for helper in &self.helpers {
+            out.push(String::new());
+            out.push(helper.source().trim_end().to_owned());
+        }
+        let mut text: String = out.join("\n").chars().filter(|&c| c != BREAK).collect();
+        text.push('\n');
+        text
+    }
+}
+
+/// The innermost table rows of `root` that hold a node matching `inner` (a `page.`-rooted
+/// locator, queried inside each row). Layout tables nest rows inside rows; the innermost row
+/// is the one a label and its control share.
+fn innermost_rows(root: &str, inner: &str) -> String {
+    format!(
+        "{root}{BREAK}.getByRole('row'){BREAK}.filter({{ has: {inner} }}){BREAK}.filter({{ hasNot: page.getByRole('row') }})"
+    )
+}
+
+/// One statement at `indent`: on one line when it fits, else one chained call per line.
+fn layout(indent: usize, text: &str) -> String {
+    let pad = "  ".repeat(indent);
+    let flat: String = text.chars().filter(|&c| c != BREAK).collect();
+    if pad.len() + flat.chars().count() <= MAX_LINE || !text.contains(BREAK) {
+        return format!("{pad}{flat}");
+    }
+    let continuation = format!("\n{pad}  ");
+    format!("{pad}{}", text.replace(BREAK, &continuation))
+}
+
+/// A regex literal matching exactly `text`, whitespace around it allowed.
+fn exact_text_regex(text: &str) -> String {
+    let mut source = String::from(r"^\s*");
+    for c in text.chars() {
+        escape::push_regex_char(&mut source, c, false);
+    }
+    source.push_str(r"\s*$");
+    format!("/{source}/u")
+}
+
+/// The Playwright role for a cua role, or why there is none.
+fn playwright_role(role: &str) -> Result<&str, String> {
+    if PLAYWRIGHT_ROLES.contains(&role) {
+        Ok(role)
+    } else {
+        Err(format!(
+            "the role `{role}` is not an ARIA role Playwright's getByRole knows"
+        ))
+    }
+}
+
+/// Whether any step extracts an output (and so writes to `outputs`).
+fn extracts(capability: &Capability) -> bool {
+    capability
+        .steps
+        .iter()
+        .any(|step| matches!(step.action, Action::Extract { .. }))
+}
+
+/// A TypeScript identifier fragment: ASCII letters, digits and `_`.
+fn identifier(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+const HELPER_BASE_URL: &str = r#"/** The application's URL from `CUA_BASE_URL`, without a trailing slash. */
+function baseUrl(): string {
+  const url = process.env.CUA_BASE_URL;
+  if (!url) {
+    throw new Error('CUA_BASE_URL is not set: give the URL of the application under test');
+  }
+  return url.replace(/\/+$/, '');
+}
+"#;
+
+const HELPER_INPUT: &str = r#"/** An input from `variable`, else the artifact's example; checked as replay checks it. */
+function input(variable: string, example?: string, pattern?: RegExp, allowed?: string[]): string {
+  const value = process.env[variable] ?? example;
+  if (value === undefined) {
+    throw new Error(`${variable} is not set and the artifact gives no example`);
+  }
+  if (pattern !== undefined && !pattern.test(value)) {
+    throw new Error(`${variable}=${JSON.stringify(value)} does not match ${pattern}`);
+  }
+  if (allowed !== undefined && !allowed.includes(value)) {
+    throw new Error(`${variable}=${JSON.stringify(value)} is not one of ${allowed.join(', ')}`);
+  }
+  return value;
+}
+"#;
+
+const HELPER_SECRET: &str = r#"/** A secret from `variable`: secrets are never written into a spec. */
+function secret(variable: string): string {
+  const value = process.env[variable];
+  if (!value) {
+    throw new Error(`${variable} is not set: secrets come only from the environment`);
+  }
+  return value;
+}
+"#;
+
+const HELPER_SQUASH: &str = r#"/** Whitespace squashed, as cua compares text. */
+function squash(text: string): string {
+  return text.replace(/\s+/gu, ' ').trim();
+}
+"#;
+
+const HELPER_FOLDED: &str = r#"/** cua's `normalized` match: the same letters and digits, ignoring case, spacing and punctuation. */
+function folded(text: string): RegExp {
+  const gap = '[^\\p{Alphabetic}\\p{N}]*';
+  const words = text.match(/[\p{Alphabetic}\p{N}]+/gu) ?? [];
+  return new RegExp(`^${gap}${words.join(gap)}${gap}$`, 'iu');
+}
+"#;
+
+const HELPER_FOLDED_PART: &str = r#"/** cua's `name_contains`: the letters and digits of `text` in order, ignoring case and punctuation. */
+function foldedPart(text: string): RegExp {
+  const gap = '[^\\p{Alphabetic}\\p{N}]*';
+  const words = text.match(/[\p{Alphabetic}\p{N}]+/gu) ?? [];
+  return new RegExp(words.join(gap), 'iu');
+}
+"#;
+
+const HELPER_PAGE_TEXT: &str = r#"/** The text of every frame, squashed and lower-cased: what cua's text_present searches. */
+async function pageText(page: Page): Promise<string> {
+  const texts = await Promise.all(
+    page.frames().map((frame) => frame.evaluate(() => document.body?.innerText ?? '').catch(() => '')),
+  );
+  return squash(texts.join(' ')).toLowerCase();
+}
+"#;
+
+const HELPER_VALUES_OF: &str = r#"/** The values of every control `locator` matches, squashed: what cua's node_has_value compares. */
+async function valuesOf(locator: Locator): Promise<string[]> {
+  const controls = await locator.all();
+  return Promise.all(controls.map(async (control) => squash(await control.inputValue())));
+}
+"#;
+
+const HELPER_CELL_UNDER: &str = r#"/**
+ * The cell of `row` under the column headed `column`: the key cell of cua's identity check. The
+ * header row is the one row of `scope` with that column header.
+ */
+async function cellUnder(page: Page, scope: Page | FrameLocator, row: Locator, column: string): Promise<Locator> {
+  const header = scope
+    .getByRole('row')
+    .filter({ has: page.getByRole('columnheader', { name: column, exact: true }) })
+    .filter({ hasNot: page.getByRole('row') });
+  await expect(header, `one header row with a "${column}" column`).toHaveCount(1);
+  const headers = (await header.getByRole('columnheader').allInnerTexts()).map(squash);
+  const index = headers.indexOf(squash(column));
+  expect(index, `column "${column}" among ${JSON.stringify(headers)}`).toBeGreaterThanOrEqual(0);
+  return row.getByRole('cell').nth(index);
+}
+"#;
