@@ -124,6 +124,8 @@ pub struct PolicyEngine {
     dispositions: Dispositions,
     gates: ReplayGates,
     budgets: Budgets,
+    /// Set for a nested run sharing its parent's trace: ids read `dec-<namespace>-000001`.
+    decision_namespace: String,
     next_decision: AtomicU64,
 }
 
@@ -137,6 +139,7 @@ impl Clone for PolicyEngine {
             dispositions: self.dispositions.clone(),
             gates: self.gates,
             budgets: self.budgets,
+            decision_namespace: self.decision_namespace.clone(),
             next_decision: AtomicU64::new(1),
         }
     }
@@ -190,6 +193,7 @@ impl PolicyEngine {
                 max_duration_ms: 120_000,
                 max_recovery_attempts_total: 6,
             },
+            decision_namespace: String::new(),
             next_decision: AtomicU64::new(1),
         }
     }
@@ -204,6 +208,7 @@ impl PolicyEngine {
             dispositions: config.dispositions.clone(),
             gates: config.replay_gates,
             budgets: config.budgets,
+            decision_namespace: String::new(),
             next_decision: AtomicU64::new(1),
         })
     }
@@ -223,6 +228,19 @@ impl PolicyEngine {
             .copied()
             .collect();
         Ok(narrowed)
+    }
+
+    /// This engine with its decision ids in a namespace, `dec-<namespace>-000001`, and a fresh
+    /// counter. A nested run (a `run_capability` remedy) writes into its parent's trace, where
+    /// its decisions must not repeat the parent's ids. Characters other than ASCII letters,
+    /// digits, `-` and `_` are dropped from the namespace.
+    pub fn with_decision_namespace(mut self, namespace: &str) -> Self {
+        self.decision_namespace = namespace
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+            .collect();
+        self.next_decision = AtomicU64::new(1);
+        self
     }
 
     /// The allowlist this engine enforces (drivers enforce it again inside the browser).
@@ -325,10 +343,12 @@ impl PolicyEngine {
         request: ActionRequest,
         context: &AuthorizationContext,
     ) -> Result<AuthorizedAction, Denial> {
-        let decision_id = format!(
-            "dec-{:06}",
-            self.next_decision.fetch_add(1, Ordering::Relaxed)
-        );
+        let number = self.next_decision.fetch_add(1, Ordering::Relaxed);
+        let decision_id = if self.decision_namespace.is_empty() {
+            format!("dec-{number:06}")
+        } else {
+            format!("dec-{}-{number:06}", self.decision_namespace)
+        };
         let deny = |code, reason: String| Denial {
             code,
             reason,

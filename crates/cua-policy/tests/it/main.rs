@@ -304,6 +304,17 @@ fn a_capability_only_narrows() {
         .unwrap();
     assert_eq!(again.decision_id(), "dec-000001");
     assert_eq!(first.decision_id(), "dec-000004");
+    // A nested run in the same trace numbers its decisions in a namespace of its own.
+    let nested = fresh.with_decision_namespace("r1/sign on");
+    let inner = nested
+        .authorize(&lease, click(Actor::Automation, 1, "Search", None))
+        .unwrap();
+    assert_eq!(inner.decision_id(), "dec-r1signon-000001");
+    let inner_clone = nested.clone();
+    let cloned = inner_clone
+        .authorize(&lease, click(Actor::Automation, 1, "Search", None))
+        .unwrap();
+    assert_eq!(cloned.decision_id(), "dec-r1signon-000001");
 }
 
 #[test]
