@@ -85,6 +85,19 @@ impl RunRequest {
     }
 }
 
+/// Where a continued run picks up (see [`Replayer::continue_run`]). Added for assisted replay
+/// (issue 7) as an additive entry point: [`Replayer::run`] is unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContinueAt {
+    /// The index of the first step to execute; `steps.len()` goes straight to the checkpoint.
+    pub step_index: usize,
+    /// Outputs an earlier run of the same capability already extracted, by output name. Names
+    /// the capability does not declare are ignored.
+    pub outputs: BTreeMap<String, String>,
+    /// Why the run continues rather than starting over, for the evidence.
+    pub reason: String,
+}
+
 /// The deterministic executor, wired with everything it uses. It reads no clock, environment
 /// or file of its own, and makes no network call beyond what the surface driver does.
 pub struct Replayer<'r, D: SurfaceDriver> {
@@ -132,6 +145,8 @@ pub(crate) struct Tally {
     pub(crate) steps: Vec<StepReport>,
     pub(crate) dispatches: u32,
     pub(crate) recovery_attempts: u32,
+    /// How many `run_capability` remedies have run.
+    pub(crate) remedy_runs: u32,
     /// The step whose dispatch may have carried a mutation the page still shows the result
     /// of; while set, no remedy may reload (see the crate documentation).
     pub(crate) mutation_mark: Option<String>,
@@ -166,6 +181,27 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// evidence); everything else that stops a run is a report with status `failed` or
     /// `needs_human`.
     pub async fn run(&self, request: RunRequest) -> Result<ReplayReport, ReplayError> {
+        self.run_from(request, None).await
+    }
+
+    /// Continues a run on the screen the surface shows now: everything [`Replayer::run`] checks
+    /// before the first action, then no entrypoint navigation, the earlier run's outputs
+    /// carried over, and execution from `at.step_index`, in a trace of its own. Assisted replay
+    /// uses it after a deterministic run stopped at a step the artifact's target no longer
+    /// finds: no step before `at.step_index` is dispatched again.
+    pub async fn continue_run(
+        &self,
+        request: RunRequest,
+        at: ContinueAt,
+    ) -> Result<ReplayReport, ReplayError> {
+        self.run_from(request, Some(&at)).await
+    }
+
+    async fn run_from(
+        &self,
+        request: RunRequest,
+        at: Option<&ContinueAt>,
+    ) -> Result<ReplayReport, ReplayError> {
         let capability = &request.capability.capability;
         let redactor = self.bus.redactor();
         redactor.add_sensitive_keys(capability.sensitive_names().into_iter().map(str::to_owned));
@@ -196,7 +232,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             ..Tally::default()
         };
         let started = self.clock.elapsed();
-        let (ending, values) = match self.execute(&request, &mut tally).await {
+        let (ending, values) = match self.execute(&request, &mut tally, at).await {
             Ok(done) => done,
             Err(Halt::Stop(stop)) => (Ending::Stopped(stop), RunValues::default()),
             Err(Halt::Fatal(
@@ -218,6 +254,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         &self,
         request: &RunRequest,
         tally: &mut Tally,
+        at: Option<&ContinueAt>,
     ) -> Result<(Ending, RunValues), Halt> {
         let capability = &request.capability.capability;
         let lease = self.current_lease();
@@ -263,10 +300,16 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             &request.capability,
             &request.inputs,
             request.allow_irreversible,
-            false,
+            None,
         )?;
-        self.enter(&frame, tally).await?;
-        let mut ending = self.run_frame(&mut frame, tally).await?;
+        let start = match at {
+            None => {
+                self.enter(&frame, tally).await?;
+                0
+            }
+            Some(at) => self.carry_over(&mut frame, at)?,
+        };
+        let mut ending = self.run_frame_from(&mut frame, tally, start).await?;
         // A supervised escalation resumes the run itself after the hand-back (see `resume`).
         while let Ending::Stopped(stop) = &ending {
             ending = match self.supervise(&mut frame, tally, stop).await? {
@@ -280,22 +323,75 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         Ok((ending, frame.values))
     }
 
+    /// A continued run's starting point: the step index checked, the earlier outputs set, and
+    /// a note saying where and why the run continues.
+    fn carry_over(&self, frame: &mut Frame<'_>, at: &ContinueAt) -> Result<usize, Halt> {
+        let steps = frame.capability.steps.len();
+        if at.step_index > steps {
+            return Err(Stop::new(
+                FailureCode::Internal,
+                format!(
+                    "cannot continue at step index {}: {} has {steps} step(s)",
+                    at.step_index, frame.reference
+                ),
+            )
+            .into());
+        }
+        for (name, value) in &at.outputs {
+            if frame.capability.output(name).is_some()
+                && let Ok(name) = Identifier::parse(name)
+            {
+                frame.values.set_output(name, value.clone());
+            }
+        }
+        let step = frame
+            .capability
+            .steps
+            .get(at.step_index)
+            .map_or_else(|| "checkpoint".to_owned(), |step| step.id.to_string());
+        self.note(
+            "continuing on the current screen",
+            [
+                ("step_index", Value::from(at.step_index as u64)),
+                ("step", Value::from(step)),
+                (
+                    "carried_outputs",
+                    Value::from(
+                        frame
+                            .values
+                            .outputs()
+                            .keys()
+                            .map(|name| Value::from(name.as_str()))
+                            .collect::<Vec<_>>(),
+                    ),
+                ),
+                ("reason", Value::from(at.reason.clone())),
+            ],
+        )?;
+        Ok(at.step_index)
+    }
+
     /// Prepares a capability for execution: narrowed policy, budget, validated inputs, and the
-    /// irreversible gate. Shared by the run and its `run_capability` remedies.
+    /// irreversible gate. Shared by the run and its `run_capability` remedies; `remedy` is the
+    /// remedy run's number in this run (its decision ids read `dec-r<n>-…`, so they never repeat
+    /// the parent's in the shared trace).
     pub(crate) fn open_frame<'c>(
         &self,
         prepared: &'c PreparedCapability,
         inputs: &BTreeMap<String, Value>,
         allow_irreversible: bool,
-        remedy: bool,
+        remedy: Option<u32>,
     ) -> Result<Frame<'c>, Halt> {
         let capability = &prepared.capability;
-        let engine = self.policy.for_capability(capability).map_err(|error| {
+        let mut engine = self.policy.for_capability(capability).map_err(|error| {
             Halt::Fatal(ReplayError::Policy {
                 reference: Box::new(capability.reference()),
                 reason: error.to_string(),
             })
         })?;
+        if let Some(number) = remedy {
+            engine = engine.with_decision_namespace(&format!("r{number}"));
+        }
         let budget = engine.run_budget(capability);
         budget
             .check_steps(capability.steps.len())
@@ -324,7 +420,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         Ok(Frame {
             capability,
             reference: capability.reference(),
-            remedy,
+            remedy: remedy.is_some(),
             engine,
             grant,
             budget,

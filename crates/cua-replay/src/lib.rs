@@ -11,6 +11,9 @@
 //! placeholders, the step budget, the inputs (validated, never trimmed or coerced;
 //! `input_validation_failed` with zero dispatches) and the irreversible approval gate. Then the
 //! entrypoint is opened through the same chokepoint as every action.
+//! [`Replayer::continue_run`] does the same checks and then carries on from a given step on the
+//! screen as it is (no entrypoint, earlier outputs carried over): assisted replay continues a
+//! stopped run this way, in a trace of its own.
 //!
 //! Per step:
 //!
@@ -86,7 +89,7 @@ mod values;
 
 pub use clock::{ManualClock, RunClock, Sleep, TokioClock};
 pub use error::ReplayError;
-pub use executor::{ReplayConfig, Replayer, RunRequest};
+pub use executor::{ContinueAt, ReplayConfig, Replayer, RunRequest};
 pub use ports::{
     CapabilityList, CapabilityLoader, EscalationRequest, EscalationSink, INVOCATION_TENANT,
     NoCapabilities, PreparedCapability, RecordedEscalations, TenantOverlay,

@@ -361,7 +361,9 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 redactor.register_sensitive_value(value);
             }
         }
-        let ending = match self.open_frame(&prepared, &inputs, frame.allow_irreversible, true) {
+        tally.remedy_runs += 1;
+        let number = Some(tally.remedy_runs);
+        let ending = match self.open_frame(&prepared, &inputs, frame.allow_irreversible, number) {
             Ok(mut nested) => self.run_frame(&mut nested, tally).await,
             Err(Halt::Stop(stop)) => Ok(Ending::Stopped(stop)),
             Err(fatal) => Err(fatal),
