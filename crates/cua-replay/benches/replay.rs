@@ -1,0 +1,380 @@
+//! `make bench`: the savings-balance flow replayed by cua versus the same flow hand-written in
+//! Playwright (`playwright-core`, `getByRole` locators, the same Debian Chromium), and batch
+//! throughput over a pool of pages. Printed side by side; nothing is asserted.
+//!
+//! Both sides run the whole flow (sign on, search, read three values) against the same
+//! in-process MemberDesk. "Browser start excluded": one browser, signed out (untimed) before
+//! each iteration. "Included": a fresh browser per iteration, launch and close timed.
+#![allow(clippy::unwrap_used, reason = "a benchmark fails loudly")]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cua_artifact::{Actor, Capability, PolicyConfig, RunStatus};
+use cua_chromium::{ChromiumConfig, ChromiumSurface};
+use cua_evidence::{EvidenceBus, Redactor, RunId, SecretResolver, SystemClock};
+use cua_policy::{ActionRequest, Lease, PolicyEngine, SurfaceAction};
+use cua_replay::{
+    CapabilityList, PreparedCapability, RecordedEscalations, ReplayConfig, Replayer, RunRequest,
+    TokioClock,
+};
+use cua_surface::SurfaceDriver;
+use serde_json::Value;
+
+const ITERATIONS: usize = 7;
+const BATCH_ROWS: usize = 16;
+
+fn main() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(bench());
+}
+
+struct Setup {
+    policy_config: PolicyConfig,
+    policy: PolicyEngine,
+    savings: PreparedCapability,
+    sign_on: PreparedCapability,
+    evidence: tempfile::TempDir,
+    base_url: String,
+    runs: AtomicU64,
+}
+
+impl Setup {
+    async fn replay<D: SurfaceDriver>(&self, surface: &D, member_id: &str) -> RunStatus {
+        let number = self.runs.fetch_add(1, Ordering::Relaxed);
+        let redactor = Redactor::from_policy(&self.policy_config.redaction).unwrap();
+        let bus = EvidenceBus::create(
+            self.evidence.path(),
+            RunId::parse(&format!("bench-{number}")).unwrap(),
+            Arc::new(SystemClock),
+            redactor.clone(),
+        )
+        .unwrap();
+        let secrets = SecretResolver::new(
+            "CUA_SECRET_",
+            [
+                ("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID),
+                (
+                    "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
+                    memberdesk::OPERATOR_PASSWORD,
+                ),
+            ],
+            redactor,
+        );
+        let loader = CapabilityList::new(vec![self.sign_on.clone()]);
+        let escalations = RecordedEscalations::new();
+        let clock = TokioClock::new();
+        let replayer = Replayer {
+            driver: surface,
+            policy: &self.policy,
+            bus: &bus,
+            clock: &clock,
+            secrets: &secrets,
+            capabilities: &loader,
+            escalations: &escalations,
+            lease: Arc::new(Mutex::new(Lease::new(Actor::Automation))),
+            config: ReplayConfig::default(),
+        };
+        let inputs = BTreeMap::from([("member_id".to_owned(), Value::from(member_id))]);
+        let report = replayer
+            .run(RunRequest::new(self.savings.clone(), inputs))
+            .await
+            .unwrap();
+        report.result.status
+    }
+
+    /// Signs the browser out (untimed), through the policy like anything else.
+    async fn sign_out(&self, surface: &ChromiumSurface) {
+        let lease = Lease::new(Actor::Automation);
+        let action = self
+            .policy
+            .authorize(
+                &lease,
+                ActionRequest {
+                    actor: Actor::Automation,
+                    epoch: lease.epoch,
+                    action: SurfaceAction::Navigate {
+                        url: format!("{}/logout", self.base_url),
+                    },
+                    target: None,
+                    declared_risk: None,
+                },
+            )
+            .unwrap();
+        surface.dispatch(action).await.unwrap();
+    }
+}
+
+async fn bench() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
+    let fixture = memberdesk::serve(memberdesk::FixtureConfig::loopback(
+        memberdesk::Variant::FirstValley,
+    ))
+    .await
+    .unwrap();
+    let base_url = fixture.base_url();
+    let policy_config = PolicyConfig::from_yaml(&read("config/policy.yaml")).unwrap();
+    let bind = |path: &str| {
+        let capability = Capability::from_yaml(&read(path)).unwrap();
+        PreparedCapability::bind(capability, None, Some(&base_url), None).unwrap()
+    };
+    let setup = Setup {
+        policy: PolicyEngine::from_config(&policy_config).unwrap(),
+        policy_config,
+        savings: bind("capabilities/corebank.member.savings_balance@1.0.0.yaml"),
+        sign_on: bind("capabilities/corebank.auth.sign_on@1.0.0.yaml"),
+        evidence: tempfile::tempdir().unwrap(),
+        base_url: base_url.clone(),
+        runs: AtomicU64::new(0),
+    };
+    let allowlist = setup
+        .policy
+        .for_capability(&setup.savings.capability)
+        .unwrap()
+        .allowlist()
+        .clone();
+    let launch = || ChromiumSurface::launch(ChromiumConfig::from_env(allowlist.clone()));
+
+    println!("savings_balance flow: sign on, search, read three values ({ITERATIONS} iterations)");
+    // cua, browser start excluded.
+    let mut cua_excluded = Vec::new();
+    {
+        let surface = launch().await.unwrap();
+        // One warm-up run, untimed (both sides get one).
+        setup.sign_out(&surface).await;
+        assert_eq!(setup.replay(&surface, "12345").await, RunStatus::Success);
+        for _ in 0..ITERATIONS {
+            setup.sign_out(&surface).await;
+            let start = Instant::now();
+            let status = setup.replay(&surface, "12345").await;
+            cua_excluded.push(start.elapsed().as_secs_f64() * 1000.0);
+            assert_eq!(status, RunStatus::Success);
+        }
+        surface.close().await;
+    }
+    // cua, browser start included.
+    let mut cua_included = Vec::new();
+    for _ in 0..ITERATIONS {
+        let start = Instant::now();
+        let surface = launch().await.unwrap();
+        let status = setup.replay(&surface, "12345").await;
+        surface.close().await;
+        cua_included.push(start.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(status, RunStatus::Success);
+    }
+    let playwright = playwright(&base_url);
+    let row = |name: &str, cua: &[f64], playwright: Option<&Vec<f64>>| {
+        let cua = median(cua);
+        match playwright {
+            Some(times) => {
+                let pw = median(times);
+                println!(
+                    "  {name:<26} cua replay {cua:>7.0} ms   playwright {pw:>7.0} ms   ratio {:.2}",
+                    cua / pw
+                );
+            }
+            None => println!("  {name:<26} cua replay {cua:>7.0} ms   playwright (not run)"),
+        }
+    };
+    match &playwright {
+        Ok(times) => {
+            row("browser start excluded", &cua_excluded, Some(&times.0));
+            row("browser start included", &cua_included, Some(&times.1));
+        }
+        Err(reason) => {
+            row("browser start excluded", &cua_excluded, None);
+            row("browser start included", &cua_included, None);
+            println!("  playwright: {reason}");
+        }
+    }
+
+    println!("batch throughput: {BATCH_ROWS} savings lookups (medians above are per flow)");
+    for (pool, concurrency) in [
+        ("pages", 1),
+        ("pages", 2),
+        ("pages", 4),
+        ("browsers", 2),
+        ("browsers", 4),
+    ] {
+        let (per_minute, peak) = batch(&setup, &launch, pool, concurrency).await;
+        println!(
+            "  {pool:<8} concurrency {concurrency}: {per_minute:>6.1} replays/min, peak RSS {:.0} MiB (bench process + Chromium)",
+            peak as f64 / 1024.0 / 1024.0
+        );
+    }
+    fixture.shutdown().await.unwrap();
+}
+
+/// Runs `BATCH_ROWS` lookups over `concurrency` workers; returns replays per minute and the peak
+/// resident memory of this process plus its Chromium processes.
+async fn batch<F, Fut>(setup: &Setup, launch: &F, pool: &str, concurrency: usize) -> (f64, u64)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<ChromiumSurface, cua_chromium::LaunchError>>,
+{
+    let first = launch().await.unwrap();
+    let mut surfaces = vec![first];
+    for _ in 1..concurrency {
+        let surface = if pool == "pages" {
+            ChromiumSurface::attach(
+                surfaces[0].devtools_endpoint(),
+                ChromiumConfig::from_env(
+                    setup
+                        .policy
+                        .for_capability(&setup.savings.capability)
+                        .unwrap()
+                        .allowlist()
+                        .clone(),
+                ),
+            )
+            .await
+            .unwrap()
+        } else {
+            launch().await.unwrap()
+        };
+        surfaces.push(surface);
+    }
+    let pids: Vec<u32> = surfaces
+        .iter()
+        .filter_map(ChromiumSurface::browser_pid)
+        .collect();
+    let done = Arc::new(AtomicBool::new(false));
+    let peak = Arc::new(AtomicU64::new(0));
+    let sampler = {
+        let done = Arc::clone(&done);
+        let peak = Arc::clone(&peak);
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                peak.fetch_max(resident_bytes(&pids), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+    let members = ["12345", "67890", "24680", "13579"];
+    let next = AtomicU64::new(0);
+    let start = Instant::now();
+    let workers = surfaces.iter().map(|surface| async {
+        loop {
+            let row = next.fetch_add(1, Ordering::Relaxed) as usize;
+            if row >= BATCH_ROWS {
+                break;
+            }
+            let status = setup.replay(surface, members[row % members.len()]).await;
+            assert!(matches!(
+                status,
+                RunStatus::Success | RunStatus::BusinessOutcome
+            ));
+        }
+    });
+    futures::future::join_all(workers).await;
+    let elapsed = start.elapsed();
+    done.store(true, Ordering::Relaxed);
+    let _ = sampler.join();
+    for surface in surfaces {
+        surface.close().await;
+    }
+    (
+        BATCH_ROWS as f64 / elapsed.as_secs_f64() * 60.0,
+        peak.load(Ordering::Relaxed),
+    )
+}
+
+/// The Playwright side: installs `playwright-core` beside the script if needed, runs it, and
+/// returns the per-iteration times (excluded, included).
+fn playwright(base_url: &str) -> Result<(Vec<f64>, Vec<f64>), String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/playwright");
+    if !dir.join("node_modules/playwright-core").is_dir() {
+        let installed = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund"])
+            .current_dir(&dir)
+            .status()
+            .map_err(|error| format!("npm is not available ({error}); apt-get install -y npm"))?;
+        if !installed.success() {
+            return Err("npm install playwright-core failed".to_owned());
+        }
+    }
+    let output = Command::new("node")
+        .arg("savings_balance.mjs")
+        .arg(base_url)
+        .arg(ITERATIONS.to_string())
+        .current_dir(&dir)
+        .output()
+        .map_err(|error| format!("node is not available ({error}); apt-get install -y nodejs"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "the Playwright script failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let result: Value =
+        serde_json::from_slice(&output.stdout).map_err(|error| error.to_string())?;
+    let values = &result["values"];
+    if values["savings_balance"] != "$4,210.55" {
+        return Err(format!(
+            "the Playwright flow read the wrong values: {values}"
+        ));
+    }
+    let times = |key: &str| -> Vec<f64> {
+        result[key]
+            .as_array()
+            .map(|items| items.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default()
+    };
+    Ok((times("excluded"), times("included")))
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// Resident memory of this process and every descendant of the given browser processes.
+fn resident_bytes(browsers: &[u32]) -> u64 {
+    let mut parents: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut rss: BTreeMap<u32, u64> = BTreeMap::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else {
+            continue;
+        };
+        for line in status.lines() {
+            if let Some(ppid) = line.strip_prefix("PPid:") {
+                parents.insert(pid, ppid.trim().parse().unwrap_or(0));
+            }
+            if let Some(kb) = line.strip_prefix("VmRSS:") {
+                let kb: u64 = kb
+                    .trim()
+                    .trim_end_matches(" kB")
+                    .trim()
+                    .parse()
+                    .unwrap_or(0);
+                rss.insert(pid, kb * 1024);
+            }
+        }
+    }
+    let own = std::process::id();
+    let belongs = |mut pid: u32| {
+        for _ in 0..64 {
+            if pid == own || browsers.contains(&pid) {
+                return true;
+            }
+            match parents.get(&pid) {
+                Some(&parent) if parent > 1 => pid = parent,
+                _ => return false,
+            }
+        }
+        false
+    };
+    rss.iter()
+        .filter(|(pid, _)| belongs(**pid))
+        .map(|(_, bytes)| *bytes)
+        .sum()
+}
