@@ -213,6 +213,7 @@ pub(crate) const APP_JS: &str = r###"'use strict';
     const handBar = el('div', { class: 'bar' });
     const extractName = el('input', { 'aria-label': 'Output name', placeholder: 'output name', size: 20 });
     let extractMode = false;
+    let confirmingHandBack = false;
     const recordBar = el('div', { class: 'bar', hidden: '' },
       el('button', { onclick: () => { extractMode = !extractMode; toast(extractMode ? 'Click the value to extract into "' + extractName.value + '"' : 'Extraction off'); } }, 'Extract…'),
       extractName,
@@ -312,20 +313,22 @@ pub(crate) const APP_JS: &str = r###"'use strict';
       }
       clear(handBar);
       if (session.mode === 'supervised' && session.state === 'human_control' && session.operator === state.operator) {
-        const ask = el('button', { class: 'primary', onclick: () => {
-          clear(handBar);
+        if (confirmingHandBack) {
           handBar.appendChild(el('span', {}, 'Hand the session back to automation? '));
           handBar.appendChild(el('button', { class: 'primary', onclick: async () => {
+            confirmingHandBack = false;
             try {
               const released = await api('POST', '/api/sessions/' + encodeURIComponent(id) + '/release');
               toast('Handed back at epoch ' + released.epoch + ' · ' + released.human_delta);
             } catch (error) { toast('Could not hand back: ' + error.message); }
             refresh().catch(() => {});
           } }, 'Yes, hand back'));
-          handBar.appendChild(el('button', { onclick: () => refresh().catch(() => {}) }, 'Keep control'));
-        } }, 'Hand back');
-        handBar.appendChild(ask);
+          handBar.appendChild(el('button', { onclick: () => { confirmingHandBack = false; refresh().catch(() => {}); } }, 'Keep control'));
+        } else {
+          handBar.appendChild(el('button', { class: 'primary', onclick: () => { confirmingHandBack = true; refresh().catch(() => {}); } }, 'Hand back'));
+        }
       } else if (session.mode === 'supervised' && session.intervention === null) {
+        confirmingHandBack = false;
         handBar.appendChild(el('span', { class: 'muted' }, 'Automation holds the session; you are watching.'));
       }
     };

@@ -5,5 +5,6 @@
 #![allow(clippy::unwrap_used, reason = "a test that cannot unwrap has failed")]
 
 mod broker;
+mod record;
 mod server;
 mod support;
