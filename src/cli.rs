@@ -48,6 +48,13 @@ pub(crate) enum Command {
     Discover(DiscoverArgs),
     /// Compile a discovery (or recording) run into a draft capability file.
     Compile(CompileArgs),
+    /// Serve the operator console: the intervention queue, the live session (take control,
+    /// confirm, hand back), runs and their evidence, capabilities, read-only settings. With
+    /// --capability, start the fixture and run that capability supervised.
+    Console(Box<ConsoleArgs>),
+    /// Record a task by demonstration in the console; `cua compile` turns the trace into a
+    /// draft capability.
+    Record(Box<RecordArgs>),
 }
 
 #[derive(Debug, Subcommand)]
@@ -281,4 +288,67 @@ pub(crate) struct CompileArgs {
     /// Where the draft capability is written.
     #[arg(long, default_value = "capabilities")]
     pub(crate) out: std::path::PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ConsoleArgs {
+    /// Where to listen. Only loopback addresses unless --allow-remote.
+    #[arg(long, default_value = "127.0.0.1:8700")]
+    pub(crate) bind: std::net::SocketAddr,
+    /// Allow a non-loopback --bind (prints a warning).
+    #[arg(long)]
+    pub(crate) allow_remote: bool,
+    /// Operators and their tokens, one `name: token` per line; without it one token is
+    /// generated and printed.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) operators: Option<std::path::PathBuf>,
+    /// How long a claim holds the session without a gesture, in minutes.
+    #[arg(long, default_value_t = 30)]
+    pub(crate) hold_minutes: u64,
+    /// Run this capability supervised on an in-process MemberDesk fixture.
+    #[arg(long, value_name = "REF")]
+    pub(crate) capability: Option<String>,
+    /// An input of the supervised run (repeatable).
+    #[arg(long = "input", value_name = "NAME=VALUE")]
+    pub(crate) inputs: Vec<String>,
+    /// Arm a fixture fault before the run (transient_load, session_timeout,
+    /// undeclared_dialog, validation_error, slow_page, lookalike_row).
+    #[arg(long, value_name = "FAULT")]
+    pub(crate) arm_fault: Option<String>,
+    /// How many times the armed fault fires.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) fault_count: u32,
+    /// The fixture's tenant variant.
+    #[arg(long, default_value = "first-valley")]
+    pub(crate) variant: memberdesk::Variant,
+    /// The supervised run's id (default: generated).
+    #[arg(long)]
+    pub(crate) run_id: Option<String>,
+    #[arg(long, value_name = "FILE", default_value = "config/policy.yaml")]
+    pub(crate) policy: std::path::PathBuf,
+    #[arg(long, value_name = "DIR", default_value = "evidence/runs")]
+    pub(crate) evidence_dir: std::path::PathBuf,
+    #[arg(long, value_name = "DIR", default_value = "capabilities")]
+    pub(crate) catalog: std::path::PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct RecordArgs {
+    /// The page the demonstration starts on (must be on the policy's allowlist).
+    #[arg(long, value_name = "URL")]
+    pub(crate) target: String,
+    /// What the demonstration achieves (the draft's goal).
+    #[arg(long, default_value = "demonstrated by an operator")]
+    pub(crate) goal: String,
+    /// Where the console listens (loopback only).
+    #[arg(long, default_value = "127.0.0.1:8701")]
+    pub(crate) bind: std::net::SocketAddr,
+    #[arg(long)]
+    pub(crate) run_id: Option<String>,
+    #[arg(long, value_name = "FILE", default_value = "config/policy.yaml")]
+    pub(crate) policy: std::path::PathBuf,
+    #[arg(long, value_name = "DIR", default_value = "evidence/runs")]
+    pub(crate) evidence_dir: std::path::PathBuf,
+    #[arg(long, value_name = "DIR", default_value = "capabilities")]
+    pub(crate) catalog: std::path::PathBuf,
 }

@@ -2,11 +2,13 @@
 //! result to an exit code.
 
 mod catalog;
+mod console;
 mod evidence;
 
 mod compile;
 mod discover;
 mod fixture;
+mod record;
 
 mod schema;
 mod seal;
@@ -38,6 +40,8 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
         Command::Fixture(FixtureCommand::Serve(args)) => fixture::serve(format, &args),
         Command::Discover(args) => discover::run(format, &args),
         Command::Compile(args) => compile::run(format, &args),
+        Command::Console(args) => console::run(format, &args),
+        Command::Record(args) => record::run(format, &args),
     };
     exit.into()
 }

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `cua` binary.
 
 mod catalog;
+mod console;
 mod discover;
 mod documents;
 mod evidence;
