@@ -112,7 +112,8 @@ async fn record(format: Format, args: &RecordArgs) -> Result<Exit, (Exit, &'stat
     }
     let running = start_server(&broker, &common, args.bind, false, access).await?;
     let open = format!("{}/#token={token}", running.url());
-    eprintln!("cua record: open {open} and demonstrate; press \"Finish recording\" when done");
+    eprintln!("cua record: open {open}");
+    eprintln!("demonstrate the task, then press \"Finish recording\"");
     eprintln!("token: {token}");
     let record_file = bus.dir().join(cua_evidence::RUN_RECORD_FILE);
     let finished = loop {

@@ -357,6 +357,217 @@ async fn an_operator_takes_over_drives_and_hands_back_through_the_console_page()
     console.stop();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_demonstration_is_recorded_and_compiles_to_a_draft() {
+    let chromium = std::env::var_os("CUA_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(cua_chromium::DEFAULT_EXECUTABLE));
+    assert!(
+        chromium.exists(),
+        "this test needs Chromium at {}: apt-get install -y chromium",
+        chromium.display()
+    );
+    let fixture = memberdesk::serve(memberdesk::FixtureConfig::loopback(
+        memberdesk::Variant::FirstValley,
+    ))
+    .await
+    .unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let evidence = scratch.path().join("runs");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .current_dir(root)
+        .args([
+            "--format",
+            "json",
+            "record",
+            "--target",
+            &format!("{}/", fixture.base_url()),
+            "--goal",
+            "Look up the savings balance of member 12345",
+            "--bind",
+            "127.0.0.1:0",
+            "--run-id",
+            "rec-1",
+        ])
+        .arg("--evidence-dir")
+        .arg(&evidence)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let open = loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "cua record ended before it was ready"
+        );
+        if let Some(open) = line.trim().strip_prefix("cua record: open ") {
+            break open.to_owned();
+        }
+    };
+    // Keep draining, so the recorder never blocks on a full pipe.
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    let (base, token) = open.split_once("/#token=").unwrap();
+    let api = Api {
+        address: base.trim_start_matches("http://").parse().unwrap(),
+        token: token.to_owned(),
+    };
+    let at = |snapshot: &UiSnapshot, role: &str, name: &str| {
+        let (x, y) = center(find(snapshot, role, name));
+        serde_json::json!({ "kind": "click", "x": x, "y": y })
+    };
+    let text = |text: &str| serde_json::json!({ "kind": "text", "text": text });
+    let login = wait_for("the sign-on form", Duration::from_secs(30), || async {
+        let snapshot = api.snapshot_of("record-1").await;
+        has(&snapshot, "textbox", "Operator ID").then_some(snapshot)
+    })
+    .await;
+    api.gesture("record-1", at(&login, "textbox", "Operator ID"))
+        .await;
+    api.gesture("record-1", text(memberdesk::OPERATOR_ID)).await;
+    api.gesture("record-1", at(&login, "textbox", "Password"))
+        .await;
+    api.gesture("record-1", text(memberdesk::OPERATOR_PASSWORD))
+        .await;
+    api.gesture("record-1", at(&login, "button", "Sign On"))
+        .await;
+    let search = wait_for("the search form", Duration::from_secs(30), || async {
+        let snapshot = api.snapshot_of("record-1").await;
+        has(&snapshot, "textbox", "Member Number").then_some(snapshot)
+    })
+    .await;
+    api.gesture("record-1", at(&search, "textbox", "Member Number"))
+        .await;
+    api.gesture("record-1", text("12345")).await;
+    api.gesture("record-1", at(&search, "button", "Search"))
+        .await;
+    let member = wait_for("the member record", Duration::from_secs(30), || async {
+        let snapshot = api.snapshot_of("record-1").await;
+        has(&snapshot, "cell", "Savings Balance").then_some(snapshot)
+    })
+    .await;
+    let balance = member
+        .nodes
+        .iter()
+        .rfind(|node| node.role == "cell" && node.name == "$4,210.55" && node.bounds.is_some())
+        .expect("the summary's balance cell");
+    let (x, y) = center(balance);
+    api.gesture(
+        "record-1",
+        serde_json::json!({ "kind": "extract", "x": x, "y": y, "into": "savings_balance" }),
+    )
+    .await;
+    let (status, finished) = api
+        .post("/api/sessions/record-1/finish", &Value::Null)
+        .await;
+    assert_eq!(status, 200, "{finished}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let exit = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "cua record did not exit after the recording finished"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(exit.success(), "{exit}");
+    let run_dir = evidence.join("rec-1");
+    let trace = read_trace(&run_dir);
+    let tools: Vec<(&str, &str)> = trace
+        .iter()
+        .filter(|line| line["note"] == "agent_action")
+        .map(|line| {
+            (
+                line["data"]["tool"].as_str().unwrap(),
+                line["data"]["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("navigate", "dispatched"),
+            ("click", "dispatched"),
+            ("type", "dispatched"),
+            ("click", "dispatched"),
+            ("type", "dispatched"),
+            ("click", "dispatched"),
+            ("click", "dispatched"),
+            ("type", "dispatched"),
+            ("click", "dispatched"),
+            ("extract", "extracted"),
+        ]
+    );
+    assert!(
+        trace
+            .iter()
+            .all(|line| line["actor"] != "agent" && line["event"] != "llm_call"),
+        "no model"
+    );
+    // The password typed into the "Password" field became a secret reference, written nowhere.
+    let password = trace
+        .iter()
+        .filter(|line| line["note"] == "agent_action" && line["data"]["tool"] == "type")
+        .nth(1)
+        .unwrap();
+    assert_eq!(
+        password["data"]["value"]["$secret"], "recorded.password",
+        "{password}"
+    );
+    for entry in walk(&run_dir) {
+        let bytes = std::fs::read(&entry).unwrap();
+        assert!(
+            !contains(&bytes, memberdesk::OPERATOR_PASSWORD.as_bytes()),
+            "{} holds the password",
+            entry.display()
+        );
+    }
+    let drafts = scratch.path().join("drafts");
+    let compiled = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .current_dir(root)
+        .arg("compile")
+        .arg(&run_dir)
+        .arg("--out")
+        .arg(&drafts)
+        .output()
+        .unwrap();
+    assert!(
+        compiled.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&compiled.stdout),
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+    let draft_files = walk(&drafts);
+    assert_eq!(draft_files.len(), 1, "{draft_files:?}");
+    let draft = std::fs::read_to_string(&draft_files[0]).unwrap();
+    assert!(draft.contains("savings_balance"), "{draft}");
+    assert!(draft.contains("$secret"), "{draft}");
+    assert!(draft.contains("{base_url}"), "{draft}");
+    fixture.shutdown().await.unwrap();
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
 /// The repository's policy with one more redaction rule, for the canary.
 fn canary_policy(dir: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -559,7 +770,48 @@ impl Api {
 
     /// The supervised page, as the console shows it (redacted).
     async fn snapshot(&self) -> UiSnapshot {
-        serde_json::from_value(self.get("/api/sessions/live-1/snapshot").await).unwrap()
+        self.snapshot_of("live-1").await
+    }
+
+    async fn snapshot_of(&self, session: &str) -> UiSnapshot {
+        serde_json::from_value(self.get(&format!("/api/sessions/{session}/snapshot")).await)
+            .unwrap()
+    }
+
+    /// A POST with a JSON body (no Origin: not a browser).
+    async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let body = body.to_string();
+        let mut stream = tokio::net::TcpStream::connect(self.address).await.unwrap();
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nX-Cua-Token: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.address,
+            self.token,
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut bytes = Vec::new();
+        stream.read_to_end(&mut bytes).await.unwrap();
+        let status = String::from_utf8_lossy(&bytes[..bytes.len().min(16)])
+            .split(' ')
+            .nth(1)
+            .and_then(|status| status.parse().ok())
+            .unwrap_or(0);
+        (
+            status,
+            serde_json::from_slice(body_of(&bytes)).unwrap_or(Value::Null),
+        )
+    }
+
+    /// One gesture on a session; it must be dispatched (or read).
+    async fn gesture(&self, session: &str, gesture: Value) {
+        let (status, answer) = self
+            .post(&format!("/api/sessions/{session}/gesture"), &gesture)
+            .await;
+        assert_eq!(status, 200, "{gesture}: {answer}");
+        assert!(
+            matches!(answer["outcome"].as_str(), Some("dispatched" | "extracted")),
+            "{gesture}: {answer}"
+        );
     }
 }
 

@@ -877,7 +877,9 @@ impl Broker {
                 effect: None,
                 steps_executed: None,
                 steps_total: None,
-                stop_reason: Some("recording_finished".to_owned()),
+                // The operator ends a demonstration when it has done what it shows, which is
+                // what discovery calls reaching its goal (the compiler compiles only those).
+                stop_reason: Some("goal_met".to_owned()),
                 steps_attempted: Some(recording.steps),
                 steps_effective: Some(recording.effective),
             },
@@ -906,6 +908,11 @@ impl Broker {
         note.insert("step".into(), json!(step));
         note.insert("tool".into(), json!("navigate"));
         note.insert("url".into(), json!(url));
+        // The screen the navigation starts from, as every recorded action names one.
+        let before = session.surface.observe().await?;
+        if let Some(snapshot_ref) = record_snapshot(&session, "start", &before)? {
+            note.insert("snapshot_ref".into(), json!(snapshot_ref));
+        }
         let answer = self
             .chokepoint(
                 &session,

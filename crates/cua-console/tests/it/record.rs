@@ -146,7 +146,7 @@ async fn gestures_are_recorded_as_the_notes_discovery_writes() {
             .all(|data| data["snapshot_ref"].as_str().is_some())
     );
     assert!(
-        matches!(&lines.last().unwrap().event, Event::RunEnd(end) if end.stop_reason.as_deref() == Some("recording_finished"))
+        matches!(&lines.last().unwrap().event, Event::RunEnd(end) if end.stop_reason.as_deref() == Some("goal_met"))
     );
     assert!(cua_evidence::verify(bus.dir()).unwrap().is_intact());
     let record = cua_evidence::project(&lines).unwrap();
