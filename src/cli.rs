@@ -35,6 +35,10 @@ pub(crate) enum Command {
     /// tampered document.
     Catalog(CatalogArgs),
 
+    /// Replay a sealed capability against the live application, with zero model calls. Exits
+    /// 0 on success or a business outcome, 1 failed, 2 usage error or invalid/tampered
+    /// document, 3 needs a human, 69 surface or target unavailable.
+    Replay(Box<ReplayArgs>),
     /// Inspect the evidence runs leave behind.
     #[command(subcommand)]
     Evidence(EvidenceCommand),
@@ -351,4 +355,65 @@ pub(crate) struct RecordArgs {
     pub(crate) evidence_dir: std::path::PathBuf,
     #[arg(long, value_name = "DIR", default_value = "capabilities")]
     pub(crate) catalog: std::path::PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReplayArgs {
+    /// The capability: a file, `id@version` in the catalog, or an `id` (its latest version).
+    #[arg(value_name = "CAPABILITY")]
+    pub(crate) capability: String,
+    /// An input as NAME=VALUE (repeatable). The value is taken exactly as given.
+    #[arg(long = "input", value_name = "NAME=VALUE")]
+    pub(crate) inputs: Vec<String>,
+    /// Batch mode: one JSON object of inputs per line; one JSON result line per row on stdout.
+    #[arg(long = "inputs", value_name = "ROWS.jsonl", conflicts_with = "inputs")]
+    pub(crate) input_rows: Option<std::path::PathBuf>,
+    /// Apply `tenants/<TENANT>/<capability id>.yaml` to the capability.
+    #[arg(long)]
+    pub(crate) tenant: Option<String>,
+    /// Bind `{base_url}` (e.g. http://127.0.0.1:8811).
+    #[arg(long, value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+    /// Opt in to irreversible steps (an approval pinned to the content hash is needed too).
+    #[arg(long)]
+    pub(crate) allow_irreversible: bool,
+    /// The approval file; default `<catalog>/<id>@<version>.approval.yaml` when it exists.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) approval: Option<std::path::PathBuf>,
+    /// The policy file.
+    #[arg(long, value_name = "FILE", default_value = "config/policy.yaml")]
+    pub(crate) policy: std::path::PathBuf,
+    /// Where run directories are written.
+    #[arg(long, value_name = "DIR", default_value = "evidence/runs")]
+    pub(crate) evidence_dir: std::path::PathBuf,
+    /// The capability catalog.
+    #[arg(long, value_name = "DIR", default_value = "capabilities")]
+    pub(crate) catalog: std::path::PathBuf,
+    /// Where tenant bindings live (`<DIR>/<tenant>/<capability id>.yaml`).
+    #[arg(long, value_name = "DIR", default_value = "tenants")]
+    pub(crate) tenants: std::path::PathBuf,
+    /// The run id (the evidence directory's name); in batch mode, the batch id.
+    #[arg(long, value_name = "ID")]
+    pub(crate) run_id: Option<String>,
+    /// Batch: how many replays run at once.
+    #[arg(long, default_value_t = 1, requires = "input_rows")]
+    pub(crate) concurrency: usize,
+    /// Batch: run only rows k, k+n, k+2n, … (1-based), as `k/n`.
+    #[arg(long, value_name = "K/N", requires = "input_rows")]
+    pub(crate) shard: Option<String>,
+    /// Batch: continue an interrupted batch, skipping rows that finished.
+    #[arg(long, requires = "input_rows")]
+    pub(crate) resume: bool,
+    /// Batch: a page per worker in one browser, or a browser per worker.
+    #[arg(long, value_enum, default_value_t = PoolKind::Pages, requires = "input_rows")]
+    pub(crate) pool: PoolKind,
+}
+
+/// How a batch's browser pool is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PoolKind {
+    /// One browser, one page per worker (pages share the browser's cookies).
+    Pages,
+    /// One browser per worker (nothing shared).
+    Browsers,
 }

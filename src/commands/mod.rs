@@ -9,6 +9,7 @@ mod compile;
 mod discover;
 mod fixture;
 mod record;
+mod replay;
 
 mod schema;
 mod seal;
@@ -23,6 +24,7 @@ use crate::output::{self, Exit};
 pub(crate) fn run(cli: Cli) -> ExitCode {
     let format = cli.format;
     let exit = match cli.command {
+        Command::Replay(args) => replay::run(format, &args),
         Command::Validate(args) => validate::run(format, &args),
         Command::Seal(args) => seal::run(format, &args),
         Command::Schema(args) => schema::run(format, &args),

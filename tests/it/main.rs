@@ -5,3 +5,4 @@ mod console;
 mod discover;
 mod documents;
 mod evidence;
+mod replay;

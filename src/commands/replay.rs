@@ -1,0 +1,622 @@
+//! `cua replay <ref|file>`: run a sealed capability against the live application with zero
+//! model calls, print its outputs or outcome, drift, strategy mix, effect verdicts and evidence
+//! directory, and exit 0 (success or business outcome), 1 (failed), 2 (usage error, invalid or
+//! tampered document), 3 (needs a human) or 69 (surface or target unavailable).
+//!
+//! This module turns arguments into settings, wires the concrete adapters (the catalog on disk,
+//! the policy file, the evidence directory, the process environment's secrets and Debian's
+//! Chromium) and calls `cua-replay`. It is the only place that names `cua-chromium`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use cua_artifact::{
+    Actor, ArtifactError, Capability, CapabilityApproval, CapabilityId, CapabilityRef,
+    PolicyConfig, RunStatus, SemVer, TenantBinding, TenantId,
+};
+use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError};
+use cua_evidence::{Clock, EvidenceBus, Redactor, RunId, SecretResolver, SystemClock};
+use cua_policy::{Lease, PolicyEngine};
+use cua_replay::{
+    CapabilityLoader, PreparedCapability, RecordedEscalations, ReplayConfig, ReplayError,
+    ReplayReport, Replayer, RunRequest, TokioClock,
+};
+use serde_json::Value;
+
+use crate::cli::{Format, ReplayArgs};
+use crate::output::{EnvelopeError, Exit, emit};
+
+mod batch;
+
+/// Runs `cua replay`.
+pub(crate) fn run(format: Format, args: &ReplayArgs) -> Exit {
+    let settings = match Settings::from_args(args) {
+        Ok(settings) => settings,
+        Err(failure) => return failure.report(format),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            return Failure::new(
+                Exit::Failed,
+                "internal",
+                format!("no async runtime: {error}"),
+            )
+            .report(format);
+        }
+    };
+    let outcome = match &args.input_rows {
+        Some(rows) => runtime.block_on(batch::run(format, &settings, args, rows)),
+        None => runtime.block_on(single(format, &settings)),
+    };
+    outcome.unwrap_or_else(|failure| failure.report(format))
+}
+
+/// Everything a replay needs, read and checked before the browser starts.
+pub(crate) struct Settings {
+    pub(crate) prepared: PreparedCapability,
+    pub(crate) inputs: BTreeMap<String, Value>,
+    pub(crate) tenant: Option<TenantId>,
+    pub(crate) allow_irreversible: bool,
+    pub(crate) policy_config: PolicyConfig,
+    pub(crate) policy: PolicyEngine,
+    pub(crate) evidence_dir: PathBuf,
+    pub(crate) run_id: Option<String>,
+    pub(crate) loader: CatalogLoader,
+}
+
+impl Settings {
+    fn from_args(args: &ReplayArgs) -> Result<Self, Failure> {
+        let inputs = parse_inputs(&args.inputs)?;
+        if let Some(base_url) = &args.base_url {
+            check_base_url(base_url)?;
+        }
+        let base = load_capability(&args.capability, &args.catalog)?;
+        let tenant = args
+            .tenant
+            .as_deref()
+            .map(|tenant| {
+                TenantId::parse(tenant).map_err(|error| Failure::usage(error.to_string()))
+            })
+            .transpose()?;
+        let binding = match &tenant {
+            Some(tenant) => Some(load_binding(&args.tenants, tenant, &base.id)?),
+            None => None,
+        };
+        let approval_path = args.approval.clone().unwrap_or_else(|| {
+            args.catalog
+                .join(format!("{}.approval.yaml", base.reference()))
+        });
+        let approval = if args.approval.is_some() || approval_path.exists() {
+            Some(load_approval(&approval_path)?)
+        } else {
+            None
+        };
+        let policy_text = read(&args.policy)?;
+        let policy_config = PolicyConfig::from_yaml(&policy_text)
+            .map_err(|error| Failure::invalid(&args.policy, &error))?;
+        let policy = PolicyEngine::from_config(&policy_config).map_err(|error| {
+            Failure::new(
+                Exit::Usage,
+                "invalid_document",
+                format!("{}: {error}", args.policy.display()),
+            )
+        })?;
+        let prepared = PreparedCapability::bind(base, binding, args.base_url.as_deref(), approval)
+            .map_err(|error| Failure::usage(format!("cannot bind the capability: {error}")))?;
+        if let Some(placeholder) = placeholder(&prepared.capability.entrypoint.url) {
+            return Err(Failure::usage(format!(
+                "the entrypoint {} needs {{{placeholder}}}: pass --base-url or a --tenant whose binding sets it",
+                prepared.capability.entrypoint.url
+            )));
+        }
+        let loader = CatalogLoader {
+            catalog: args.catalog.clone(),
+            tenants: args.tenants.clone(),
+            tenant: tenant.clone(),
+            base_url: args.base_url.clone(),
+        };
+        Ok(Self {
+            prepared,
+            inputs,
+            tenant,
+            allow_irreversible: args.allow_irreversible,
+            policy_config,
+            policy,
+            evidence_dir: args.evidence_dir.clone(),
+            run_id: args.run_id.clone(),
+            loader,
+        })
+    }
+
+    /// The allowlist the browser enforces: the policy's, narrowed by the capability.
+    pub(crate) fn browser_allowlist(&self) -> Result<cua_policy::Allowlist, Failure> {
+        self.policy
+            .for_capability(&self.prepared.capability)
+            .map(|engine| engine.allowlist().clone())
+            .map_err(|error| Failure::usage(format!("the capability's allowed domains: {error}")))
+    }
+
+    /// A request for one run with `inputs`.
+    pub(crate) fn request(&self, inputs: BTreeMap<String, Value>) -> RunRequest {
+        let mut request = RunRequest::new(self.prepared.clone(), inputs);
+        request.tenant = self.tenant.clone();
+        request.allow_irreversible = self.allow_irreversible;
+        request
+    }
+}
+
+/// One run: launch the browser, replay, print, close.
+async fn single(format: Format, settings: &Settings) -> Result<Exit, Failure> {
+    let surface = launch(settings.browser_allowlist()?).await?;
+    let run_id = match &settings.run_id {
+        Some(run_id) => run_id.clone(),
+        None => fresh_run_id(),
+    };
+    let outcome = replay_once(settings, &surface, &run_id, settings.inputs.clone()).await;
+    surface.close().await;
+    let report = outcome?;
+    print_report(format, &report);
+    Ok(exit_of(&report))
+}
+
+/// Replays once on `surface` into `<evidence>/<run_id>`.
+pub(crate) async fn replay_once(
+    settings: &Settings,
+    surface: &ChromiumSurface,
+    run_id: &str,
+    inputs: BTreeMap<String, Value>,
+) -> Result<ReplayReport, Failure> {
+    let run_id = RunId::parse(run_id).map_err(|error| Failure::usage(error.to_string()))?;
+    let redactor = Redactor::from_policy(&settings.policy_config.redaction)
+        .map_err(|error| Failure::new(Exit::Usage, "invalid_document", error.to_string()))?;
+    let bus = EvidenceBus::create(
+        &settings.evidence_dir,
+        run_id,
+        Arc::new(SystemClock),
+        redactor.clone(),
+    )
+    .map_err(|error| Failure::new(Exit::Failed, "evidence_unwritable", error.to_string()))?;
+    let environment = std::env::vars_os()
+        .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)));
+    let secrets = SecretResolver::new(
+        settings.policy_config.secrets.env_prefix.clone(),
+        environment,
+        redactor,
+    );
+    let clock = TokioClock::new();
+    let escalations = RecordedEscalations::new();
+    let replayer = Replayer {
+        driver: surface,
+        policy: &settings.policy,
+        bus: &bus,
+        clock: &clock,
+        secrets: &secrets,
+        capabilities: &settings.loader,
+        escalations: &escalations,
+        lease: Arc::new(Mutex::new(Lease::new(Actor::Automation))),
+        config: ReplayConfig::default(),
+    };
+    replayer
+        .run(settings.request(inputs))
+        .await
+        .map_err(|error| match error {
+            ReplayError::Tampered { .. }
+            | ReplayError::Draft { .. }
+            | ReplayError::UnboundPlaceholder { .. }
+            | ReplayError::Policy { .. } => Failure::new(Exit::Usage, "refused", error.to_string()),
+            ReplayError::Evidence(_) => Failure::new(
+                Exit::Failed,
+                "evidence_unwritable",
+                format!("{error}: {}", source_chain(&error)),
+            ),
+        })
+}
+
+/// Launches Debian's Chromium under `allowlist`; a missing or broken browser is exit 69.
+pub(crate) async fn launch(allowlist: cua_policy::Allowlist) -> Result<ChromiumSurface, Failure> {
+    ChromiumSurface::launch(ChromiumConfig::from_env(allowlist))
+        .await
+        .map_err(|error| {
+            let code = match error {
+                LaunchError::ChromiumMissing { .. } => "chromium_missing",
+                _ => "surface_unavailable",
+            };
+            Failure::new(Exit::Unavailable, code, error.to_string())
+        })
+}
+
+/// Prints a report: the envelope in JSON, a summary in text.
+fn print_report(format: Format, report: &ReplayReport) {
+    let error = match report.result.status {
+        RunStatus::Failed | RunStatus::NeedsHuman => {
+            report.result.error.as_ref().map(|error| EnvelopeError {
+                code: error.code.as_str().to_owned(),
+                message: error.message.clone(),
+            })
+        }
+        RunStatus::Success | RunStatus::BusinessOutcome => None,
+    };
+    emit(format, "replay", Some(report), error.as_ref(), || {
+        render(report)
+    });
+}
+
+/// The exit code of a finished run.
+pub(crate) fn exit_of(report: &ReplayReport) -> Exit {
+    match report.exit_code() {
+        0 => Exit::Success,
+        3 => Exit::NeedsHuman,
+        69 => Exit::Unavailable,
+        _ => Exit::Failed,
+    }
+}
+
+/// The text form: the summary line, then outputs or outcome, the run's and each step's effect
+/// verdict, drift, strategies and where the evidence is.
+pub(crate) fn render(report: &ReplayReport) -> String {
+    let result = &report.result;
+    let mut text = format!("{}\n", result.summary());
+    let field = |text: &mut String, name: &str, value: &str| {
+        text.push_str(&format!("{name:<18} {value}\n"));
+    };
+    if !result.outputs.is_empty() {
+        text.push_str("outputs\n");
+        for (name, value) in &result.outputs {
+            field(&mut text, &format!("  {name}"), &plain(value));
+        }
+    }
+    if let Some(outcome) = &result.outcome {
+        field(&mut text, "outcome", outcome.code.as_str());
+        for (name, value) in &outcome.data {
+            field(&mut text, &format!("  {name}"), &plain(value));
+        }
+    }
+    if let Some(error) = &result.error {
+        field(
+            &mut text,
+            "error",
+            &format!("{}: {}", error.code.as_str(), error.message),
+        );
+        if let Some(step) = &error.step_id {
+            field(&mut text, "  at step", step.as_str());
+        }
+    }
+    if let Some(intervention) = &result.intervention {
+        field(&mut text, "intervention", &intervention.intervention_id);
+    }
+    field(&mut text, "effect", report.effect.as_str());
+    text.push_str("steps\n");
+    let names: Vec<String> = report
+        .steps
+        .iter()
+        .map(|step| match &step.capability {
+            Some(capability) => format!("{}/{}", capability.id(), step.step),
+            None => step.step.clone(),
+        })
+        .collect();
+    let width = names.iter().map(String::len).max().unwrap_or(0);
+    for (name, step) in names.iter().zip(&report.steps) {
+        text.push_str(&format!(
+            "  {name:<width$}  {:<9} {}\n",
+            step.action.as_str(),
+            step.verdict.as_str()
+        ));
+    }
+    field(&mut text, "drift", &format!("{:.2}", result.drift_score));
+    let mix: Vec<String> = result
+        .strategy_mix
+        .iter()
+        .map(|(strategy, count)| format!("{} {count}", strategy.as_str()))
+        .collect();
+    field(
+        &mut text,
+        "strategies",
+        &if mix.is_empty() {
+            "none".to_owned()
+        } else {
+            mix.join(", ")
+        },
+    );
+    field(&mut text, "dispatches", &report.dispatches.to_string());
+    field(
+        &mut text,
+        "recovery attempts",
+        &result.recovery_attempts.to_string(),
+    );
+    field(
+        &mut text,
+        "evidence",
+        &report.evidence_dir.display().to_string(),
+    );
+    text
+}
+
+fn plain(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Where `run_capability` remedies come from: the catalog on disk, bound like the run itself
+/// (same tenant when it has a binding for the remedy, same `--base-url`), with approvals.
+pub(crate) struct CatalogLoader {
+    catalog: PathBuf,
+    tenants: PathBuf,
+    tenant: Option<TenantId>,
+    base_url: Option<String>,
+}
+
+impl CapabilityLoader for CatalogLoader {
+    fn load(&self, reference: &CapabilityRef) -> Result<PreparedCapability, String> {
+        let path = self.catalog.join(reference.file_name());
+        let text = std::fs::read_to_string(&path)
+            .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        let base =
+            Capability::from_yaml(&text).map_err(|error| format!("{}: {error}", path.display()))?;
+        let binding = match &self.tenant {
+            Some(tenant) => {
+                let path = binding_path(&self.tenants, tenant, &base.id);
+                if path.exists() {
+                    Some(load_binding(&self.tenants, tenant, &base.id).map_err(|f| f.message)?)
+                } else {
+                    None
+                }
+            }
+            None => None,
+        };
+        let approval_path = self.catalog.join(format!("{reference}.approval.yaml"));
+        let approval = if approval_path.exists() {
+            Some(load_approval(&approval_path).map_err(|failure| failure.message)?)
+        } else {
+            None
+        };
+        PreparedCapability::bind(base, binding, self.base_url.as_deref(), approval)
+            .map_err(|error| error.to_string())
+    }
+}
+
+/// A command-level failure: an exit code, a stable code and a message.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    exit: Exit,
+    code: &'static str,
+    message: String,
+}
+
+impl Failure {
+    pub(crate) fn new(exit: Exit, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            exit,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Self::new(Exit::Usage, "usage", message)
+    }
+
+    fn invalid(path: &Path, error: &ArtifactError) -> Self {
+        let code = match error {
+            ArtifactError::Tampered { .. } => "tampered",
+            _ => "invalid_document",
+        };
+        Self::new(Exit::Usage, code, format!("{}: {error}", path.display()))
+    }
+
+    /// Prints the failure (stderr in text, the envelope in JSON) and returns its exit code.
+    pub(crate) fn report(self, format: Format) -> Exit {
+        if format == Format::Text {
+            eprintln!("error: {}", self.message);
+        }
+        let error = EnvelopeError {
+            code: self.code.to_owned(),
+            message: self.message,
+        };
+        emit::<()>(format, "replay", None, Some(&error), String::new);
+        self.exit
+    }
+}
+
+/// `NAME=VALUE` pairs; the value is taken exactly as given (never trimmed). A pair without `=`,
+/// an empty name, or a name given twice is a usage error.
+fn parse_inputs(pairs: &[String]) -> Result<BTreeMap<String, Value>, Failure> {
+    let mut inputs = BTreeMap::new();
+    for pair in pairs {
+        let Some((name, value)) = pair.split_once('=') else {
+            return Err(Failure::usage(format!(
+                "malformed --input `{pair}`: expected NAME=VALUE"
+            )));
+        };
+        if name.is_empty() || name.trim() != name {
+            return Err(Failure::usage(format!(
+                "malformed --input `{pair}`: the name before `=` must be an input name"
+            )));
+        }
+        if inputs
+            .insert(name.to_owned(), Value::from(value.to_owned()))
+            .is_some()
+        {
+            return Err(Failure::usage(format!(
+                "--input `{name}` is given more than once"
+            )));
+        }
+    }
+    Ok(inputs)
+}
+
+/// A capability by file path, `id@version`, or `id` (its latest version in the catalog).
+fn load_capability(reference: &str, catalog: &Path) -> Result<Capability, Failure> {
+    let as_file = Path::new(reference);
+    let path = if as_file.is_file() {
+        as_file.to_path_buf()
+    } else if let Ok(reference) = CapabilityRef::parse(reference) {
+        let path = catalog.join(reference.file_name());
+        if !path.is_file() {
+            return Err(Failure::usage(format!(
+                "{reference} is not in the catalog {} (expected {})",
+                catalog.display(),
+                path.display()
+            )));
+        }
+        path
+    } else if let Ok(id) = CapabilityId::parse(reference) {
+        latest_version(catalog, &id)?
+    } else {
+        return Err(Failure::usage(format!(
+            "`{reference}` is neither a file nor a capability reference (id@version or id)"
+        )));
+    };
+    let text = read(&path)?;
+    Capability::from_yaml(&text).map_err(|error| Failure::invalid(&path, &error))
+}
+
+/// The file of the highest version of `id` in the catalog.
+fn latest_version(catalog: &Path, id: &CapabilityId) -> Result<PathBuf, Failure> {
+    let entries = std::fs::read_dir(catalog).map_err(|error| {
+        Failure::usage(format!(
+            "cannot read the catalog {}: {error}",
+            catalog.display()
+        ))
+    })?;
+    let prefix = format!("{id}@");
+    let mut best: Option<(SemVer, PathBuf)> = None;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(version) = name
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(".yaml"))
+            .filter(|version| !version.ends_with(".approval") && !version.ends_with(".evaluation"))
+        else {
+            continue;
+        };
+        if let Ok(version) = SemVer::parse(version)
+            && best.as_ref().is_none_or(|(current, _)| version > *current)
+        {
+            best = Some((version, entry.path()));
+        }
+    }
+    best.map(|(_, path)| path).ok_or_else(|| {
+        Failure::usage(format!(
+            "no version of {id} in the catalog {}",
+            catalog.display()
+        ))
+    })
+}
+
+fn binding_path(tenants: &Path, tenant: &TenantId, id: &CapabilityId) -> PathBuf {
+    tenants.join(tenant.to_string()).join(format!("{id}.yaml"))
+}
+
+fn load_binding(
+    tenants: &Path,
+    tenant: &TenantId,
+    id: &CapabilityId,
+) -> Result<TenantBinding, Failure> {
+    let path = binding_path(tenants, tenant, id);
+    if !path.exists() {
+        return Err(Failure::usage(format!(
+            "tenant {tenant} has no binding for {id} (expected {})",
+            path.display()
+        )));
+    }
+    let text = read(&path)?;
+    TenantBinding::from_yaml(&text).map_err(|error| Failure::invalid(&path, &error))
+}
+
+fn load_approval(path: &Path) -> Result<CapabilityApproval, Failure> {
+    let text = read(path)?;
+    cua_artifact::yaml::from_yaml::<CapabilityApproval>(&text)
+        .map_err(|error| Failure::invalid(path, &ArtifactError::from(error)))
+}
+
+fn read(path: &Path) -> Result<String, Failure> {
+    std::fs::read_to_string(path)
+        .map_err(|error| Failure::usage(format!("cannot read {}: {error}", path.display())))
+}
+
+/// `--base-url` is an origin: `http(s)://host[:port]`, nothing after it.
+fn check_base_url(base_url: &str) -> Result<(), Failure> {
+    let rest = base_url
+        .strip_prefix("http://")
+        .or_else(|| base_url.strip_prefix("https://"));
+    let valid = rest.is_some_and(|rest| {
+        !rest.is_empty()
+            && rest
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'))
+    });
+    if valid {
+        Ok(())
+    } else {
+        Err(Failure::usage(format!(
+            "--base-url `{base_url}` is not an origin such as http://127.0.0.1:8811 (scheme, host, optional port, nothing after)"
+        )))
+    }
+}
+
+/// The first `{name}` left in a text.
+fn placeholder(text: &str) -> Option<String> {
+    let start = text.find('{')?;
+    let rest = &text[start + 1..];
+    rest.find('}').map(|end| rest[..end].to_owned())
+}
+
+/// A run id from the wall clock and the process id: `replay-20261130T034102123456Z-4242`.
+pub(crate) fn fresh_run_id() -> String {
+    let stamp: String = SystemClock
+        .now()
+        .to_string()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    format!("replay-{stamp}-{}", std::process::id())
+}
+
+fn source_chain(error: &dyn std::error::Error) -> String {
+    let mut parts = Vec::new();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        parts.push(cause.to_string());
+        source = cause.source();
+    }
+    parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_parse_exactly_and_refuse_duplicates_and_malformed_pairs() {
+        let parsed = parse_inputs(&["member_id= 12345".to_owned(), "note=a=b".to_owned()])
+            .expect("well-formed pairs parse");
+        assert_eq!(parsed["member_id"], " 12345");
+        assert_eq!(parsed["note"], "a=b");
+        for bad in [
+            vec!["member_id".to_owned()],
+            vec!["=12345".to_owned()],
+            vec![" member_id=1".to_owned()],
+            vec!["member_id=1".to_owned(), "member_id=2".to_owned()],
+        ] {
+            let failure = parse_inputs(&bad).expect_err("a malformed or duplicated pair");
+            assert_eq!(failure.exit, Exit::Usage, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_base_url_is_an_origin() {
+        for good in ["http://127.0.0.1:8811", "https://memberdesk.example", "http://[::1]:80"] {
+            assert!(check_base_url(good).is_ok(), "{good}");
+        }
+        for bad in ["", "127.0.0.1:8811", "http://", "http://host/path", "ftp://host", "http://u:p@h"] {
+            assert!(check_base_url(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,579 @@
+//! `cua replay` end to end: the binary against the MemberDesk fixture (served by this test
+//! process) in Debian's Chromium. Output is snapshotted with only volatile parts masked
+//! (durations, temporary paths, the fixture's port); content hashes are never masked.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// The fixture, served on a background runtime, and a scratch directory for evidence.
+struct Scene {
+    runtime: tokio::runtime::Runtime,
+    fixture: Option<memberdesk::RunningFixture>,
+    scratch: TempDir,
+}
+
+impl Scene {
+    fn new() -> Self {
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        let fixture = runtime
+            .block_on(memberdesk::serve(memberdesk::FixtureConfig::loopback(
+                memberdesk::Variant::FirstValley,
+            )))
+            .expect("the fixture serves");
+        Self {
+            runtime,
+            fixture: Some(fixture),
+            scratch: tempfile::tempdir().expect("a scratch directory"),
+        }
+    }
+
+    fn fixture(&self) -> &memberdesk::RunningFixture {
+        self.fixture.as_ref().expect("the fixture runs until drop")
+    }
+
+    fn base_url(&self) -> String {
+        self.fixture().base_url()
+    }
+
+    fn evidence(&self) -> PathBuf {
+        self.scratch.path().join("evidence")
+    }
+
+    /// Runs `cua replay ARGS` from the repository root with the operator's credentials as
+    /// secrets; returns the exit code, stdout and stderr with volatile parts masked.
+    fn replay(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+        let (code, stdout, stderr) = self.replay_raw(args, env);
+        (code, self.mask(&stdout), self.mask(&stderr))
+    }
+
+    fn replay_raw(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+        let evidence = self.evidence().display().to_string();
+        let base_url = self.base_url();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_cua"));
+        command.arg("replay").args(args);
+        if !args.contains(&"--evidence-dir") {
+            command.args(["--evidence-dir", evidence.as_str()]);
+        }
+        if !args.contains(&"--base-url") {
+            command.args(["--base-url", base_url.as_str()]);
+        }
+        command
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("NO_COLOR", "1")
+            .env(
+                "CUA_SECRET_COREBANK_OPERATOR_ID",
+                memberdesk::OPERATOR_ID,
+            )
+            .env(
+                "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
+                memberdesk::OPERATOR_PASSWORD,
+            );
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let output = command.output().expect("the cua binary runs");
+        (
+            output.status.code().expect("an exit code"),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    fn mask(&self, text: &str) -> String {
+        let text = text
+            .replace(&self.scratch.path().display().to_string(), "SCRATCH")
+            .replace(&self.base_url(), "BASE_URL");
+        mask_durations(&text)
+    }
+}
+
+impl Drop for Scene {
+    fn drop(&mut self) {
+        if let Some(fixture) = self.fixture.take() {
+            let _ = self.runtime.block_on(fixture.shutdown());
+        }
+    }
+}
+
+/// `in 1234ms` → `in <ms>ms`, `"duration_ms":12` → `"duration_ms":"<ms>"` (still JSON).
+fn mask_durations(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(position) = rest.find(|c: char| c.is_ascii_digit()) {
+        let (before, from_digits) = rest.split_at(position);
+        let digits = from_digits
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(from_digits.len());
+        let (number, after) = from_digits.split_at(digits);
+        out.push_str(before);
+        let in_text = before.ends_with(" in ") && after.starts_with("ms");
+        let in_json =
+            before.ends_with("\"duration_ms\": ") || before.ends_with("\"duration_ms\":");
+        out.push_str(if in_text {
+            "<ms>"
+        } else if in_json {
+            "\"<ms>\""
+        } else {
+            number
+        });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A loopback server that counts every connection made to it, standing in for a model
+/// endpoint: replay must never call it.
+struct CountingEndpoint {
+    url: String,
+    connections: Arc<AtomicUsize>,
+}
+
+impl CountingEndpoint {
+    fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let url = format!("http://{}/v1", listener.local_addr().expect("an address"));
+        let connections = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&connections);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                counter.fetch_add(1, Ordering::SeqCst);
+                if let Ok(mut stream) = stream {
+                    let mut buffer = [0_u8; 1024];
+                    let _ = stream.read(&mut buffer);
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n\r\n",
+                    );
+                }
+            }
+        });
+        Self { url, connections }
+    }
+}
+
+#[test]
+fn a_successful_replay_prints_outputs_verdicts_and_evidence_with_zero_model_calls() {
+    let scene = Scene::new();
+    let model = CountingEndpoint::start();
+    let (code, stdout, stderr) = scene.replay(
+        &[
+            "corebank.member.savings_balance@1.0.0",
+            "--input",
+            "member_id=12345",
+            "--run-id",
+            "cli-success",
+        ],
+        &[
+            ("CUA_LLM_BASE_URL", model.url.as_str()),
+            ("CUA_LLM_MODEL", "counting-model"),
+            ("CUA_LLM_API_KEY", "not-used"),
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    insta::assert_snapshot!("success_text", stdout);
+    assert_eq!(model.connections.load(Ordering::SeqCst), 0);
+    let run_dir = scene.evidence().join("cli-success");
+    for file in ["trace.jsonl", "run_record.json"] {
+        assert!(run_dir.join(file).is_file(), "{file}");
+    }
+    let (verified, verify_out, _) = verify(&run_dir);
+    assert_eq!(verified, 0, "{verify_out}");
+}
+
+#[test]
+fn a_business_outcome_exits_zero_with_the_outcome_in_json() {
+    let scene = Scene::new();
+    let (code, stdout, stderr) = scene.replay(
+        &[
+            "corebank.member.savings_balance",
+            "--input",
+            "member_id=99999",
+            "--run-id",
+            "cli-outcome",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let envelope: Value = serde_json::from_str(&stdout).expect("one JSON envelope");
+    insta::assert_snapshot!(
+        "outcome_json",
+        serde_json::to_string_pretty(&envelope).expect("JSON prints")
+    );
+}
+
+#[test]
+fn a_screen_nothing_declares_needs_a_human_and_exits_three() {
+    let scene = Scene::new();
+    scene
+        .fixture()
+        .handle()
+        .arm(memberdesk::Fault::UndeclaredDialog, memberdesk::FaultCount::Times(3));
+    let (code, stdout, stderr) = scene.replay(
+        &[
+            "corebank.member.savings_balance@1.0.0",
+            "--input",
+            "member_id=12345",
+            "--run-id",
+            "cli-needs-human",
+        ],
+        &[],
+    );
+    assert_eq!(code, 3, "{stdout}\n{stderr}");
+    insta::assert_snapshot!("needs_human_text", stdout);
+    let screenshots = scene.evidence().join("cli-needs-human/screenshots");
+    assert!(
+        std::fs::read_dir(&screenshots).is_ok_and(|mut entries| entries.next().is_some()),
+        "a failure screenshot is kept"
+    );
+}
+
+#[test]
+fn invalid_inputs_fail_with_exit_one_and_dispatch_nothing() {
+    let scene = Scene::new();
+    let (code, stdout, stderr) = scene.replay(
+        &[
+            "corebank.member.savings_balance@1.0.0",
+            "--input",
+            "member_id=<script>alert(1)</script>",
+            "--run-id",
+            "cli-invalid",
+        ],
+        &[],
+    );
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    insta::assert_snapshot!("invalid_input_text", stdout);
+}
+
+#[test]
+fn usage_errors_and_tampered_documents_exit_two_before_any_browser_starts() {
+    let scene = Scene::new();
+    let tampered = scene.scratch.path().join("tampered.yaml");
+    let original = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("capabilities/corebank.member.savings_balance@1.0.0.yaml"),
+    )
+    .expect("the catalog capability");
+    std::fs::write(
+        &tampered,
+        original.replace("Look up a member's savings balance", "Look up any balance"),
+    )
+    .expect("a scratch file");
+    let tampered = tampered.display().to_string();
+    let cases: [(&str, Vec<&str>); 6] = [
+        (
+            "duplicated input",
+            vec![
+                "corebank.member.savings_balance@1.0.0",
+                "--input",
+                "member_id=12345",
+                "--input",
+                "member_id=67890",
+            ],
+        ),
+        (
+            "malformed input",
+            vec!["corebank.member.savings_balance@1.0.0", "--input", "member_id"],
+        ),
+        ("unknown capability", vec!["corebank.member.no_such_thing@1.0.0"]),
+        ("tampered file", vec![tampered.as_str()]),
+        (
+            "unknown tenant binding",
+            vec!["corebank.auth.sign_on@1.0.0", "--tenant", "northgate-fcu"],
+        ),
+        (
+            "base url that is not an origin",
+            vec![
+                "corebank.member.savings_balance@1.0.0",
+                "--base-url",
+                "http://127.0.0.1:8811/search?x=1",
+            ],
+        ),
+    ];
+    let mut transcript = String::new();
+    for (name, args) in cases {
+        // A browser that cannot start proves none was needed: these fail before it.
+        let (code, stdout, stderr) =
+            scene.replay(&args, &[("CUA_CHROMIUM", "/nonexistent/chromium")]);
+        transcript.push_str(&format!("== {name}: exit {code}\n{stdout}{stderr}"));
+        assert_eq!(code, 2, "{name}: {stderr}");
+    }
+    insta::assert_snapshot!("usage_errors", transcript);
+}
+
+#[test]
+fn a_missing_browser_exits_69_naming_the_install_step() {
+    let scene = Scene::new();
+    let (code, _, stderr) = scene.replay(
+        &[
+            "corebank.member.savings_balance@1.0.0",
+            "--input",
+            "member_id=12345",
+        ],
+        &[("CUA_CHROMIUM", "/nonexistent/chromium")],
+    );
+    assert_eq!(code, 69, "{stderr}");
+    assert!(stderr.contains("apt-get install -y chromium"), "{stderr}");
+}
+
+/// A capability that signs on with the operator id as a *sensitive input* and the password as
+/// a *secret*: neither may appear in any byte written under the run directory, nor on stdout
+/// or stderr.
+#[test]
+fn canary_secrets_and_sensitive_inputs_never_leave_the_process() {
+    let scene = Scene::new();
+    let sign_on = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("capabilities/corebank.auth.sign_on@1.0.0.yaml"),
+    )
+    .expect("the catalog capability");
+    let mut yaml: String = sign_on
+        .lines()
+        .filter(|line| !line.starts_with("content_hash:"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    yaml = yaml
+        .replace("id: corebank.auth.sign_on", "id: test.auth.sign_on_with_input")
+        .replace(
+            "value: {$secret: corebank.operator_id}",
+            "value: {$input: operator_id}",
+        )
+        .replace(
+            "steps:\n",
+            "inputs:\n  - {name: operator_id, sensitive: true, pattern: '^[a-z0-9]{4,16}$'}\n\nsteps:\n",
+        );
+    let draft = cua_artifact::Capability::from_yaml(&yaml).expect("a valid draft");
+    let sealed = draft.sealed().to_yaml().expect("it serializes");
+    let file = scene.scratch.path().join("sign_on_with_input.yaml");
+    std::fs::write(&file, sealed).expect("a scratch file");
+    let file = file.display().to_string();
+    let (code, stdout, stderr) = scene.replay_raw(
+        &[
+            file.as_str(),
+            "--input",
+            &format!("operator_id={}", memberdesk::OPERATOR_ID),
+            "--run-id",
+            "cli-canary",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let canaries = [memberdesk::OPERATOR_ID, memberdesk::OPERATOR_PASSWORD];
+    for canary in canaries {
+        assert!(!stdout.contains(canary), "stdout carries {canary:?}");
+        assert!(!stderr.contains(canary), "stderr carries {canary:?}");
+    }
+    let run_dir = scene.evidence().join("cli-canary");
+    let mut files = 0;
+    for path in walk(&run_dir) {
+        files += 1;
+        let bytes = std::fs::read(&path).expect("a readable evidence file");
+        for canary in canaries {
+            assert!(
+                !contains(&bytes, canary.as_bytes()),
+                "{} carries {canary:?}",
+                path.display()
+            );
+        }
+    }
+    assert!(files >= 4, "the sweep saw the trace, record and snapshots");
+    // The masking is real: the trace shows the input was there, by shape.
+    let trace = std::fs::read_to_string(run_dir.join("trace.jsonl")).expect("the trace");
+    assert!(trace.contains("<redacted:string[8]>"), "{trace}");
+}
+
+#[test]
+fn a_batch_prints_one_line_per_row_in_order_and_resumes_without_rerunning() {
+    let scene = Scene::new();
+    let rows = scene.scratch.path().join("rows.jsonl");
+    std::fs::write(
+        &rows,
+        concat!(
+            "{\"member_id\": \"12345\"}\n",
+            "{\"member_id\": \"99999\"}\n",
+            "\n",
+            "{\"member_id\": \"123\"}\n",
+            "not json\n",
+            "{\"member_id\": \"67890\"}\n",
+        ),
+    )
+    .expect("a rows file");
+    let rows = rows.display().to_string();
+    let args = [
+        "corebank.member.savings_balance@1.0.0",
+        "--inputs",
+        rows.as_str(),
+        "--concurrency",
+        "2",
+        "--run-id",
+        "cli-batch",
+    ];
+    let (code, stdout, stderr) = scene.replay(&args, &[]);
+    assert_eq!(code, 1, "a failed row makes the batch exit 1\n{stdout}\n{stderr}");
+    let summary = |stdout: &str| -> Vec<String> {
+        stdout
+            .lines()
+            .map(|line| {
+                let line: Value = serde_json::from_str(line).expect("a JSON line per row");
+                format!(
+                    "row {} {} exit {} {}",
+                    line["row"],
+                    line["status"].as_str().unwrap_or_default(),
+                    line["exit_code"],
+                    line["result"]["outputs"]["savings_balance"]
+                        .as_str()
+                        .or(line["result"]["outcome"]["code"].as_str())
+                        .or(line["result"]["error"]["code"].as_str())
+                        .or(line["error"].as_str().map(|_| "invalid"))
+                        .unwrap_or_default()
+                )
+            })
+            .collect()
+    };
+    let first = summary(&stdout);
+    assert_eq!(
+        first,
+        [
+            "row 1 success exit 0 4210.55",
+            "row 2 business_outcome exit 0 member_not_found",
+            "row 4 failed exit 1 input_validation_failed",
+            "row 5 invalid_row exit 2 invalid",
+            "row 6 success exit 0 18730.00",
+        ]
+    );
+    let runs = |scene: &Scene| {
+        std::fs::read_dir(scene.evidence())
+            .expect("the evidence root")
+            .flatten()
+            .filter(|entry| entry.path().is_dir())
+            .count()
+    };
+    assert_eq!(runs(&scene), 4);
+    // Resuming a finished batch runs nothing and prints the same lines.
+    let mut resume = args.to_vec();
+    resume.push("--resume");
+    let (code, again, _) = scene.replay(&resume, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(again, stdout);
+    assert_eq!(runs(&scene), 4);
+}
+
+/// A batch of transfers killed after a row's mutation was dispatched: `--resume` must not run
+/// that row again (the money moved), but report it for inspection.
+#[test]
+fn resume_never_reruns_a_row_whose_mutation_was_dispatched() {
+    let scene = Scene::new();
+    let transfer = cua_artifact::Capability::from_yaml(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("capabilities/corebank.member.transfer_funds@1.0.0.yaml"),
+        )
+        .expect("the catalog capability"),
+    )
+    .expect("a sealed capability");
+    let approval = scene.scratch.path().join("transfer.approval.yaml");
+    std::fs::write(
+        &approval,
+        format!(
+            "schema: cua.capability_approval/v1\ncapability: {}\ncontent_hash: {}\nstate: approved\napproved_by: reviewer\n",
+            transfer.reference(),
+            transfer.content_hash.as_ref().expect("sealed")
+        ),
+    )
+    .expect("an approval file");
+    let rows = scene.scratch.path().join("transfers.jsonl");
+    let row = |amount: &str| {
+        format!(
+            "{{\"member_id\": \"12345\", \"from_account\": \"S-12345-01\", \"to_account\": \"C-12345-02\", \"amount\": \"{amount}\"}}\n"
+        )
+    };
+    std::fs::write(&rows, format!("{}{}", row("10.00"), row("20.00"))).expect("a rows file");
+    let approval = approval.display().to_string();
+    let rows = rows.display().to_string();
+    let args = [
+        "corebank.member.transfer_funds@1.0.0",
+        "--inputs",
+        rows.as_str(),
+        "--allow-irreversible",
+        "--approval",
+        approval.as_str(),
+        "--run-id",
+        "cli-transfers",
+    ];
+    let (code, stdout, stderr) = scene.replay(&args, &[]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert_eq!(scene.fixture().handle().transfers().len(), 2);
+    // Simulate a kill after row 2's confirm: its `done` line never reached the state file.
+    let state = scene.evidence().join("cli-transfers.batch.jsonl");
+    let kept: String = std::fs::read_to_string(&state)
+        .expect("the state file")
+        .lines()
+        .filter(|line| !(line.contains("\"state\":\"done\"") && line.contains("\"row\":2")))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    std::fs::write(&state, kept).expect("the state file");
+    let mut resume = args.to_vec();
+    resume.push("--resume");
+    let (code, stdout, stderr) = scene.replay(&resume, &[]);
+    assert_eq!(code, 3, "{stdout}\n{stderr}");
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines[0]["status"], "success");
+    assert_eq!(lines[1]["status"], "needs_inspection");
+    assert!(
+        lines[1]["error"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("post_transfer")),
+        "{}",
+        lines[1]
+    );
+    // Still two transfers: nothing was posted again.
+    assert_eq!(scene.fixture().handle().transfers().len(), 2);
+}
+
+fn verify(run_dir: &Path) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .args(["evidence", "verify"])
+        .arg(run_dir)
+        .output()
+        .expect("the cua binary runs");
+    (
+        output.status.code().expect("an exit code"),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a readable directory").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
+}
