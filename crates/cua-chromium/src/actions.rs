@@ -108,37 +108,42 @@ impl Target<'_> {
     }
 }
 
-/// Clicks the node: scroll it into view, find its centre, check that the centre hits the node
-/// (or a descendant), and press and release the mouse there. When something else covers the
-/// point, the element is clicked through the DOM instead and the message says so.
+/// Clicks the node: scroll it into view, find the centre of its visible box, check (in its
+/// own document) that the centre hits the node or a descendant, and press and release the
+/// mouse there. When something else covers the point, the element is clicked through the DOM
+/// instead and the message says what covered it.
 pub(crate) async fn click(
     session: &Session,
     target: &Target<'_>,
     viewport: Viewport,
 ) -> Result<String, SurfaceError> {
-    let backend = target.handle.backend;
     session
         .call(
             "DOM.scrollIntoViewIfNeeded",
-            json!({ "backendNodeId": backend }),
+            json!({ "backendNodeId": target.handle.backend }),
         )
         .await
         .map_err(target.fail("scrolling the node into view"))?;
     let (x, y) = centre(session, target, viewport).await?;
-    let hit = session
-        .call(
-            "DOM.getNodeForLocation",
-            json!({ "x": x.round() as i64, "y": y.round() as i64, "includeUserAgentShadowDOM": false }),
+    let (origin_x, origin_y) = frame_origin(session, &target.handle.frame_id).await?;
+    let covering = target
+        .call_on(
+            session,
+            "function(x, y) { \
+               const e = this.nodeType === 1 ? this : this.parentElement; \
+               if (!e) return 'nothing'; \
+               const hit = e.ownerDocument.elementFromPoint(x, y); \
+               if (hit === e || (hit && e.contains(hit))) return ''; \
+               if (!hit) return 'nothing'; \
+               let text = hit.localName; \
+               if (hit.id) text += '#' + hit.id; \
+               for (const c of hit.classList) text += '.' + c; \
+               return '`' + text + '`'; }",
+            json!([{ "value": x - origin_x }, { "value": y - origin_y }]),
         )
-        .await
-        .ok()
-        .and_then(|answer| answer["backendNodeId"].as_i64());
-    let inside = match hit {
-        Some(hit) if hit == backend => true,
-        Some(hit) => contains(session, target, hit).await,
-        None => false,
-    };
-    if inside {
+        .await?;
+    let covering = covering.as_str().unwrap_or("nothing").to_string();
+    if covering.is_empty() {
         mouse_click(session, x, y).await?;
         return Ok(format!("clicked at ({x:.0}, {y:.0})"));
     }
@@ -155,12 +160,8 @@ pub(crate) async fn click(
             reason: "the node is not clickable".into(),
         });
     }
-    let covered_by = match hit {
-        Some(hit) => describe(session, hit).await,
-        None => "nothing".to_string(),
-    };
     Ok(format!(
-        "the node's centre was covered by {covered_by}; clicked it through the DOM"
+        "the node's centre was covered by {covering}; clicked it through the DOM"
     ))
 }
 
@@ -385,6 +386,37 @@ pub(crate) async fn next_frames(session: &Session) {
         .await;
 }
 
+/// The top-left of a frame's viewport in top-level viewport coordinates, read now (after any
+/// scrolling the action caused).
+async fn frame_origin(session: &Session, frame_id: &str) -> Result<(f64, f64), SurfaceError> {
+    let frames = frames(session).await?;
+    if frames.first().is_some_and(|main| main.id == frame_id) {
+        return Ok((0.0, 0.0));
+    }
+    let unrendered = || SurfaceError::ActionFailed {
+        reason: "the node's frame is not rendered".into(),
+    };
+    let owner = session
+        .call("DOM.getFrameOwner", json!({ "frameId": frame_id }))
+        .await
+        .map_err(|error| error.into_surface("finding the node's frame"))?;
+    let backend = owner["backendNodeId"].as_i64().ok_or_else(unrendered)?;
+    let model = session
+        .call("DOM.getBoxModel", json!({ "backendNodeId": backend }))
+        .await
+        .map_err(|error| error.into_surface("measuring the node's frame"))?;
+    let content = model["model"]["content"]
+        .as_array()
+        .ok_or_else(unrendered)?;
+    match (
+        content.first().and_then(Value::as_f64),
+        content.get(1).and_then(Value::as_f64),
+    ) {
+        (Some(x), Some(y)) => Ok((x, y)),
+        _ => Err(unrendered()),
+    }
+}
+
 /// The centre of the node's first visible box, clipped to the viewport.
 async fn centre(
     session: &Session,
@@ -429,60 +461,4 @@ async fn centre(
     Err(SurfaceError::ActionFailed {
         reason: format!("node `{}` has no visible box in the viewport", target.id),
     })
-}
-
-/// Whether the hit node is the target or inside it (text targets count their element).
-async fn contains(session: &Session, target: &Target<'_>, hit: i64) -> bool {
-    let Ok(resolved) = session
-        .call(
-            "DOM.resolveNode",
-            json!({ "backendNodeId": hit, "objectGroup": OBJECT_GROUP }),
-        )
-        .await
-    else {
-        return false;
-    };
-    let Some(hit_object) = resolved["object"]["objectId"].as_str() else {
-        return false;
-    };
-    target
-        .call_on(
-            session,
-            "function(hit) { const e = this.nodeType === 1 ? this : this.parentElement; \
-             return !!e && (e === hit || e.contains(hit)); }",
-            json!([{ "objectId": hit_object }]),
-        )
-        .await
-        .ok()
-        .and_then(|answer| answer.as_bool())
-        .unwrap_or(false)
-}
-
-/// `tag#id.class` for a message, from `DOM.describeNode`.
-async fn describe(session: &Session, backend: i64) -> String {
-    let Ok(answer) = session
-        .call("DOM.describeNode", json!({ "backendNodeId": backend }))
-        .await
-    else {
-        return "another element".to_string();
-    };
-    let node = &answer["node"];
-    let mut text = node["localName"].as_str().unwrap_or("element").to_string();
-    let attributes: Vec<&str> = node["attributes"]
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    for pair in attributes.chunks(2) {
-        match pair {
-            ["id", id] if !id.is_empty() => text.push_str(&format!("#{id}")),
-            ["class", class] => {
-                for class in class.split_whitespace() {
-                    text.push('.');
-                    text.push_str(class);
-                }
-            }
-            _ => {}
-        }
-    }
-    format!("`{text}`")
 }

@@ -3,13 +3,26 @@
 //! [`ChromiumSurface::launch`] starts `/usr/lib/chromium/chromium` headless with a fresh
 //! profile (or [`ChromiumSurface::attach`] joins a running browser), opens one page, and
 //! installs the navigation allowlist inside the browser: `Fetch` interception on the browser
-//! target pauses every request of every frame, popup, redirect hop and subresource, and an
-//! off-list one is failed before it is fetched.
+//! target pauses every request of every frame, popup, redirect hop, subresource and WebSocket
+//! handshake, and an off-list one is failed before it is fetched.
 //!
 //! Commands go through chromiumoxide (its `Browser`, `Handler` task and `Page`), with raw JSON
 //! parameters and answers. Events go through a second, loosely typed connection
-//! ([`cdp`]): the allowlist guard and the page monitor must not depend on every event fitting
-//! a generated type.
+//! (`cdp.rs`): chromiumoxide drops an event that does not fit its generated types, and the
+//! allowlist guard and the page monitor must not depend on every event fitting them.
+//!
+//! Behaviour worth knowing:
+//! - The guard checks every paused request with `Allowlist::check`, so only allowlisted http(s)
+//!   URLs are fetched; `file:`, `ftp:` and any other scheme that reaches `Fetch` is refused.
+//!   `about:blank`, `data:`, `blob:` and Chromium's own error pages are built inside the
+//!   browser without a network fetch, so they never reach the guard and need no exception; a
+//!   top-level `navigate` to anything but an allowlisted http(s) URL is refused before the page
+//!   is touched. A blocked document load is aborted (the frame stays on its page); a blocked
+//!   subresource fails as blocked by client.
+//! - JavaScript dialogs are answered at once: alerts and leave-page prompts accepted, confirm
+//!   and prompt declined. The receipt of the action that raised them says so.
+//! - Popups are not driven: the surface stays on its own page and takes the foreground back
+//!   before the next action.
 //!
 //! Architecture invariant: the only crate that speaks CDP. It knows nothing of capabilities,
 //! targeting or evidence; it acts only on an `AuthorizedAction`, on the backend node its

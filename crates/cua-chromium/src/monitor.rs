@@ -32,6 +32,7 @@ pub(crate) struct Mark {
     navigations: u64,
     seq: u64,
     blocked_documents: u64,
+    dialogs: u64,
 }
 
 /// What the monitor knows about the page, updated from events.
@@ -46,6 +47,9 @@ pub(crate) struct PageState {
     next_seq: u64,
     /// Document requests the guard blocked.
     blocked_documents: u64,
+    /// JavaScript dialogs answered: how many, and the last few as `confirm declined`.
+    dialogs: u64,
+    dialog_log: VecDeque<(u64, String)>,
     /// Another page (a popup) opened: it takes the foreground, and a page in the background
     /// gets no animation frames, so input would wait for an acknowledgement that never comes.
     pub(crate) foreground_lost: bool,
@@ -88,6 +92,7 @@ impl PageState {
             navigations: self.navigations,
             seq: self.next_seq,
             blocked_documents: self.blocked_documents,
+            dialogs: self.dialogs,
         }
     }
 
@@ -122,6 +127,26 @@ impl PageState {
             .rev()
             .find(|r| r.frame_id == frame_id && r.loader_id == loader_id)
             .map(|r| r.status)
+    }
+
+    /// Records a dialog the monitor answered.
+    pub(crate) fn dialog_answered(&mut self, kind: &str, accepted: bool) {
+        self.dialogs += 1;
+        if self.dialog_log.len() == 16 {
+            self.dialog_log.pop_front();
+        }
+        let answer = if accepted { "accepted" } else { "declined" };
+        self.dialog_log
+            .push_back((self.dialogs, format!("{kind} {answer}")));
+    }
+
+    /// The dialogs answered since the mark, oldest first.
+    pub(crate) fn dialogs_since(&self, mark: Mark) -> Vec<String> {
+        self.dialog_log
+            .iter()
+            .filter(|(n, _)| *n > mark.dialogs)
+            .map(|(_, d)| d.clone())
+            .collect()
     }
 
     /// Whether any frame is loading.
@@ -168,10 +193,9 @@ pub(crate) async fn run(
             ("Page.javascriptDialogOpening", Some(session)) => {
                 // Alerts and leave-page prompts are accepted; confirm and prompt are
                 // dismissed, so an unexpected "Are you sure?" never says yes on its own.
-                let accept = matches!(
-                    event.params["type"].as_str(),
-                    Some("alert" | "beforeunload")
-                );
+                let kind = event.params["type"].as_str().unwrap_or("dialog");
+                let accept = matches!(kind, "alert" | "beforeunload");
+                lock(&shared.state).dialog_answered(kind, accept);
                 let connection = Arc::clone(&connection);
                 let session = session.clone();
                 tokio::spawn(async move {

@@ -95,8 +95,22 @@ pub(crate) async fn frame_origins(
     join_all(lookups).await
 }
 
-/// Takes one observation.
+/// Takes one observation. A page caught between two documents can refuse a call (its frame
+/// just went away); that is retried once before it counts as a failure.
 pub(crate) async fn observe(
+    session: &Session,
+    state: &Mutex<PageState>,
+) -> Result<Observation, SurfaceError> {
+    match observe_once(session, state).await {
+        Err(SurfaceError::ActionFailed { .. }) => {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            observe_once(session, state).await
+        }
+        outcome => outcome,
+    }
+}
+
+async fn observe_once(
     session: &Session,
     state: &Mutex<PageState>,
 ) -> Result<Observation, SurfaceError> {

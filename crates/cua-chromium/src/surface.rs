@@ -457,13 +457,28 @@ impl ChromiumSurface {
         F: FnMut(&UiSnapshot, &str, bool) -> bool + Send,
     {
         let deadline = Instant::now() + timeout;
+        let mut last: Option<UiSnapshot> = None;
         loop {
-            let (snapshot, documents) = self.observe_recorded().await?;
-            let loading = lock(&self.shared.state).is_loading();
-            if done(&snapshot, &documents, loading) {
-                return Ok(WaitOutcome::Met(Box::new(snapshot)));
+            match self.observe_recorded().await {
+                Ok((snapshot, documents)) => {
+                    let loading = lock(&self.shared.state).is_loading();
+                    if done(&snapshot, &documents, loading) {
+                        return Ok(WaitOutcome::Met(Box::new(snapshot)));
+                    }
+                    last = Some(snapshot);
+                }
+                // A page between two documents may refuse an observation; the next poll
+                // sees the new one. Anything else (the browser gone, a CDP timeout) ends
+                // the wait.
+                Err(SurfaceError::ActionFailed { .. }) if Instant::now() < deadline => {}
+                Err(error) => return Err(error),
             }
             if Instant::now() + POLL_INTERVAL > deadline {
+                if let Some(snapshot) = last {
+                    return Ok(WaitOutcome::TimedOut(Box::new(snapshot)));
+                }
+                // Never saw the page at all: one last observation decides.
+                let (snapshot, _) = self.observe_recorded().await?;
                 return Ok(WaitOutcome::TimedOut(Box::new(snapshot)));
             }
             tokio::time::sleep(POLL_INTERVAL).await;
@@ -487,8 +502,12 @@ impl SurfaceDriver for ChromiumSurface {
                 json!({ "objectGroup": OBJECT_GROUP }),
             )
             .await;
-        let message = performed?;
+        let mut message = performed?;
         let (navigated, http_status) = self.settle(mark).await;
+        let dialogs = lock(&self.shared.state).dialogs_since(mark);
+        if !dialogs.is_empty() {
+            message.push_str(&format!("; dialogs answered: {}", dialogs.join(", ")));
+        }
         Ok(DispatchReceipt {
             ok: true,
             navigated,

@@ -1,8 +1,12 @@
 //! Integration tests against real Chromium. They never skip: without Chromium they fail with
 //! the install step (`apt-get install -y chromium`).
 
+mod actions;
 mod failures;
 mod fixture;
 mod hostile;
 mod pages;
+mod png;
+mod screenshots;
 mod support;
+mod waits;

@@ -40,7 +40,7 @@ fn shell_site_pages() -> Vec<(&'static str, Page)> {
         (
             "/inner",
             Page::html(
-                r#"<html><body style="margin:10px"><button id="ib" onclick="this.textContent='Pressed'">Inner Button</button></body></html>"#,
+                r#"<html><body style="margin:10px"><button id="ib" onclick="this.textContent = 'Pressed ' + (window.presses = (window.presses || 0) + 1)">Inner Button</button></body></html>"#,
             ),
         ),
         (
@@ -100,8 +100,19 @@ async fn frames_are_stitched_under_their_hosts() {
         .collect();
     assert_eq!(regions, ["member_search", "training_members"]);
 
+    // A click two frames deep lands on the button.
+    let receipt = surface
+        .dispatch(authority.allow(SurfaceAction::Click, Some(inner)))
+        .await
+        .unwrap();
+    assert!(receipt.message.starts_with("clicked at"), "{receipt:?}");
+    observe_until(&surface, "the first press", |s| {
+        has(s, "button", "Pressed 1")
+    })
+    .await;
+
     // The bounds are in top-level viewport pixels: a raw click at the box's centre, through two
-    // frame boundaries, lands on the button.
+    // frame boundaries, lands on the button too.
     let bounds = inner.bounds.expect("the inner button is rendered");
     assert!(bounds.x > 500.0 && bounds.y > 300.0, "{bounds:?}");
     let (x, y) = (
@@ -114,8 +125,8 @@ async fn frames_are_stitched_under_their_hosts() {
     );
     let click = authority.allow(SurfaceAction::RawInput(RawInput::MouseClick { x, y }), None);
     surface.dispatch(click).await.unwrap();
-    observe_until(&surface, "the pressed button", |s| {
-        has(s, "button", "Pressed")
+    observe_until(&surface, "the second press", |s| {
+        has(s, "button", "Pressed 2")
     })
     .await;
 }

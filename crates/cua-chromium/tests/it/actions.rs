@@ -1,0 +1,313 @@
+//! Every action kind on a hand-written page, checked by what the page then holds.
+
+use cua_policy::{RawInput, ScrollDirection, SurfaceAction};
+use cua_snapshot::{UiNode, UiSnapshot};
+use cua_surface::{DispatchReceipt, SurfaceDriver, SurfaceError};
+
+use crate::support::{Authority, Page, Site, find, goto, has, launch, observe_until};
+
+const PAGE: &str = r#"<html><head><title>Actions</title></head><body style="margin:0">
+<h1>Actions</h1>
+<input id="field" title="Field" value="abc">
+<input id="second" title="Second">
+<select title="Pick"><option value="a">Alpha</option><option value="b">Beta</option><option value="c" disabled>Gamma</option></select>
+<div style="position:relative; width:200px; height:40px">
+  <button id="covered" style="position:absolute; left:0; top:0; width:200px; height:40px" onclick="this.textContent = 'Covered clicked'">Covered</button>
+  <div id="glass" style="position:absolute; left:0; top:0; width:200px; height:40px; z-index:2"></div>
+</div>
+<button onclick="alert('hello'); this.textContent = 'Alert passed'">Alert</button>
+<button onclick="this.textContent = confirm('Really?') ? 'Confirmed' : 'Declined'">Confirm</button>
+<p id="log">no key</p>
+<div style="height:3000px"></div>
+<button onclick="this.textContent = 'Far clicked'">Far</button>
+<script>
+  document.getElementById('second').addEventListener('keydown', e => {
+    document.getElementById('log').textContent = 'key ' + e.key;
+  });
+</script>
+</body></html>"#;
+
+struct Bench {
+    _site: Site,
+    surface: cua_chromium::ChromiumSurface,
+    authority: Authority,
+}
+
+impl Bench {
+    async fn open() -> Self {
+        let site = Site::serve(vec![("/", Page::html(PAGE))]).await;
+        let surface = launch(&[site.entry()]).await;
+        let authority = Authority::new(&[site.entry()]);
+        goto(&surface, &authority, &site.url("/")).await;
+        Self {
+            _site: site,
+            surface,
+            authority,
+        }
+    }
+
+    async fn snapshot(&self) -> UiSnapshot {
+        self.surface.observe().await.expect("observing")
+    }
+
+    async fn act(
+        &self,
+        action: SurfaceAction,
+        target: Option<&UiNode>,
+    ) -> Result<DispatchReceipt, SurfaceError> {
+        self.surface
+            .dispatch(self.authority.allow(action, target))
+            .await
+    }
+
+    async fn value(&self, name: &str) -> String {
+        find(&self.snapshot().await, "textbox", name)
+            .value
+            .clone()
+            .unwrap_or_default()
+    }
+}
+
+fn typing(text: &str, clear_first: bool) -> SurfaceAction {
+    SurfaceAction::Type {
+        text: text.to_string(),
+        clear_first,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typing_appends_or_replaces_and_never_reports_the_text() {
+    let bench = Bench::open().await;
+    let field = find(&bench.snapshot().await, "textbox", "Field").clone();
+    let receipt = bench.act(typing("def", false), Some(&field)).await.unwrap();
+    assert_eq!(bench.value("Field").await, "abcdef");
+    assert!(
+        !receipt.message.contains("def") && !receipt.navigated,
+        "{receipt:?}"
+    );
+    bench.act(typing("xyz", true), Some(&field)).await.unwrap();
+    assert_eq!(bench.value("Field").await, "xyz");
+    bench.act(typing("", true), Some(&field)).await.unwrap();
+    assert_eq!(bench.value("Field").await, "");
+    let focused = bench.snapshot().await;
+    assert!(
+        find(&focused, "textbox", "Field")
+            .states
+            .contains(&"focused".to_string())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_and_raw_input_reach_the_focused_element() {
+    let bench = Bench::open().await;
+    let second = find(&bench.snapshot().await, "textbox", "Second").clone();
+    let bounds = second.bounds.expect("rendered");
+    let click = RawInput::MouseClick {
+        x: bounds.x + 5.0,
+        y: bounds.y + bounds.height / 2.0,
+    };
+    bench
+        .act(SurfaceAction::RawInput(click), None)
+        .await
+        .unwrap();
+    bench
+        .act(
+            SurfaceAction::RawInput(RawInput::Text {
+                text: "hello".into(),
+            }),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(bench.value("Second").await, "hello");
+    bench
+        .act(
+            SurfaceAction::PressKey {
+                key: "Backspace".into(),
+            },
+            Some(&second),
+        )
+        .await
+        .unwrap();
+    assert_eq!(bench.value("Second").await, "hell");
+    bench
+        .act(
+            SurfaceAction::RawInput(RawInput::Key { key: "a".into() }),
+            None,
+        )
+        .await
+        .unwrap();
+    let snapshot = bench.snapshot().await;
+    assert_eq!(
+        find(&snapshot, "textbox", "Second").value.as_deref(),
+        Some("hella")
+    );
+    assert!(
+        has(&snapshot, "text", "key a"),
+        "the keydown listener saw the key"
+    );
+    bench
+        .act(SurfaceAction::PressKey { key: "Tab".into() }, None)
+        .await
+        .unwrap();
+    let tabbed = bench.snapshot().await;
+    assert!(
+        find(&tabbed, "combobox", "Pick")
+            .states
+            .contains(&"focused".to_string()),
+        "Tab moved focus"
+    );
+    let unknown = bench
+        .act(
+            SurfaceAction::PressKey {
+                key: "Hyper+Q".into(),
+            },
+            None,
+        )
+        .await;
+    assert!(
+        matches!(unknown, Err(SurfaceError::ActionFailed { .. })),
+        "{unknown:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn select_by_value_or_label() {
+    let bench = Bench::open().await;
+    let pick = find(&bench.snapshot().await, "combobox", "Pick").clone();
+    let select = |value: &str| SurfaceAction::Select {
+        value: value.to_string(),
+    };
+    bench.act(select("Beta"), Some(&pick)).await.unwrap();
+    assert_eq!(
+        find(&bench.snapshot().await, "combobox", "Pick")
+            .value
+            .as_deref(),
+        Some("Beta")
+    );
+    bench.act(select("a"), Some(&pick)).await.unwrap();
+    assert_eq!(
+        find(&bench.snapshot().await, "combobox", "Pick")
+            .value
+            .as_deref(),
+        Some("Alpha")
+    );
+    for refused in ["Delta", "Gamma"] {
+        let result = bench.act(select(refused), Some(&pick)).await;
+        assert!(
+            matches!(result, Err(SurfaceError::ActionFailed { .. })),
+            "{refused}: {result:?}"
+        );
+    }
+    let field = find(&bench.snapshot().await, "textbox", "Field").clone();
+    let not_a_select = bench.act(select("a"), Some(&field)).await;
+    assert!(
+        matches!(not_a_select, Err(SurfaceError::ActionFailed { .. })),
+        "{not_a_select:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clicks_scroll_into_view_and_fall_back_when_covered() {
+    let bench = Bench::open().await;
+    let snapshot = bench.snapshot().await;
+    let far = find(&snapshot, "button", "Far").clone();
+    assert!(
+        far.bounds.expect("rendered").y > 3000.0,
+        "below the fold: {:?}",
+        far.bounds
+    );
+    let receipt = bench.act(SurfaceAction::Click, Some(&far)).await.unwrap();
+    assert!(receipt.message.starts_with("clicked at"), "{receipt:?}");
+    let after = observe_until(&bench.surface, "the far click", |s| {
+        has(s, "button", "Far clicked")
+    })
+    .await;
+    let scrolled = find(&after, "button", "Far clicked")
+        .bounds
+        .expect("rendered");
+    assert!(
+        scrolled.y >= 0.0 && scrolled.y < 800.0,
+        "scrolled into view: {scrolled:?}"
+    );
+
+    let covered = find(&after, "button", "Covered").clone();
+    let receipt = bench
+        .act(SurfaceAction::Click, Some(&covered))
+        .await
+        .unwrap();
+    assert!(
+        receipt.message.contains("covered by `div#glass`"),
+        "{receipt:?}"
+    );
+    observe_until(&bench.surface, "the covered click", |s| {
+        has(s, "button", "Covered clicked")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scrolling_moves_the_page_by_the_amount_and_into_view() {
+    let bench = Bench::open().await;
+    let top = |s: &UiSnapshot| find(s, "button", "Far").bounds.expect("rendered").y;
+    let start = top(&bench.snapshot().await);
+    let down = SurfaceAction::Scroll {
+        direction: ScrollDirection::Down,
+        amount: Some(500),
+    };
+    bench.act(down, None).await.unwrap();
+    let moved = top(&bench.snapshot().await);
+    assert!((start - moved - 500.0).abs() < 1.0, "{start} → {moved}");
+    let up = SurfaceAction::Scroll {
+        direction: ScrollDirection::Up,
+        amount: Some(200),
+    };
+    bench.act(up, None).await.unwrap();
+    assert!((top(&bench.snapshot().await) - (moved + 200.0)).abs() < 1.0);
+    let far = find(&bench.snapshot().await, "button", "Far").clone();
+    let into_view = SurfaceAction::Scroll {
+        direction: ScrollDirection::IntoView,
+        amount: None,
+    };
+    bench.act(into_view.clone(), Some(&far)).await.unwrap();
+    let visible = top(&bench.snapshot().await);
+    assert!((0.0..800.0).contains(&visible), "{visible}");
+    let needs_target = bench.act(into_view, None).await;
+    assert!(
+        matches!(needs_target, Err(SurfaceError::ActionFailed { .. })),
+        "{needs_target:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dialogs_never_hang_and_confirm_is_declined() {
+    let bench = Bench::open().await;
+    let snapshot = bench.snapshot().await;
+    let alert = find(&snapshot, "button", "Alert");
+    let receipt = bench.act(SurfaceAction::Click, Some(alert)).await.unwrap();
+    assert!(
+        receipt
+            .message
+            .ends_with("dialogs answered: alert accepted"),
+        "{receipt:?}"
+    );
+    observe_until(&bench.surface, "the alert to pass", |s| {
+        has(s, "button", "Alert passed")
+    })
+    .await;
+    let confirm = find(&snapshot, "button", "Confirm");
+    let receipt = bench
+        .act(SurfaceAction::Click, Some(confirm))
+        .await
+        .unwrap();
+    assert!(
+        receipt
+            .message
+            .ends_with("dialogs answered: confirm declined"),
+        "{receipt:?}"
+    );
+    observe_until(&bench.surface, "the confirm to be declined", |s| {
+        has(s, "button", "Declined")
+    })
+    .await;
+}
