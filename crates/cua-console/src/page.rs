@@ -70,7 +70,8 @@ pub(crate) const APP_JS: &str = r###"'use strict';
   if (fragment.get('token')) {
     token = fragment.get('token');
     sessionStorage.setItem('cua-token', token);
-    history.replaceState(null, '', location.pathname + '#/queue');
+    const next = (fragment.get('go') || '/queue').replace(/[^A-Za-z0-9/_.-]/g, '');
+    history.replaceState(null, '', location.pathname + '#' + next);
   }
   let timer = null;
   let socket = null;

@@ -294,3 +294,24 @@ async fn no_response_and_no_frame_carries_the_canary() {
 }
 
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+#[tokio::test]
+async fn a_non_loopback_address_needs_remote_access_allowed() {
+    let world = World::new();
+    let refused = cua_console::serve(
+        Arc::clone(&world.broker),
+        ConsoleConfig {
+            bind: SocketAddr::from(([0, 0, 0, 0], 0)),
+            allow_remote: false,
+            access: Access::named(vec![("ada".to_owned(), TOKEN_OF_ADA.to_owned())]).unwrap(),
+            catalog: Arc::new(NoCatalog),
+            settings: serde_json::Value::Null,
+            redactor: world.redactor.clone(),
+        },
+    )
+    .await;
+    let error = refused
+        .err()
+        .expect("0.0.0.0 without --allow-remote is refused");
+    assert!(error.to_string().contains("--allow-remote"), "{error}");
+}
