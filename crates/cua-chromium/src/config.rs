@@ -72,10 +72,43 @@ impl ChromiumConfig {
     /// [`ChromiumConfig::new`], with the executable taken from `CUA_CHROMIUM` when it is set
     /// and not empty. The only place the driver reads the environment.
     pub fn from_env(allowlist: Allowlist) -> Self {
+        Self::from_lookup(allowlist, |name| std::env::var_os(name))
+    }
+
+    fn from_lookup(
+        allowlist: Allowlist,
+        lookup: impl Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Self {
         let mut config = Self::new(allowlist);
-        if let Some(path) = std::env::var_os(CHROMIUM_ENV).filter(|path| !path.is_empty()) {
+        if let Some(path) = lookup(CHROMIUM_ENV).filter(|path| !path.is_empty()) {
             config.executable = PathBuf::from(path);
         }
         config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_environment_overrides_only_a_non_empty_executable() {
+        let allowlist = || Allowlist::new(&[], &[]).unwrap();
+        let set = ChromiumConfig::from_lookup(allowlist(), |name| {
+            (name == CHROMIUM_ENV).then(|| "/opt/chromium/chrome".into())
+        });
+        assert_eq!(set.executable, PathBuf::from("/opt/chromium/chrome"));
+        let empty = ChromiumConfig::from_lookup(allowlist(), |_| Some("".into()));
+        assert_eq!(empty.executable, PathBuf::from(DEFAULT_EXECUTABLE));
+        let unset = ChromiumConfig::from_lookup(allowlist(), |_| None);
+        assert_eq!(unset.executable, PathBuf::from(DEFAULT_EXECUTABLE));
+        assert!(unset.headless);
+        assert_eq!(
+            unset.viewport,
+            Viewport {
+                width: 1280,
+                height: 800
+            }
+        );
     }
 }

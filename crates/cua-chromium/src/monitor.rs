@@ -149,6 +149,14 @@ impl PageState {
             .collect()
     }
 
+    /// Forgets loading frames that are no longer in the page (a detach event can be missed
+    /// when a whole subtree goes at once), so a vanished frame never looks busy forever.
+    pub(crate) fn keep_frames<'a>(&mut self, present: impl IntoIterator<Item = &'a str>) {
+        let present: BTreeSet<&str> = present.into_iter().collect();
+        self.loading
+            .retain(|frame| present.contains(frame.as_str()));
+    }
+
     /// Whether any frame is loading.
     pub(crate) fn is_loading(&self) -> bool {
         !self.loading.is_empty()
@@ -299,6 +307,12 @@ mod tests {
         state.apply("Page.frameNavigated", &json!({"frame": {"id": "content"}}));
         state.apply("Page.frameStoppedLoading", &json!({"frameId": "content"}));
         assert!(!state.is_loading());
+        state.apply("Page.frameStartedLoading", &json!({"frameId": "gone"}));
+        state.keep_frames(["top", "content"]);
+        assert!(
+            !state.is_loading(),
+            "a frame that left the page is not loading"
+        );
         assert!(state.active_since(mark));
         assert!(state.navigated_since(mark));
         assert_eq!(state.worst_since(mark), Some(502));

@@ -162,7 +162,8 @@ async fn observe_once(
         .or_else(|| stitched.nodes.first().map(|root| root.name.clone()))
         .unwrap_or_default();
     let http_status = {
-        let state = lock(state);
+        let mut state = lock(state);
+        state.keep_frames(frames.iter().map(|frame| frame.id.as_str()));
         frames
             .iter()
             .filter_map(|frame| state.status_of(&frame.id, &frame.loader_id))
