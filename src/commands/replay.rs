@@ -612,10 +612,21 @@ mod tests {
 
     #[test]
     fn a_base_url_is_an_origin() {
-        for good in ["http://127.0.0.1:8811", "https://memberdesk.example", "http://[::1]:80"] {
+        for good in [
+            "http://127.0.0.1:8811",
+            "https://memberdesk.example",
+            "http://[::1]:80",
+        ] {
             assert!(check_base_url(good).is_ok(), "{good}");
         }
-        for bad in ["", "127.0.0.1:8811", "http://", "http://host/path", "ftp://host", "http://u:p@h"] {
+        for bad in [
+            "",
+            "127.0.0.1:8811",
+            "http://",
+            "http://host/path",
+            "ftp://host",
+            "http://u:p@h",
+        ] {
             assert!(check_base_url(bad).is_err(), "{bad}");
         }
     }

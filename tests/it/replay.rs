@@ -67,10 +67,7 @@ impl Scene {
         command
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .env("NO_COLOR", "1")
-            .env(
-                "CUA_SECRET_COREBANK_OPERATOR_ID",
-                memberdesk::OPERATOR_ID,
-            )
+            .env("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID)
             .env(
                 "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
                 memberdesk::OPERATOR_PASSWORD,
@@ -114,8 +111,7 @@ fn mask_durations(text: &str) -> String {
         let (number, after) = from_digits.split_at(digits);
         out.push_str(before);
         let in_text = before.ends_with(" in ") && after.starts_with("ms");
-        let in_json =
-            before.ends_with("\"duration_ms\": ") || before.ends_with("\"duration_ms\":");
+        let in_json = before.ends_with("\"duration_ms\": ") || before.ends_with("\"duration_ms\":");
         out.push_str(if in_text {
             "<ms>"
         } else if in_json {
@@ -213,10 +209,10 @@ fn a_business_outcome_exits_zero_with_the_outcome_in_json() {
 #[test]
 fn a_screen_nothing_declares_needs_a_human_and_exits_three() {
     let scene = Scene::new();
-    scene
-        .fixture()
-        .handle()
-        .arm(memberdesk::Fault::UndeclaredDialog, memberdesk::FaultCount::Times(3));
+    scene.fixture().handle().arm(
+        memberdesk::Fault::UndeclaredDialog,
+        memberdesk::FaultCount::Times(3),
+    );
     let (code, stdout, stderr) = scene.replay(
         &[
             "corebank.member.savings_balance@1.0.0",
@@ -281,9 +277,16 @@ fn usage_errors_and_tampered_documents_exit_two_before_any_browser_starts() {
         ),
         (
             "malformed input",
-            vec!["corebank.member.savings_balance@1.0.0", "--input", "member_id"],
+            vec![
+                "corebank.member.savings_balance@1.0.0",
+                "--input",
+                "member_id",
+            ],
         ),
-        ("unknown capability", vec!["corebank.member.no_such_thing@1.0.0"]),
+        (
+            "unknown capability",
+            vec!["corebank.member.no_such_thing@1.0.0"],
+        ),
         ("tampered file", vec![tampered.as_str()]),
         (
             "unknown tenant binding",
@@ -418,7 +421,10 @@ fn a_batch_prints_one_line_per_row_in_order_and_resumes_without_rerunning() {
         "cli-batch",
     ];
     let (code, stdout, stderr) = scene.replay(&args, &[]);
-    assert_eq!(code, 1, "a failed row makes the batch exit 1\n{stdout}\n{stderr}");
+    assert_eq!(
+        code, 1,
+        "a failed row makes the batch exit 1\n{stdout}\n{stderr}"
+    );
     let summary = |stdout: &str| -> Vec<String> {
         stdout
             .lines()
@@ -559,7 +565,10 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).expect("a readable directory").flatten() {
+        for entry in std::fs::read_dir(&dir)
+            .expect("a readable directory")
+            .flatten()
+        {
             let path = entry.path();
             if path.is_dir() {
                 pending.push(path);
