@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, reason = "a test that cannot unwrap has failed")]
 
 mod broker;
+mod reanchor;
 mod record;
 mod server;
 mod support;
