@@ -4,9 +4,13 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 CHROMIUM := /usr/lib/chromium/chromium
+# `@playwright/test` for the generated-spec tests, installed project-locally (never a browser
+# download: the specs launch Debian's Chromium). tests/it/codegen.rs pins the same version.
+PLAYWRIGHT_VERSION := 1.65.1
+PLAYWRIGHT_CI := target/playwright-ci
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help deps deps-chromium build demo test lint test-only bench evidence fmt clean
+.PHONY: help deps deps-chromium deps-node build demo test lint test-only bench evidence fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -22,6 +26,14 @@ deps-chromium:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	fi
 	@test -x $(CHROMIUM) || { echo "Chromium still missing at $(CHROMIUM): run apt-get install -y chromium" >&2; exit 1; }
+
+deps-node: ## Install @playwright/test into target/playwright-ci when it is missing
+	@command -v npm >/dev/null || { echo "npm is missing: apt-get install -y nodejs npm" >&2; exit 1; }
+	@if [ "$$(node -p "require('./$(PLAYWRIGHT_CI)/node_modules/@playwright/test/package.json').version" 2>/dev/null)" != "$(PLAYWRIGHT_VERSION)" ]; then \
+		mkdir -p $(PLAYWRIGHT_CI); \
+		[ -f $(PLAYWRIGHT_CI)/package.json ] || echo '{ "name": "cua-playwright-ci", "private": true }' > $(PLAYWRIGHT_CI)/package.json; \
+		npm install --no-audit --no-fund --prefix $(PLAYWRIGHT_CI) @playwright/test@$(PLAYWRIGHT_VERSION); \
+	fi
 
 build: deps ## Build the cua binary
 	$(CARGO) build --bin cua
@@ -41,7 +53,7 @@ lint: deps ## Format check and clippy with warnings as errors
 
 test: lint test-only ## Format check, clippy, and every test (Chromium ones included)
 
-test-only: deps
+test-only: deps deps-node
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
 		$(CARGO) nextest run --workspace --no-fail-fast; \
 	else \

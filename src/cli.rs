@@ -52,6 +52,14 @@ pub(crate) enum Command {
     Discover(DiscoverArgs),
     /// Compile a discovery (or recording) run into a draft capability file.
     Compile(CompileArgs),
+    /// Write a capability as a runnable Playwright Test file (TypeScript). Exits 0 when
+    /// written, 1 when a step cannot be expressed (every refusal is listed), 2 for a usage
+    /// error or an invalid document.
+    Codegen(CodegenArgs),
+    /// Resolve every step's target against the snapshots a run recorded, without touching a
+    /// live system. Exits 0 when every target is unique and undrifted, 1 when one is drifted,
+    /// ambiguous or missing, 2 for a usage error.
+    Probe(ProbeArgs),
     /// Serve the operator console: the intervention queue, the live session (take control,
     /// confirm, hand back), runs and their evidence, capabilities, read-only settings. With
     /// --capability, start the fixture and run that capability supervised.
@@ -416,4 +424,46 @@ pub(crate) enum PoolKind {
     Pages,
     /// One browser per worker (nothing shared).
     Browsers,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct CodegenArgs {
+    /// The capability: a file, `id@version` in the catalog, or an `id` (its latest version).
+    #[arg(value_name = "CAPABILITY")]
+    pub(crate) capability: String,
+    /// Where the spec is written (`*.spec.ts`).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: std::path::PathBuf,
+    /// Apply `<tenants>/<TENANT>/<capability id>.yaml` first.
+    #[arg(long)]
+    pub(crate) tenant: Option<String>,
+    /// Write irreversible steps too: the test will perform them on every run, outside the
+    /// approval gate replay enforces.
+    #[arg(long)]
+    pub(crate) allow_irreversible: bool,
+    /// The capability catalog (also where remedy capabilities such as a sign-on are found).
+    #[arg(long, value_name = "DIR", default_value = "capabilities")]
+    pub(crate) catalog: std::path::PathBuf,
+    /// Where tenant bindings live.
+    #[arg(long, value_name = "DIR", default_value = "tenants")]
+    pub(crate) tenants: std::path::PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ProbeArgs {
+    /// The capability: a file, `id@version` in the catalog, or an `id` (its latest version).
+    #[arg(value_name = "CAPABILITY")]
+    pub(crate) capability: String,
+    /// The run directory whose `snapshots/` are probed.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub(crate) snapshots: std::path::PathBuf,
+    /// Apply `<tenants>/<TENANT>/<capability id>.yaml` first.
+    #[arg(long)]
+    pub(crate) tenant: Option<String>,
+    /// The capability catalog.
+    #[arg(long, value_name = "DIR", default_value = "capabilities")]
+    pub(crate) catalog: std::path::PathBuf,
+    /// Where tenant bindings live.
+    #[arg(long, value_name = "DIR", default_value = "tenants")]
+    pub(crate) tenants: std::path::PathBuf,
 }

@@ -5,9 +5,11 @@ mod catalog;
 mod console;
 mod evidence;
 
+mod codegen;
 mod compile;
 mod discover;
 mod fixture;
+mod probe;
 mod record;
 mod replay;
 
@@ -42,6 +44,8 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
         Command::Fixture(FixtureCommand::Serve(args)) => fixture::serve(format, &args),
         Command::Discover(args) => discover::run(format, &args),
         Command::Compile(args) => compile::run(format, &args),
+        Command::Codegen(args) => codegen::run(format, &args),
+        Command::Probe(args) => probe::run(format, &args),
         Command::Console(args) => console::run(format, &args),
         Command::Record(args) => record::run(format, &args),
     };

@@ -1,8 +1,10 @@
 //! End-to-end tests of the `cua` binary.
 
 mod catalog;
+mod codegen;
 mod console;
 mod discover;
 mod documents;
 mod evidence;
+mod probe;
 mod replay;

@@ -1,0 +1,290 @@
+//! `cua codegen <ref|file> --out FILE [--tenant T] [--allow-irreversible]`: write a capability
+//! as a runnable Playwright Test file. Exit 0 when written, 1 when a step cannot be expressed
+//! (every refusal named, nothing written), 2 for a usage error or a missing, invalid or tampered
+//! document.
+//!
+//! The capabilities that recovery remedies run (a sign-on) are read from the catalog, so the
+//! spec can sign on when the application asks it to.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use cua_artifact::{Capability, Remedy, TenantId};
+use cua_catalog::{Catalog, CatalogConfig};
+use cua_compile::CompileError;
+use cua_compile::codegen::{BASE_URL_ENV, CodegenConfig, Refusal, render_playwright};
+use serde::Serialize;
+
+use crate::cli::{CodegenArgs, Format};
+use crate::output::{EnvelopeError, Exit, emit};
+
+/// What `cua codegen` reports.
+#[derive(Debug, Serialize)]
+struct Written {
+    out: PathBuf,
+    capability: String,
+    tenant: Option<String>,
+    content_hash: Option<String>,
+    steps: usize,
+    not_translated: Vec<String>,
+}
+
+/// The refusals, as the JSON envelope's data.
+#[derive(Debug, Serialize)]
+struct Refused {
+    capability: String,
+    refusals: Vec<RefusalView>,
+}
+
+#[derive(Debug, Serialize)]
+struct RefusalView {
+    place: String,
+    reason: String,
+}
+
+/// Runs `cua codegen`.
+pub(crate) fn run(format: Format, args: &CodegenArgs) -> Exit {
+    let loaded = match load(
+        &args.capability,
+        args.tenant.as_deref(),
+        &args.catalog,
+        &args.tenants,
+    ) {
+        Ok(loaded) => loaded,
+        Err(failure) => return failure.report(format, "codegen"),
+    };
+    let config = CodegenConfig {
+        tenant: loaded.tenant.clone(),
+        allow_irreversible: args.allow_irreversible,
+        remedies: remedies(&loaded.catalog, &loaded.capability),
+    };
+    let spec = match render_playwright(&loaded.capability, &config) {
+        Ok(spec) => spec,
+        Err(CompileError::Unexpressible {
+            capability,
+            refusals,
+        }) => return refused(format, capability, &refusals),
+        Err(other) => {
+            return Failure::new(Exit::Failed, "codegen_failed", other.to_string())
+                .report(format, "codegen");
+        }
+    };
+    if let Some(parent) = args
+        .out
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        && let Err(error) = std::fs::create_dir_all(parent)
+    {
+        return Failure::new(
+            Exit::Failed,
+            "io_error",
+            format!("cannot create {}: {error}", parent.display()),
+        )
+        .report(format, "codegen");
+    }
+    if let Err(error) = std::fs::write(&args.out, &spec.text) {
+        return Failure::new(
+            Exit::Failed,
+            "io_error",
+            format!("cannot write {}: {error}", args.out.display()),
+        )
+        .report(format, "codegen");
+    }
+    let written = Written {
+        out: args.out.clone(),
+        capability: loaded.capability.reference().to_string(),
+        tenant: loaded.tenant.as_ref().map(ToString::to_string),
+        content_hash: loaded
+            .capability
+            .content_hash
+            .as_ref()
+            .map(|hash| hash.as_str().to_owned()),
+        steps: spec.steps,
+        not_translated: spec.not_translated,
+    };
+    emit(format, "codegen", Some(&written), None, || render(&written));
+    Exit::Success
+}
+
+fn render(written: &Written) -> String {
+    let mut text = format!("wrote {}\n", written.out.display());
+    text.push_str(&format!("from  {}", written.capability));
+    if let Some(tenant) = &written.tenant {
+        text.push_str(&format!(" for {tenant}"));
+    }
+    text.push_str(&format!(
+        " at {}\n",
+        written
+            .content_hash
+            .as_deref()
+            .unwrap_or("(an unsealed draft)")
+    ));
+    text.push_str(&format!("steps {}\n", written.steps));
+    for line in &written.not_translated {
+        text.push_str(&format!("not translated: {line}\n"));
+    }
+    text.push_str(&format!(
+        "run it: {BASE_URL_ENV}=<application URL> npx playwright test {}\n",
+        written.out.display()
+    ));
+    text
+}
+
+fn refused(format: Format, capability: String, refusals: &[Refusal]) -> Exit {
+    let message = format!(
+        "{capability} cannot be generated as a Playwright test:\n{}",
+        refusals
+            .iter()
+            .map(|refusal| format!("  {refusal}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let error = EnvelopeError {
+        code: "unexpressible".to_owned(),
+        message: message.clone(),
+    };
+    let data = Refused {
+        capability,
+        refusals: refusals
+            .iter()
+            .map(|refusal| RefusalView {
+                place: refusal.place.clone(),
+                reason: refusal.reason.clone(),
+            })
+            .collect(),
+    };
+    if format == Format::Text {
+        eprintln!("error: {message}");
+    }
+    emit(format, "codegen", Some(&data), Some(&error), String::new);
+    Exit::Failed
+}
+
+/// The capabilities the recovery remedies of `capability` run, as the catalog has them. One
+/// the catalog lacks is left out; codegen then lists its rule as not translated.
+fn remedies(
+    catalog: &Catalog,
+    capability: &Capability,
+) -> BTreeMap<cua_artifact::CapabilityRef, Capability> {
+    let mut found = BTreeMap::new();
+    let mut pending: Vec<Capability> = vec![capability.clone()];
+    while let Some(current) = pending.pop() {
+        for rule in &current.recovery {
+            for remedy in &rule.remedy {
+                if let Remedy::RunCapability(run) = remedy
+                    && !found.contains_key(&run.capability)
+                    && let Ok(remedy_capability) = catalog.load(&run.capability)
+                {
+                    pending.push(remedy_capability.clone());
+                    found.insert(run.capability.clone(), remedy_capability);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// A capability read for codegen or probe, with its tenant binding applied.
+pub(super) struct Loaded {
+    pub(super) capability: Capability,
+    pub(super) tenant: Option<TenantId>,
+    pub(super) catalog: Catalog,
+}
+
+/// Reads a capability from a file or the catalog and applies the tenant's binding.
+pub(super) fn load(
+    text: &str,
+    tenant: Option<&str>,
+    catalog_dir: &Path,
+    tenants_dir: &Path,
+) -> Result<Loaded, Failure> {
+    let catalog = Catalog::new(CatalogConfig {
+        capabilities: catalog_dir.to_path_buf(),
+        tenants: tenants_dir.to_path_buf(),
+        ..CatalogConfig::default()
+    });
+    let as_file = Path::new(text);
+    let base = if as_file.is_file() {
+        let source = std::fs::read_to_string(as_file).map_err(|error| {
+            Failure::new(
+                Exit::Usage,
+                "unreadable",
+                format!("cannot read {text}: {error}"),
+            )
+        })?;
+        Capability::from_yaml(&source).map_err(|error| {
+            Failure::new(Exit::Usage, "invalid_document", format!("{text}: {error}"))
+        })?
+    } else {
+        let reference = catalog
+            .resolve(text)
+            .map_err(|error| Failure::new(Exit::Usage, "not_found", error.to_string()))?;
+        catalog
+            .load(&reference)
+            .map_err(|error| Failure::new(Exit::Usage, "invalid_document", error.to_string()))?
+    };
+    let Some(tenant) = tenant else {
+        return Ok(Loaded {
+            capability: base,
+            tenant: None,
+            catalog,
+        });
+    };
+    let tenant = TenantId::parse(tenant)
+        .map_err(|error| Failure::new(Exit::Usage, "usage", error.to_string()))?;
+    let binding = catalog
+        .binding(&tenant, &base.reference())
+        .map_err(|error| Failure::new(Exit::Usage, "invalid_document", error.to_string()))?
+        .ok_or_else(|| {
+            Failure::new(
+                Exit::Usage,
+                "no_binding",
+                format!(
+                    "tenant {tenant} has no binding for {} (expected {})",
+                    base.id,
+                    tenants_dir
+                        .join(tenant.as_str())
+                        .join(format!("{}.yaml", base.id))
+                        .display()
+                ),
+            )
+        })?;
+    let capability = binding
+        .apply(&base)
+        .map_err(|error| Failure::new(Exit::Usage, "invalid_document", error.to_string()))?;
+    Ok(Loaded {
+        capability,
+        tenant: Some(tenant),
+        catalog,
+    })
+}
+
+/// A command that stopped before doing its work.
+pub(super) struct Failure {
+    exit: Exit,
+    code: &'static str,
+    message: String,
+}
+
+impl Failure {
+    pub(super) fn new(exit: Exit, code: &'static str, message: String) -> Self {
+        Self {
+            exit,
+            code,
+            message,
+        }
+    }
+
+    /// Prints the failure (stderr in text mode, the envelope in JSON) and returns its exit.
+    pub(super) fn report(self, format: Format, command: &str) -> Exit {
+        if format == Format::Text {
+            eprintln!("error: {}", self.message);
+        }
+        let error = EnvelopeError {
+            code: self.code.to_owned(),
+            message: self.message,
+        };
+        emit::<()>(format, command, None, Some(&error), String::new);
+        self.exit
+    }
+}
