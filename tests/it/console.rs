@@ -23,7 +23,7 @@ use cua_policy::{
     ResolvedTarget, SurfaceAction,
 };
 use cua_snapshot::{UiNode, UiSnapshot};
-use cua_surface::SurfaceDriver;
+use cua_surface::{SurfaceDriver, SurfaceError};
 use futures::StreamExt;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -903,6 +903,14 @@ impl Operator {
     }
 
     async fn act(&self, action: SurfaceAction, target: Option<&UiNode>) {
+        self.try_act(action, target).await.unwrap();
+    }
+
+    async fn try_act(
+        &self,
+        action: SurfaceAction,
+        target: Option<&UiNode>,
+    ) -> Result<cua_surface::DispatchReceipt, SurfaceError> {
         let request = ActionRequest {
             actor: Actor::Human,
             epoch: self.lease.epoch,
@@ -922,7 +930,7 @@ impl Operator {
             .engine
             .authorize_with(&self.lease, request, &context)
             .unwrap();
-        self.surface.dispatch(authorized).await.unwrap();
+        self.surface.dispatch(authorized).await
     }
 
     async fn navigate(&self, url: &str) {
@@ -950,8 +958,23 @@ impl Operator {
             },
         )
         .await;
-        let node = find(&snapshot, role, name).clone();
-        self.act(SurfaceAction::Click, Some(&node)).await;
+        let mut node = find(&snapshot, role, name).clone();
+        // The console page re-renders as frames and queue updates arrive, so a button seen a
+        // moment ago may have been replaced by an identical one; the driver refuses a node it
+        // no longer has before sending any input. A person would look again and click again.
+        for _ in 0..3 {
+            match self.try_act(SurfaceAction::Click, Some(&node)).await {
+                Err(SurfaceError::NodeGone { .. }) => {
+                    let snapshot = self.observe().await;
+                    node = find(&snapshot, role, name).clone();
+                }
+                outcome => {
+                    outcome.unwrap();
+                    return;
+                }
+            }
+        }
+        panic!("{role} {name:?} kept being replaced before it could be clicked");
     }
 
     /// The live view's image on the console page.

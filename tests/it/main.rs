@@ -2,7 +2,6 @@
 
 mod catalog;
 mod codegen;
-mod console;
 mod discover;
 mod documents;
 mod evidence;
