@@ -3,17 +3,14 @@
 //! browser) with Debian's Chromium against the MemberDesk fixture. A spec generated from an
 //! edited expectation fails, so the generated assertions are shown to be able to fail.
 
+use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 
 /// The `@playwright/test` version CI installs (the Makefile's `deps-node` pins the same).
 const PLAYWRIGHT_VERSION: &str = "1.65.1";
 const CHROMIUM: &str = "/usr/lib/chromium/chromium";
-
-/// Playwright runs one at a time: they share the install and the machine's two cores.
-static PLAYWRIGHT: Mutex<()> = Mutex::new(());
 
 fn repository() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -117,6 +114,21 @@ fn codegen_usage_errors_exit_2() {
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
+}
+
+/// Playwright runs one at a time, across test processes (nextest runs each test in its own):
+/// they share the install and the machine's two cores. The lock is held until the file drops.
+fn one_at_a_time() -> File {
+    let target = repository().join("target");
+    std::fs::create_dir_all(&target).expect("target/ can be created");
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(target.join("playwright-ci.lock"))
+        .expect("the Playwright lock file opens");
+    file.lock().expect("the Playwright lock is taken");
+    file
 }
 
 /// Makes sure `@playwright/test` is installed at the pinned version in `target/playwright-ci`,
@@ -294,9 +306,7 @@ fn outcome<'o>(outcomes: &'o [Outcome], file: &str) -> &'o Outcome {
 
 #[test]
 fn generated_specs_pass_against_the_fixture_and_an_edited_expectation_fails() {
-    let _one_at_a_time = PLAYWRIGHT
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner());
+    let _one_at_a_time = one_at_a_time();
     let install = playwright_ci();
     let specs = tempfile::Builder::new()
         .prefix("codegen-")
@@ -365,9 +375,7 @@ fn generated_specs_pass_against_the_fixture_and_an_edited_expectation_fails() {
 
 #[test]
 fn for_northgate_the_overlay_is_what_makes_the_spec_pass() {
-    let _one_at_a_time = PLAYWRIGHT
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner());
+    let _one_at_a_time = one_at_a_time();
     let install = playwright_ci();
     let specs = tempfile::Builder::new()
         .prefix("codegen-")
