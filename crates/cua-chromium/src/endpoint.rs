@@ -10,7 +10,7 @@ use tokio::net::TcpStream;
 use crate::error::LaunchError;
 
 /// The largest `/json/version` answer read.
-const MAX_ANSWER: u64 = 64 * 1024;
+const MAX_ANSWER: usize = 64 * 1024;
 
 /// Resolves `endpoint` to the browser's WebSocket URL within `timeout`.
 pub(crate) async fn resolve(endpoint: &str, timeout: Duration) -> Result<String, LaunchError> {
@@ -48,7 +48,7 @@ pub(crate) async fn resolve(endpoint: &str, timeout: Duration) -> Result<String,
         loop {
             let read = stream.read(&mut chunk).await.map_err(|e| e.to_string())?;
             answer.extend_from_slice(&chunk[..read]);
-            if read == 0 || answer.len() as u64 > MAX_ANSWER || complete(&answer) {
+            if read == 0 || answer.len() > MAX_ANSWER || complete(&answer) {
                 break;
             }
         }
