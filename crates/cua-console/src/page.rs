@@ -155,8 +155,16 @@ pub(crate) const APP_JS: &str = r###"'use strict';
   }
 
   async function queue() {
+    // Re-rendered only when something changed, so a button is never replaced under the
+    // operator's pointer.
+    let shown = '';
     const render = async () => {
       const cards = await api('GET', '/api/interventions');
+      const state = await whoami();
+      const others = state.sessions.filter((s) => s.mode === 'recording');
+      const key = JSON.stringify([cards, others.map((s) => [s.id, s.label])]);
+      if (key === shown) return;
+      shown = key;
       clear(main);
       main.appendChild(el('h1', {}, 'Interventions'));
       if (cards.length === 0) main.appendChild(el('p', { class: 'muted' }, 'Nothing needs a human.'));
@@ -193,8 +201,6 @@ pub(crate) const APP_JS: &str = r###"'use strict';
         }
         main.appendChild(box);
       }
-      const state = await whoami();
-      const others = state.sessions.filter((s) => s.mode === 'recording');
       for (const session of others) {
         main.appendChild(el('p', {}, el('a', { href: '#/session/' + encodeURIComponent(session.id) }, 'Recording session: ' + session.label)));
       }
@@ -215,6 +221,7 @@ pub(crate) const APP_JS: &str = r###"'use strict';
     const extractName = el('input', { 'aria-label': 'Output name', placeholder: 'output name', size: 20 });
     let extractMode = false;
     let confirmingHandBack = false;
+    let barsShown = '';
     const recordBar = el('div', { class: 'bar', hidden: '' },
       el('button', { onclick: () => { extractMode = !extractMode; toast(extractMode ? 'Click the value to extract into "' + extractName.value + '"' : 'Extraction off'); } }, 'Extract…'),
       extractName,
@@ -300,6 +307,11 @@ pub(crate) const APP_JS: &str = r###"'use strict';
         (session.operator ? ' (' + session.operator + ')' : '') + (left !== null ? ' · hold ' + left + ' s' : '') +
         (session.run_id ? ' · run ' + session.run_id : '') + ' · ' + session.human_actions + ' human action(s)';
       recordBar.hidden = session.mode !== 'recording';
+      // The bars are rebuilt only when what they offer changes, so a button is never replaced
+      // under the operator's pointer.
+      const key = JSON.stringify([session.pending_confirmation, session.state, session.operator, session.intervention, session.mode, state.operator, confirmingHandBack]);
+      if (key === barsShown) return;
+      barsShown = key;
       clear(confirmBar);
       if (session.pending_confirmation) {
         confirmBar.hidden = false;
