@@ -8,9 +8,13 @@ CHROMIUM := /usr/lib/chromium/chromium
 # download: the specs launch Debian's Chromium). tests/it/codegen.rs pins the same version.
 PLAYWRIGHT_VERSION := 1.65.1
 PLAYWRIGHT_CI := target/playwright-ci
+# The official Python MCP SDK, the client tests/mcp/client.py drives `cua mcp` and `cua serve`
+# with (tests/it/mcp.rs), in a project-local venv.
+MCP_VENV := target/mcp-venv
+MCP_SDK_VERSION := 2.3.0
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help deps deps-chromium deps-node build demo test lint test-only bench evidence fmt clean
+.PHONY: help deps deps-chromium deps-node deps-python build demo test lint test-only bench evidence fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -35,14 +39,21 @@ deps-node: ## Install @playwright/test into target/playwright-ci when it is miss
 		npm install --no-audit --no-fund --prefix $(PLAYWRIGHT_CI) @playwright/test@$(PLAYWRIGHT_VERSION); \
 	fi
 
+deps-python: ## Install the official Python MCP SDK into target/mcp-venv when it is missing
+	@command -v python3 >/dev/null || { echo "python3 is missing: apt-get install -y python3 python3-venv" >&2; exit 1; }
+	@if [ "$$($(MCP_VENV)/bin/python -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null)" != "$(MCP_SDK_VERSION)" ]; then \
+		python3 -m venv $(MCP_VENV) || { echo "cannot create $(MCP_VENV): apt-get install -y python3-venv" >&2; exit 1; }; \
+		$(MCP_VENV)/bin/pip install --quiet --disable-pip-version-check 'mcp==$(MCP_SDK_VERSION)'; \
+	fi
+
 build: deps ## Build the cua binary
 	$(CARGO) build --bin cua
 
 demo: build ## Run the end-to-end demo against the MemberDesk fixture app
 	@echo "== validating the reference capabilities and tenant overlays"
 	./target/debug/cua validate capabilities/*.yaml tenants/*/*.yaml
-	@echo "== reference capabilities"
-	@ls -1 capabilities/*.yaml
+	@echo "== the demo: discover, compile, review, replay (evidence in evidence/demo/)"
+	./target/debug/cua demo
 
 fmt: ## Format the workspace
 	$(CARGO) fmt --all
@@ -53,7 +64,7 @@ lint: deps ## Format check and clippy with warnings as errors
 
 test: lint test-only ## Format check, clippy, and every test (Chromium ones included)
 
-test-only: deps deps-node
+test-only: deps deps-node deps-python
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
 		$(CARGO) nextest run --workspace --no-fail-fast; \
 	else \
@@ -63,10 +74,14 @@ test-only: deps deps-node
 
 bench: deps ## Benchmarks: figures and ratios printed side by side, never asserted
 	$(CARGO) bench -p cua-chromium --bench driver
+	$(CARGO) bench -p cua-replay --bench replay
 
-evidence: deps ## Regenerate evidence/ from real runs
+evidence: build ## Regenerate evidence/ from real runs
 	@mkdir -p evidence
+	set -o pipefail; ./target/debug/cua demo | tee evidence/demo-transcript.txt
 	$(CARGO) bench -p cua-chromium --bench driver | tee evidence/bench-driver.txt
+	CUA_SECRET_COREBANK_OPERATOR_ID=teller01 CUA_SECRET_COREBANK_OPERATOR_PASSWORD=not-a-real-password \
+		./target/debug/cua eval --out evidence/evals
 
 clean: ## Remove build output
 	$(CARGO) clean

@@ -52,6 +52,16 @@ pub(crate) enum Command {
     Discover(DiscoverArgs),
     /// Compile a discovery (or recording) run into a draft capability file.
     Compile(CompileArgs),
+    /// Run eval suites (every `evals/*.yaml` by default) against the MemberDesk fixture in
+    /// Chromium and write Markdown, JSON and HTML reports and the evaluation `catalog approve
+    /// --from-eval` reads. Exits 0 when no suite shows a wrong action or an unauthorized
+    /// dispatch, 1 when one does, 2 for an invalid suite, 69 without Chromium.
+    Eval(EvalArgs),
+    /// The whole story in one run against in-process MemberDesk fixtures and Chromium:
+    /// discovery, the compiled draft, review, replays with outcomes, recovery, refusals, a
+    /// second tenant, the irreversible gate and a batch. One line of evidence per stage; exits 0
+    /// only when every stage holds (1 otherwise, 69 without Chromium).
+    Demo(DemoArgs),
     /// Write a capability as a runnable Playwright Test file (TypeScript). Exits 0 when
     /// written, 1 when a step cannot be expressed (every refusal is listed), 2 for a usage
     /// error or an invalid document.
@@ -67,6 +77,12 @@ pub(crate) enum Command {
     /// Record a task by demonstration in the console; `cua compile` turns the trace into a
     /// draft capability.
     Record(Box<RecordArgs>),
+    /// Serve every approved capability as an MCP tool on stdin/stdout (logs on stderr). An
+    /// irreversible capability also gets a `<tool>__plan` tool whose approval its run needs.
+    Mcp(Box<McpArgs>),
+    /// Serve the same tools over streamable HTTP at `/mcp`, on loopback unless
+    /// --allow-non-loopback. Stops on Ctrl-C.
+    Serve(Box<ServeArgs>),
 }
 
 #[derive(Debug, Subcommand)]
@@ -86,21 +102,6 @@ pub(crate) struct FixtureServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub(crate) host: std::net::IpAddr,
-}
-
-#[derive(Debug, Subcommand)]
-pub(crate) enum EvidenceCommand {
-    /// Verify a run directory: the hash chain of trace.jsonl, the snapshots and screenshots it
-    /// names, and run_record.json. Exits 0 when intact (a killed run verifies as a prefix), 1
-    /// when broken, 2 when the path is not a run directory.
-    Verify(EvidenceVerifyArgs),
-}
-
-#[derive(Debug, clap::Args)]
-pub(crate) struct EvidenceVerifyArgs {
-    /// The run directory, `<evidence root>/<run id>`.
-    #[arg(value_name = "RUN_DIR")]
-    pub(crate) run_dir: std::path::PathBuf,
 }
 
 #[derive(Debug, clap::Args)]
@@ -136,6 +137,88 @@ pub(crate) enum SchemaDocument {
     #[value(name = "run_record")]
     RunRecord,
     Policy,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum EvidenceCommand {
+    /// Verify a run directory: the hash chain of trace.jsonl, the snapshots and screenshots it
+    /// names, and run_record.json. Exits 0 when intact (a killed run verifies as a prefix), 1
+    /// when broken, 2 when the path is not a run directory.
+    Verify(EvidenceVerifyArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct EvidenceVerifyArgs {
+    /// The run directory, `<evidence root>/<run id>`.
+    #[arg(value_name = "RUN_DIR")]
+    pub(crate) run_dir: std::path::PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReplayArgs {
+    /// The capability: a file, `id@version` in the catalog, or an `id` (its latest version).
+    #[arg(value_name = "CAPABILITY")]
+    pub(crate) capability: String,
+    /// An input as NAME=VALUE (repeatable). The value is taken exactly as given.
+    #[arg(long = "input", value_name = "NAME=VALUE")]
+    pub(crate) inputs: Vec<String>,
+    /// Batch mode: one JSON object of inputs per line; one JSON result line per row on stdout.
+    #[arg(long = "inputs", value_name = "ROWS.jsonl", conflicts_with = "inputs")]
+    pub(crate) input_rows: Option<std::path::PathBuf>,
+    /// Apply `tenants/<TENANT>/<capability id>.yaml` to the capability.
+    #[arg(long)]
+    pub(crate) tenant: Option<String>,
+    /// Bind `{base_url}` (e.g. http://127.0.0.1:8811).
+    #[arg(long, value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+    /// Opt in to irreversible steps (an approval pinned to the content hash is needed too).
+    #[arg(long)]
+    pub(crate) allow_irreversible: bool,
+    /// The approval file; default `<catalog>/<id>@<version>.approval.yaml` when it exists.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) approval: Option<std::path::PathBuf>,
+    /// The policy file.
+    #[arg(long, value_name = "FILE", default_value = "config/policy.yaml")]
+    pub(crate) policy: std::path::PathBuf,
+    /// Where run directories are written.
+    #[arg(long, value_name = "DIR", default_value = "evidence/runs")]
+    pub(crate) evidence_dir: std::path::PathBuf,
+    /// The capability catalog.
+    #[arg(long, value_name = "DIR", default_value = "capabilities")]
+    pub(crate) catalog: std::path::PathBuf,
+    /// Where tenant bindings live (`<DIR>/<tenant>/<capability id>.yaml`).
+    #[arg(long, value_name = "DIR", default_value = "tenants")]
+    pub(crate) tenants: std::path::PathBuf,
+    /// The run id (the evidence directory's name); in batch mode, the batch id.
+    #[arg(long, value_name = "ID")]
+    pub(crate) run_id: Option<String>,
+    /// Batch: how many replays run at once.
+    #[arg(long, default_value_t = 1, requires = "input_rows")]
+    pub(crate) concurrency: usize,
+    /// Batch: run only rows k, k+n, k+2n, … (1-based), as `k/n`.
+    #[arg(long, value_name = "K/N", requires = "input_rows")]
+    pub(crate) shard: Option<String>,
+    /// Batch: continue an interrupted batch, skipping rows that finished.
+    #[arg(long, requires = "input_rows")]
+    pub(crate) resume: bool,
+    /// Batch: a page per worker in one browser, or a browser per worker.
+    #[arg(long, value_enum, default_value_t = PoolKind::Pages, requires = "input_rows")]
+    pub(crate) pool: PoolKind,
+    /// When the run stops because a step's target is not found, ambiguous, or its precondition
+    /// fails: one model call (CUA_LLM_BASE_URL, CUA_LLM_MODEL) proposes that step's target, the
+    /// policy judges it as the agent, and the run continues deterministically with a candidate
+    /// tenant overlay written for review. The artifact is never changed.
+    #[arg(long, conflicts_with = "input_rows")]
+    pub(crate) assist: bool,
+}
+
+/// How a batch's browser pool is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PoolKind {
+    /// One browser, one page per worker (pages share the browser's cookies).
+    Pages,
+    /// One browser per worker (nothing shared).
+    Browsers,
 }
 
 #[derive(Debug, clap::Args)]
@@ -303,6 +386,28 @@ pub(crate) struct CompileArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub(crate) struct DemoArgs {
+    /// The demo directory: drafts, the demo catalog, approvals and every run's evidence. It is
+    /// emptied first when it holds an earlier demo, and refused when it holds anything else.
+    #[arg(long, value_name = "DIR", default_value = "evidence/demo")]
+    pub(crate) out: std::path::PathBuf,
+    /// The policy file.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "CUA_POLICY_FILE",
+        default_value = "config/policy.yaml"
+    )]
+    pub(crate) policy: std::path::PathBuf,
+    /// The reference catalog the demo reads (never writes): sign-on, savings balance, transfer.
+    #[arg(long, value_name = "DIR", default_value = "capabilities")]
+    pub(crate) catalog: std::path::PathBuf,
+    /// Tenant bindings, as `<DIR>/<tenant>/<capability id>.yaml`.
+    #[arg(long, value_name = "DIR", default_value = "tenants")]
+    pub(crate) tenants: std::path::PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
 pub(crate) struct ConsoleArgs {
     /// Where to listen. Only loopback addresses unless --allow-remote.
     #[arg(long, default_value = "127.0.0.1:8700")]
@@ -366,67 +471,6 @@ pub(crate) struct RecordArgs {
 }
 
 #[derive(Debug, clap::Args)]
-pub(crate) struct ReplayArgs {
-    /// The capability: a file, `id@version` in the catalog, or an `id` (its latest version).
-    #[arg(value_name = "CAPABILITY")]
-    pub(crate) capability: String,
-    /// An input as NAME=VALUE (repeatable). The value is taken exactly as given.
-    #[arg(long = "input", value_name = "NAME=VALUE")]
-    pub(crate) inputs: Vec<String>,
-    /// Batch mode: one JSON object of inputs per line; one JSON result line per row on stdout.
-    #[arg(long = "inputs", value_name = "ROWS.jsonl", conflicts_with = "inputs")]
-    pub(crate) input_rows: Option<std::path::PathBuf>,
-    /// Apply `tenants/<TENANT>/<capability id>.yaml` to the capability.
-    #[arg(long)]
-    pub(crate) tenant: Option<String>,
-    /// Bind `{base_url}` (e.g. http://127.0.0.1:8811).
-    #[arg(long, value_name = "URL")]
-    pub(crate) base_url: Option<String>,
-    /// Opt in to irreversible steps (an approval pinned to the content hash is needed too).
-    #[arg(long)]
-    pub(crate) allow_irreversible: bool,
-    /// The approval file; default `<catalog>/<id>@<version>.approval.yaml` when it exists.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) approval: Option<std::path::PathBuf>,
-    /// The policy file.
-    #[arg(long, value_name = "FILE", default_value = "config/policy.yaml")]
-    pub(crate) policy: std::path::PathBuf,
-    /// Where run directories are written.
-    #[arg(long, value_name = "DIR", default_value = "evidence/runs")]
-    pub(crate) evidence_dir: std::path::PathBuf,
-    /// The capability catalog.
-    #[arg(long, value_name = "DIR", default_value = "capabilities")]
-    pub(crate) catalog: std::path::PathBuf,
-    /// Where tenant bindings live (`<DIR>/<tenant>/<capability id>.yaml`).
-    #[arg(long, value_name = "DIR", default_value = "tenants")]
-    pub(crate) tenants: std::path::PathBuf,
-    /// The run id (the evidence directory's name); in batch mode, the batch id.
-    #[arg(long, value_name = "ID")]
-    pub(crate) run_id: Option<String>,
-    /// Batch: how many replays run at once.
-    #[arg(long, default_value_t = 1, requires = "input_rows")]
-    pub(crate) concurrency: usize,
-    /// Batch: run only rows k, k+n, k+2n, … (1-based), as `k/n`.
-    #[arg(long, value_name = "K/N", requires = "input_rows")]
-    pub(crate) shard: Option<String>,
-    /// Batch: continue an interrupted batch, skipping rows that finished.
-    #[arg(long, requires = "input_rows")]
-    pub(crate) resume: bool,
-    /// Batch: a page per worker in one browser, or a browser per worker.
-    #[arg(long, value_enum, default_value_t = PoolKind::Pages, requires = "input_rows")]
-    pub(crate) pool: PoolKind,
-}
-
-/// How a batch's browser pool is made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum PoolKind {
-    /// One browser, one page per worker (pages share the browser's cookies).
-    Pages,
-    /// One browser per worker (nothing shared).
-    Browsers,
-}
-
-#[derive(Debug, clap::Args)]
 pub(crate) struct CodegenArgs {
     /// The capability: a file, `id@version` in the catalog, or an `id` (its latest version).
     #[arg(value_name = "CAPABILITY")]
@@ -464,6 +508,69 @@ pub(crate) struct ProbeArgs {
     #[arg(long, value_name = "DIR", default_value = "capabilities")]
     pub(crate) catalog: std::path::PathBuf,
     /// Where tenant bindings live.
+    #[arg(long, value_name = "DIR", default_value = "tenants")]
+    pub(crate) tenants: std::path::PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct McpArgs {
+    /// The capability catalog: artifacts and their approvals. Only approved capabilities are
+    /// tools.
+    #[arg(long, value_name = "DIR", default_value = "capabilities")]
+    pub(crate) catalog: std::path::PathBuf,
+    /// Where tenant bindings live (`<DIR>/<tenant>/<capability id>.yaml`).
+    #[arg(long, value_name = "DIR", default_value = "tenants")]
+    pub(crate) tenants: std::path::PathBuf,
+    /// The policy file.
+    #[arg(long, value_name = "FILE", default_value = "config/policy.yaml")]
+    pub(crate) policy: std::path::PathBuf,
+    /// Bind `{base_url}` (e.g. http://127.0.0.1:8811) through a substitution-only binding.
+    #[arg(long, value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+    /// Serve the capabilities as bound (and approved) for this tenant.
+    #[arg(long)]
+    pub(crate) tenant: Option<String>,
+    /// Where each tool call's run directory is written.
+    #[arg(long, value_name = "DIR", default_value = "evidence/runs")]
+    pub(crate) evidence_dir: std::path::PathBuf,
+    /// How long a plan approval of an irreversible capability stays valid, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub(crate) plan_ttl: u64,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServeArgs {
+    #[command(flatten)]
+    pub(crate) server: McpArgs,
+    /// The address to listen on; port 0 picks a free one (printed on stderr).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8765")]
+    pub(crate) bind: std::net::SocketAddr,
+    /// Allow listening on an address that is not loopback. The server has no authentication.
+    #[arg(long)]
+    pub(crate) allow_non_loopback: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct EvalArgs {
+    /// Suite files (`cua.eval_suite/v1`); default every `evals/*.yaml`.
+    #[arg(value_name = "SUITE")]
+    pub(crate) suites: Vec<std::path::PathBuf>,
+    /// Where the reports and evaluations are written.
+    #[arg(long, value_name = "DIR", default_value = "evidence/evals")]
+    pub(crate) out: std::path::PathBuf,
+    /// Where each suite's run directories go (`<DIR>/<suite>-<stamp>/<run id>`).
+    #[arg(long, value_name = "DIR", default_value = "evidence/eval-runs")]
+    pub(crate) runs_dir: std::path::PathBuf,
+    /// Run every case this many times instead of the suite's `repeats`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(crate) repeats: Option<u32>,
+    /// The policy file.
+    #[arg(long, value_name = "FILE", default_value = "config/policy.yaml")]
+    pub(crate) policy: std::path::PathBuf,
+    /// The capability catalog.
+    #[arg(long, value_name = "DIR", default_value = "capabilities")]
+    pub(crate) catalog: std::path::PathBuf,
+    /// Where tenant bindings live (`<DIR>/<tenant>/<capability id>.yaml`).
     #[arg(long, value_name = "DIR", default_value = "tenants")]
     pub(crate) tenants: std::path::PathBuf,
 }

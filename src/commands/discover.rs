@@ -1,8 +1,10 @@
 //! `cua discover --goal "…" --target URL`: drive the live UI to the goal with a model (or the
 //! built-in scripted model with `--scripted`) through the chokepoint as actor `agent`, record the
 //! trace, then compile, validate and write the draft.
+//!
+//! The wiring (the model, the policy, one discovery run on a surface) is shared with `cua demo`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cua_agent::scripted::ScriptedServer;
@@ -20,11 +22,38 @@ use crate::cli::{DiscoverArgs, Format};
 use crate::commands::compile::{DraftSummary, compile_run, render};
 use crate::output::{self, EnvelopeError, Exit};
 
+/// Why a command could not go on: its exit code, a stable code and a message.
+pub(crate) type Refusal = (Exit, &'static str, String);
+
 #[derive(Serialize)]
 struct Discovered {
     run_dir: String,
     report: DiscoveryReport,
     draft: Option<DraftSummary>,
+}
+
+/// The policy file, read once: the document, the engine built from it and its redactor.
+pub(crate) struct LoadedPolicy {
+    pub(crate) config: PolicyConfig,
+    pub(crate) engine: PolicyEngine,
+    pub(crate) redactor: Redactor,
+}
+
+/// The model discovery asks: the built-in scripted model (a loopback server this process
+/// runs) or the endpoint the environment configures.
+pub(crate) struct Model {
+    pub(crate) llm: OpenAiAdapter,
+    server: Option<ScriptedServer>,
+}
+
+/// One discovery run on a surface: where its evidence goes and what it may use.
+pub(crate) struct DiscoveryRun<'a> {
+    pub(crate) evidence_root: &'a Path,
+    pub(crate) run_id: &'a str,
+    pub(crate) request: &'a DiscoveryRequest,
+    pub(crate) config: DiscoveryConfig,
+    /// Secret values that win over the environment (the fixture's own operator, in the demo).
+    pub(crate) secret_overrides: Vec<(SecretName, String)>,
 }
 
 pub(crate) fn run(format: Format, args: &DiscoverArgs) -> Exit {
@@ -45,160 +74,187 @@ pub(crate) fn run(format: Format, args: &DiscoverArgs) -> Exit {
     runtime.block_on(discover(format, args))
 }
 
-async fn discover(format: Format, args: &DiscoverArgs) -> Exit {
-    let scripted = if args.scripted {
-        match ScriptedServer::start().await {
-            Ok(server) => Some(server),
-            Err(error) => return fail(format, Exit::Failed, "scripted_model", &error.to_string()),
-        }
-    } else {
-        None
-    };
-    let model = match &scripted {
-        Some(server) => server.model_config(),
-        None => match ModelConfig::from_env() {
-            Ok(config) => config,
-            Err(error) => {
-                return fail(
-                    format,
-                    Exit::Usage,
-                    "model_not_configured",
-                    &error.to_string(),
-                );
-            }
-        },
-    };
-    let llm = match OpenAiAdapter::new(model) {
-        Ok(llm) => llm,
-        Err(error) => return fail(format, Exit::Usage, "model_config", &error.to_string()),
-    };
-    let policy_config = match std::fs::read_to_string(&args.policy)
-        .map_err(|error| error.to_string())
-        .and_then(|text| PolicyConfig::from_yaml(&text).map_err(|error| error.to_string()))
-    {
-        Ok(config) => config,
-        Err(error) => {
-            return fail(
-                format,
+impl LoadedPolicy {
+    /// Reads and checks the policy file; any problem is a usage error naming the file.
+    pub(crate) fn read(path: &Path) -> Result<Self, Refusal> {
+        let invalid = |error: String| {
+            (
                 Exit::Usage,
                 "invalid_policy",
-                &format!("{}: {error}", args.policy.display()),
-            );
-        }
-    };
-    let (policy, redactor) = match (
-        PolicyEngine::from_config(&policy_config),
-        Redactor::from_policy(&policy_config.redaction),
-    ) {
-        (Ok(policy), Ok(redactor)) => (policy, redactor),
-        (Err(error), _) => return fail(format, Exit::Usage, "invalid_policy", &error.to_string()),
-        (_, Err(error)) => return fail(format, Exit::Usage, "invalid_policy", &error.to_string()),
-    };
-    let sign_in = match &args.sign_in_with {
-        None => None,
-        Some(path) => match std::fs::read_to_string(path)
+                format!("{}: {error}", path.display()),
+            )
+        };
+        let config = std::fs::read_to_string(path)
             .map_err(|error| error.to_string())
-            .and_then(|text| Capability::from_yaml(&text).map_err(|error| error.to_string()))
-        {
-            Ok(capability) => Some(capability),
-            Err(error) => {
-                return fail(
-                    format,
-                    Exit::Usage,
-                    "invalid_capability",
-                    &format!("{}: {error}", path.display()),
-                );
-            }
-        },
-    };
-    let mut secret_names = Vec::new();
-    for name in &args.secrets {
-        match SecretName::parse(name) {
-            Ok(name) => secret_names.push(name),
-            Err(error) => {
-                return fail(
-                    format,
-                    Exit::Usage,
-                    "invalid_secret_name",
-                    &error.to_string(),
-                );
-            }
+            .and_then(|text| PolicyConfig::from_yaml(&text).map_err(|error| error.to_string()))
+            .map_err(invalid)?;
+        let engine =
+            PolicyEngine::from_config(&config).map_err(|error| invalid(error.to_string()))?;
+        let redactor =
+            Redactor::from_policy(&config.redaction).map_err(|error| invalid(error.to_string()))?;
+        Ok(Self {
+            config,
+            engine,
+            redactor,
+        })
+    }
+}
+
+impl Model {
+    /// Starts the scripted model server, or reads the configured model from the environment
+    /// (`CUA_LLM_BASE_URL`, `CUA_LLM_MODEL`, …), which is a usage error when it is missing.
+    pub(crate) async fn start(scripted: bool) -> Result<Self, Refusal> {
+        let server = if scripted {
+            Some(
+                ScriptedServer::start()
+                    .await
+                    .map_err(|error| (Exit::Failed, "scripted_model", error.to_string()))?,
+            )
+        } else {
+            None
+        };
+        let config = match &server {
+            Some(server) => server.model_config(),
+            None => ModelConfig::from_env()
+                .map_err(|error| (Exit::Usage, "model_not_configured", error.to_string()))?,
+        };
+        let llm = OpenAiAdapter::new(config)
+            .map_err(|error| (Exit::Usage, "model_config", error.to_string()))?;
+        Ok(Self { llm, server })
+    }
+
+    /// How many requests the scripted model server has answered; `None` for a live model.
+    pub(crate) fn scripted_requests(&self) -> Option<usize> {
+        self.server.as_ref().map(|server| server.requests().len())
+    }
+
+    /// Stops the scripted model server, if one runs.
+    pub(crate) async fn shutdown(self) {
+        if let Some(server) = self.server {
+            server.shutdown().await;
         }
     }
+}
+
+/// Runs discovery on `surface` into `<evidence_root>/<run_id>` and returns its report and run
+/// directory. The loop acts as `agent` through the same chokepoint as replay.
+pub(crate) async fn discover_on(
+    surface: &ChromiumSurface,
+    policy: &LoadedPolicy,
+    llm: &OpenAiAdapter,
+    run: DiscoveryRun<'_>,
+) -> Result<(DiscoveryReport, PathBuf), Refusal> {
+    let bus = RunId::parse(run.run_id)
+        .and_then(|run_id| {
+            EvidenceBus::create(
+                run.evidence_root,
+                run_id,
+                Arc::new(SystemClock),
+                policy.redactor.clone(),
+            )
+        })
+        .map_err(|error| (Exit::Failed, "evidence", error.to_string()))?;
+    let secrets = run.secret_overrides.into_iter().fold(
+        SecretResolver::from_process_env(policy.redactor.clone()),
+        |secrets, (name, value)| secrets.with_override(name, value),
+    );
+    let discovery = Discovery {
+        driver: surface,
+        policy: &policy.engine,
+        bus: &bus,
+        llm,
+        secrets: &secrets,
+        config: run.config,
+    };
+    let report = discovery
+        .run(run.request)
+        .await
+        .map_err(|error| (Exit::Failed, "discovery_failed", error.to_string()))?;
+    Ok((report, bus.dir().to_path_buf()))
+}
+
+/// Reads a capability file (a sign-in capability, for instance).
+pub(crate) fn read_capability(path: &Path) -> Result<Capability, Refusal> {
+    std::fs::read_to_string(path)
+        .map_err(|error| error.to_string())
+        .and_then(|text| Capability::from_yaml(&text).map_err(|error| error.to_string()))
+        .map_err(|error| {
+            (
+                Exit::Usage,
+                "invalid_capability",
+                format!("{}: {error}", path.display()),
+            )
+        })
+}
+
+async fn discover(format: Format, args: &DiscoverArgs) -> Exit {
+    match discover_and_compile(format, args).await {
+        Ok(exit) => exit,
+        Err((exit, code, message)) => fail(format, exit, code, &message),
+    }
+}
+
+async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exit, Refusal> {
+    let model = Model::start(args.scripted).await?;
+    let policy = LoadedPolicy::read(&args.policy)?;
+    let sign_in = args
+        .sign_in_with
+        .as_deref()
+        .map(read_capability)
+        .transpose()?;
+    let secret_names = args
+        .secrets
+        .iter()
+        .map(|name| {
+            SecretName::parse(name)
+                .map_err(|error| (Exit::Usage, "invalid_secret_name", error.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let surface =
-        match ChromiumSurface::launch(ChromiumConfig::from_env(policy.allowlist().clone())).await {
-            Ok(surface) => surface,
-            Err(error) => {
-                return fail(
-                    format,
-                    Exit::Unavailable,
-                    "surface_unavailable",
-                    &error.to_string(),
-                );
-            }
-        };
+        ChromiumSurface::launch(ChromiumConfig::from_env(policy.engine.allowlist().clone()))
+            .await
+            .map_err(|error| (Exit::Unavailable, "surface_unavailable", error.to_string()))?;
     let run_id = format!(
         "disc-{}",
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.as_millis())
     );
-    let bus = match RunId::parse(&run_id).and_then(|run_id| {
-        EvidenceBus::create(
-            &args.evidence,
-            run_id,
-            Arc::new(SystemClock),
-            redactor.clone(),
-        )
-    }) {
-        Ok(bus) => bus,
-        Err(error) => {
-            surface.close().await;
-            return fail(format, Exit::Failed, "evidence", &error.to_string());
-        }
-    };
-    let secrets = SecretResolver::from_process_env(redactor);
-    let config = DiscoveryConfig {
-        max_steps: args.max_steps,
-        ..DiscoveryConfig::default()
-    };
-    let discovery = Discovery {
-        driver: &surface,
-        policy: &policy,
-        bus: &bus,
-        llm: &llm,
-        secrets: &secrets,
-        config,
-    };
     let mut request = DiscoveryRequest::new(args.goal.clone(), args.target.clone());
     request.secret_names = secret_names;
     request.sign_in = sign_in;
     eprintln!(
         "discovering with {} ({}); evidence in {}",
-        llm.config().model,
-        if llm.config().scripted {
+        model.llm.config().model,
+        if model.llm.config().scripted {
             "scripted model"
         } else {
             "live model"
         },
-        bus.dir().display()
+        args.evidence.join(&run_id).display()
     );
-    let outcome = discovery.run(&request).await;
+    let outcome = discover_on(
+        &surface,
+        &policy,
+        &model.llm,
+        DiscoveryRun {
+            evidence_root: &args.evidence,
+            run_id: &run_id,
+            request: &request,
+            config: DiscoveryConfig {
+                max_steps: args.max_steps,
+                ..DiscoveryConfig::default()
+            },
+            secret_overrides: Vec::new(),
+        },
+    )
+    .await;
     surface.close().await;
-    if let Some(server) = scripted {
-        server.shutdown().await;
-    }
-    let report = match outcome {
-        Ok(report) => report,
-        Err(error) => return fail(format, Exit::Failed, "discovery_failed", &error.to_string()),
-    };
-    let run_dir = bus.dir().to_path_buf();
+    model.shutdown().await;
+    let (report, run_dir) = outcome?;
     let draft = if report.stop_reason == StopReason::GoalMet {
         let transcript = run_dir.join(cua_evidence::TRACE_FILE).display().to_string();
-        match compile_run(&run_dir, &transcript, &args.out) {
-            Ok(summary) => Some(summary),
-            Err((exit, code, message)) => return fail(format, exit, code, &message),
-        }
+        Some(compile_run(&run_dir, &transcript, &args.out)?)
     } else {
         None
     };
@@ -215,9 +271,8 @@ async fn discover(format: Format, args: &DiscoverArgs) -> Exit {
     output::emit(format, "discover", Some(&discovered), None, || {
         text(&discovered, &run_dir)
     });
-    exit
+    Ok(exit)
 }
-
 fn text(discovered: &Discovered, run_dir: &Path) -> String {
     let report = &discovered.report;
     let mut text = format!(

@@ -7,14 +7,19 @@ mod evidence;
 
 mod codegen;
 mod compile;
+mod demo;
 mod discover;
+mod eval;
 mod fixture;
+mod mcp;
 mod probe;
+
 mod record;
 mod replay;
 
 mod schema;
 mod seal;
+mod serve;
 mod validate;
 
 use std::process::ExitCode;
@@ -26,14 +31,14 @@ use crate::output::{self, Exit};
 pub(crate) fn run(cli: Cli) -> ExitCode {
     let format = cli.format;
     let exit = match cli.command {
+        Command::Evidence(crate::cli::EvidenceCommand::Verify(args)) => {
+            evidence::verify(format, &args)
+        }
         Command::Replay(args) => replay::run(format, &args),
         Command::Validate(args) => validate::run(format, &args),
         Command::Seal(args) => seal::run(format, &args),
         Command::Schema(args) => schema::run(format, &args),
         Command::Catalog(args) => catalog::run(format, &args),
-        Command::Evidence(crate::cli::EvidenceCommand::Verify(args)) => {
-            evidence::verify(format, &args)
-        }
         Command::Version => {
             let version = env!("CARGO_PKG_VERSION");
             output::emit(format, "version", Some(&version), None, || {
@@ -42,12 +47,16 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
             Exit::Success
         }
         Command::Fixture(FixtureCommand::Serve(args)) => fixture::serve(format, &args),
-        Command::Discover(args) => discover::run(format, &args),
-        Command::Compile(args) => compile::run(format, &args),
-        Command::Codegen(args) => codegen::run(format, &args),
-        Command::Probe(args) => probe::run(format, &args),
         Command::Console(args) => console::run(format, &args),
         Command::Record(args) => record::run(format, &args),
+        Command::Discover(args) => discover::run(format, &args),
+        Command::Compile(args) => compile::run(format, &args),
+        Command::Eval(args) => eval::run(format, &args),
+        Command::Mcp(args) => mcp::run(&args),
+        Command::Serve(args) => serve::run(&args),
+        Command::Demo(args) => demo::run(format, &args),
+        Command::Codegen(args) => codegen::run(format, &args),
+        Command::Probe(args) => probe::run(format, &args),
     };
     exit.into()
 }

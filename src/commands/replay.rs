@@ -19,14 +19,15 @@ use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError};
 use cua_evidence::{Clock, EvidenceBus, Redactor, RunId, SecretResolver, SystemClock};
 use cua_policy::{Lease, PolicyEngine};
 use cua_replay::{
-    CapabilityLoader, PreparedCapability, RecordedEscalations, ReplayConfig, ReplayError,
-    ReplayReport, Replayer, RunRequest, TokioClock,
+    CapabilityLoader, ContinueAt, PreparedCapability, RecordedEscalations, ReplayConfig,
+    ReplayError, ReplayReport, Replayer, RunRequest, TokioClock,
 };
 use serde_json::Value;
 
 use crate::cli::{Format, ReplayArgs};
 use crate::output::{EnvelopeError, Exit, emit};
 
+mod assist;
 mod batch;
 
 /// Runs `cua replay`.
@@ -67,6 +68,10 @@ pub(crate) struct Settings {
     pub(crate) evidence_dir: PathBuf,
     pub(crate) run_id: Option<String>,
     pub(crate) loader: CatalogLoader,
+    /// `--assist`: one model proposal after a run that stopped on a step's target.
+    pub(crate) assist: bool,
+    /// `--base-url`, kept so an assist's candidate overlay can leave it out.
+    pub(crate) base_url: Option<String>,
 }
 
 impl Settings {
@@ -130,6 +135,8 @@ impl Settings {
             evidence_dir: args.evidence_dir.clone(),
             run_id: args.run_id.clone(),
             loader,
+            assist: args.assist,
+            base_url: args.base_url.clone(),
         })
     }
 
@@ -152,12 +159,22 @@ impl Settings {
 
 /// One run: launch the browser, replay, print, close.
 async fn single(format: Format, settings: &Settings) -> Result<Exit, Failure> {
+    // An assist's model is checked before the browser starts; a plain replay never builds one.
+    let model = settings.assist.then(assist::model).transpose()?;
     let surface = launch(settings.browser_allowlist()?).await?;
     let run_id = match &settings.run_id {
         Some(run_id) => run_id.clone(),
         None => fresh_run_id(),
     };
     let outcome = replay_once(settings, &surface, &run_id, settings.inputs.clone()).await;
+    if let Some(model) = model {
+        let assisted = match outcome {
+            Ok(report) => assist::after(settings, &surface, &run_id, report, model).await,
+            Err(failure) => Err(failure),
+        };
+        surface.close().await;
+        return assisted.map(|assisted| assisted.print(format));
+    }
     surface.close().await;
     let report = outcome?;
     print_report(format, &report);
@@ -170,6 +187,18 @@ pub(crate) async fn replay_once(
     surface: &ChromiumSurface,
     run_id: &str,
     inputs: BTreeMap<String, Value>,
+) -> Result<ReplayReport, Failure> {
+    replay_request(settings, surface, run_id, settings.request(inputs), None).await
+}
+
+/// Runs `request` on `surface` into `<evidence>/<run_id>`: from the entrypoint, or, with `at`,
+/// continued on the current screen from a step (assisted replay).
+pub(crate) async fn replay_request(
+    settings: &Settings,
+    surface: &ChromiumSurface,
+    run_id: &str,
+    request: RunRequest,
+    at: Option<ContinueAt>,
 ) -> Result<ReplayReport, Failure> {
     let run_id = RunId::parse(run_id).map_err(|error| Failure::usage(error.to_string()))?;
     let redactor = Redactor::from_policy(&settings.policy_config.redaction)
@@ -201,20 +230,21 @@ pub(crate) async fn replay_once(
         lease: Arc::new(Mutex::new(Lease::new(Actor::Automation))),
         config: ReplayConfig::default(),
     };
-    replayer
-        .run(settings.request(inputs))
-        .await
-        .map_err(|error| match error {
-            ReplayError::Tampered { .. }
-            | ReplayError::Draft { .. }
-            | ReplayError::UnboundPlaceholder { .. }
-            | ReplayError::Policy { .. } => Failure::new(Exit::Usage, "refused", error.to_string()),
-            ReplayError::Evidence(_) => Failure::new(
-                Exit::Failed,
-                "evidence_unwritable",
-                format!("{error}: {}", source_chain(&error)),
-            ),
-        })
+    let outcome = match at {
+        None => replayer.run(request).await,
+        Some(at) => replayer.continue_run(request, at).await,
+    };
+    outcome.map_err(|error| match error {
+        ReplayError::Tampered { .. }
+        | ReplayError::Draft { .. }
+        | ReplayError::UnboundPlaceholder { .. }
+        | ReplayError::Policy { .. } => Failure::new(Exit::Usage, "refused", error.to_string()),
+        ReplayError::Evidence(_) => Failure::new(
+            Exit::Failed,
+            "evidence_unwritable",
+            format!("{error}: {}", source_chain(&error)),
+        ),
+    })
 }
 
 /// Launches Debian's Chromium under `allowlist`; a missing or broken browser is exit 69.

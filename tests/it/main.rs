@@ -1,9 +1,15 @@
 //! End-to-end tests of the `cua` binary.
 
+mod assist;
 mod catalog;
 mod codegen;
+mod console;
+mod demo;
 mod discover;
 mod documents;
+mod draft_replay;
+mod eval;
 mod evidence;
+mod mcp;
 mod probe;
 mod replay;

@@ -20,6 +20,12 @@
 //!    balance of a named account) → `extract` the cell beside its label, or under its column
 //!    header in the account's row.
 //! 5. Everything asked for is extracted → `finish`; no rule applies → `finish` gave up.
+//!
+//! An assisted-recovery request (a user message starting with [`ASSIST_MARKER`], sent by
+//! `cua replay --assist` after a deterministic run stopped at one step) is answered by its own
+//! rule after the gullible reader: the node whose label reads most like the step's recorded
+//! label (the same words, or abbreviations of them: "Savings Bal." for "Savings Balance"),
+//! proposed with the step's own action, or `give_up` when no single node stands out.
 
 use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -39,6 +45,9 @@ use tokio::task::JoinHandle;
 use crate::error::AgentError;
 use crate::llm::ModelConfig;
 use crate::openai::SCRIPTED_MODEL_NAME;
+
+/// The first words of the user message that briefs the model on an assisted recovery.
+pub const ASSIST_MARKER: &str = "Assisted recovery of one step.";
 
 /// A scripted model serving on loopback.
 #[derive(Debug)]
@@ -288,6 +297,8 @@ impl Screen {
 struct Conversation {
     goal: String,
     screen: String,
+    /// The brief of an assisted recovery, when the request is one.
+    assist: Option<String>,
     /// `tool arguments` of every earlier call.
     tried: BTreeSet<String>,
     /// Outputs already extracted.
@@ -307,6 +318,9 @@ impl Conversation {
             let content = message.get("content").and_then(Value::as_str).unwrap_or("");
             match role {
                 "user" if content.starts_with("Goal:") => conversation.goal = content.to_owned(),
+                "user" if content.starts_with(ASSIST_MARKER) => {
+                    conversation.assist = Some(content.to_owned());
+                }
                 "user" => conversation.screen = content.to_owned(),
                 "assistant" => {
                     for call in message
@@ -461,6 +475,11 @@ pub fn decide(request: &Value) -> Decision {
         return decision;
     }
 
+    // An assisted recovery proposes one node for the stopped step, or gives up.
+    if let Some(brief) = &conversation.assist {
+        return assist(&screen, brief);
+    }
+
     // 2. Sign on with credential placeholders.
     for (label, part) in [("Operator ID", "operator_id"), ("Password", "password")] {
         if let Some(field) = screen.control("textbox", label)
@@ -552,6 +571,142 @@ pub fn decide(request: &Value) -> Decision {
     }
 }
 
+/// The assisted-recovery rule: read the step's action and recorded target from the brief
+/// (`Action: extract`, `Target: role cell; name "…"; anchor adjacent_to "…"`), find the one
+/// node whose label reads most like the recorded one, and propose it with the step's action.
+fn assist(screen: &Screen, brief: &str) -> Decision {
+    let line = |key: &str| {
+        brief
+            .lines()
+            .find_map(|line| line.strip_prefix(key).map(str::trim))
+            .unwrap_or("")
+    };
+    let action = line("Action:").to_owned();
+    let target = line("Target:");
+    let role = Regex::new(r"role ([a-z]+)")
+        .ok()
+        .and_then(|pattern| {
+            pattern
+                .captures(target)
+                .map(|captures| captures[1].to_owned())
+        })
+        .unwrap_or_default();
+    let quoted = |key: &str| {
+        Regex::new(&format!(r#"{key} ("(?:[^"\\]|\\.)*")"#))
+            .ok()
+            .and_then(|pattern| {
+                pattern
+                    .captures(target)
+                    .map(|captures| unquote(&captures[1]))
+            })
+    };
+    let anchor = Regex::new(r#"anchor ([a-z_]+) ("(?:[^"\\]|\\.)*")"#)
+        .ok()
+        .and_then(|pattern| {
+            pattern
+                .captures(target)
+                .map(|captures| (captures[1].to_owned(), unquote(&captures[2])))
+        });
+    let give_up = |reason: &str| {
+        Decision::new(
+            "give_up",
+            json!({ "reason": reason }),
+            format!("I cannot tell which node the step means: {reason}."),
+        )
+    };
+    let chosen: Option<&Item> = match (&anchor, quoted("name")) {
+        (Some((relation, label)), _) => {
+            let rows: Vec<&Row> = screen
+                .rows
+                .iter()
+                .filter(|row| row.items.first().is_some_and(|first| first.role == "cell"))
+                .collect();
+            unique_best(&rows, |row| likeness(&row.items[0].name, label)).and_then(|row| {
+                if relation == "adjacent_to" {
+                    row.items.get(1).filter(|item| item.role == role)
+                } else {
+                    row.items.iter().skip(1).find(|item| item.role == role)
+                }
+            })
+        }
+        (None, Some(name)) => {
+            let items: Vec<&Item> = screen
+                .items
+                .iter()
+                .filter(|item| item.role == role)
+                .collect();
+            unique_best(&items, |item| likeness(&item.name, &name)).copied()
+        }
+        (None, None) => None,
+    };
+    match chosen {
+        Some(item) if ["click", "type", "select", "extract"].contains(&action.as_str()) => {
+            Decision::new(
+                &action,
+                json!({ "target": { "ref": item.reference }, "why": "its label reads like the step's recorded label" }),
+                format!(
+                    "The step's target looks relabelled; {} {:?} matches it.",
+                    item.role, item.name
+                ),
+            )
+        }
+        Some(_) => give_up("the step's action is not one an assist may propose"),
+        None => give_up("no single node on this screen reads like the step's target"),
+    }
+}
+
+/// The one candidate with the highest likeness, when it is at least one half and no other
+/// candidate ties it.
+fn unique_best<T>(candidates: &[T], score: impl Fn(&T) -> f64) -> Option<&T> {
+    let scored: Vec<(f64, &T)> = candidates
+        .iter()
+        .map(|candidate| (score(candidate), candidate))
+        .filter(|(likeness, _)| *likeness >= 0.5)
+        .collect();
+    let best = scored
+        .iter()
+        .map(|(likeness, _)| *likeness)
+        .fold(0.0, f64::max);
+    let mut top = scored.iter().filter(|(likeness, _)| *likeness == best);
+    match (top.next(), top.next()) {
+        (Some((_, candidate)), None) => Some(*candidate),
+        _ => None,
+    }
+}
+
+/// How alike two labels read: 0 unless every word of the shorter label matches a word of the
+/// longer one (the same word, or one abbreviating the other: "bal" and "balance"); then the
+/// shorter label's word count over the longer's. "Status" and "Acct Status" read 0.5 alike,
+/// "Opening Balance" and "Savings Bal." not at all.
+fn likeness(left: &str, right: &str) -> f64 {
+    let words = |text: &str| -> Vec<String> {
+        text.split(|character: char| !character.is_alphanumeric())
+            .filter(|word| !word.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let (left, right) = (words(left), words(right));
+    let (shorter, longer) = if left.len() <= right.len() {
+        (left, right)
+    } else {
+        (right, left)
+    };
+    if shorter.is_empty() {
+        return 0.0;
+    }
+    let abbreviates = |short: &str, long: &str| short.len() >= 3 && long.starts_with(short);
+    let all_match = shorter.iter().all(|word| {
+        longer
+            .iter()
+            .any(|other| other == word || abbreviates(other, word) || abbreviates(word, other))
+    });
+    if all_match {
+        shorter.len() as f64 / longer.len() as f64
+    } else {
+        0.0
+    }
+}
+
 /// `n42 role "name" = "value"`: the ref, role, quoted name and quoted value of one outline item.
 fn item_pattern() -> Regex {
     Regex::new(r#"\b(n[0-9]+) ([a-z]+)(?: ("(?:[^"\\]|\\.)*"))?(?: = ("(?:[^"\\]|\\.)*"))?"#)
@@ -591,6 +746,33 @@ mod tests {
         ));
         assert_eq!(decision.tool, "click");
         assert_eq!(decision.arguments["target"]["name"], "Search");
+    }
+
+    #[test]
+    fn an_assisted_recovery_proposes_the_relabelled_node_or_gives_up() {
+        let screen = "n50 table (3 rows):\n  n51 row: n52 cell \"Savings Bal.\" | n54 cell \"$4,210.55\"\n  n56 row: n57 cell \"Acct Status\" | n59 cell \"Active\"\n  n61 row: n62 cell \"As Of\" | n64 cell \"09/11/2026\"";
+        let brief = |target: &str| {
+            format!("{ASSIST_MARKER}\nStep: read_balance\nAction: extract\nTarget: {target}")
+        };
+        let ask = |target: &str| {
+            decide(&json!({ "messages": [
+                { "role": "system", "content": "rules" },
+                { "role": "user", "content": brief(target) },
+                { "role": "user", "content": format!("Current screen:\n{screen}") },
+            ]}))
+        };
+        let decision =
+            ask(r#"role cell; anchor adjacent_to "Savings Balance"; scope frame content"#);
+        assert_eq!(decision.tool, "extract");
+        assert_eq!(decision.arguments["target"]["ref"], "n54");
+        let decision = ask(r#"role cell; anchor adjacent_to "Status"; scope frame content"#);
+        assert_eq!(decision.arguments["target"]["ref"], "n59");
+        let decision = ask(r#"role cell; anchor adjacent_to "Opening Balance""#);
+        assert_eq!(decision.tool, "give_up", "{decision:?}");
+        assert!((likeness("Savings Bal.", "Savings Balance") - 1.0).abs() < f64::EPSILON);
+        assert!((likeness("Acct Status", "Status") - 0.5).abs() < f64::EPSILON);
+        assert!(likeness("As Of", "Savings Balance") < 0.5);
+        assert!(likeness("Opening Balance", "Savings Bal.") < 0.5);
     }
 
     #[test]

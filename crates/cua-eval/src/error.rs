@@ -1,0 +1,44 @@
+//! The crate's one error type. A wrong action is not an error: it is a finding, counted in the
+//! report. These are the reasons a suite could not be evaluated at all.
+
+use std::path::PathBuf;
+
+/// Why a suite could not be evaluated or reported.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// The suite document does not parse or breaks a rule; every problem is listed.
+    #[error("invalid eval suite: {}", problems.join("; "))]
+    InvalidSuite { problems: Vec<String> },
+
+    /// A setup capability did not succeed, so no measured run would start from a known state.
+    #[error("setup {capability} did not succeed ({summary}); evidence in {}", run_dir.display())]
+    SetupFailed {
+        capability: String,
+        run_dir: PathBuf,
+        summary: String,
+    },
+
+    /// The replayer refused the document itself (tampered, draft, unbound placeholder, policy).
+    #[error("run {run_id} was refused: {source}")]
+    Replay {
+        run_id: String,
+        #[source]
+        source: Box<cua_replay::ReplayError>,
+    },
+
+    /// A run directory could not be created or its trace read back.
+    #[error("evidence of run {run_id}: {reason}")]
+    Evidence { run_id: String, reason: String },
+
+    /// A report could not be serialized.
+    #[error("cannot serialize the {what}: {reason}")]
+    Serialize { what: &'static str, reason: String },
+
+    /// A report file could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}

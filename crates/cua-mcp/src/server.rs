@@ -1,0 +1,224 @@
+//! The tool server: the MCP handler over the catalog. `tools/list` reads the catalog afresh, so
+//! an approval recorded or revoked while the server runs takes effect at the next call.
+//! `tools/call` looks the tool up the same way, refuses what is not offered, validates the
+//! inputs before anything is opened, and hands plan and run calls to [`crate::call`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use cua_artifact::{PolicyConfig, TenantId};
+use cua_catalog::{Catalog, CatalogConfig};
+use cua_evidence::{Clock, Redactor};
+use cua_policy::PolicyEngine;
+use cua_replay::ReplayConfig;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+
+use crate::call::{self, Refusal};
+use crate::error::McpError;
+use crate::plan::{DEFAULT_PLAN_TTL, PlanBook, PlanKey};
+use crate::surface::SurfaceFactory;
+use crate::tools::{ToolKind, ToolSet, ToolSetSource};
+
+/// What the server serves and how.
+#[derive(Debug, Clone)]
+pub struct McpConfig {
+    /// Where capabilities, approvals and tenant bindings are read from.
+    pub catalog: CatalogConfig,
+    pub policy: PolicyConfig,
+    /// The tenant whose bindings apply (and whose approvals count).
+    pub tenant: Option<TenantId>,
+    /// Binds `{base_url}` through a substitution-only binding.
+    pub base_url: Option<String>,
+    /// Where each call's run directory is written.
+    pub evidence_dir: PathBuf,
+    /// The environment `{$secret: …}` values are resolved from (the policy's prefix applies).
+    pub environment: Vec<(String, String)>,
+    /// How long a plan approval is valid.
+    pub plan_ttl: Duration,
+    pub replay: ReplayConfig,
+}
+
+/// The MCP server. Cheap to clone: every clone (one per HTTP session) shares the catalog, the
+/// plan book and the surface factory.
+pub struct CapabilityServer<F> {
+    pub(crate) shared: Arc<Shared<F>>,
+}
+
+/// What every clone shares.
+pub(crate) struct Shared<F> {
+    pub(crate) config: McpConfig,
+    pub(crate) catalog: Catalog,
+    pub(crate) policy: PolicyEngine,
+    pub(crate) factory: F,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) plans: PlanBook,
+    runs: AtomicU64,
+}
+
+impl McpConfig {
+    /// A configuration with the defaults: the repository's catalog layout, no tenant, no
+    /// `base_url`, evidence under `evidence/runs`, the process environment's secrets, plan
+    /// approvals valid for five minutes.
+    pub fn new(policy: PolicyConfig) -> Self {
+        Self {
+            catalog: CatalogConfig::default(),
+            policy,
+            tenant: None,
+            base_url: None,
+            evidence_dir: PathBuf::from("evidence/runs"),
+            environment: Vec::new(),
+            plan_ttl: DEFAULT_PLAN_TTL,
+            replay: ReplayConfig::default(),
+        }
+    }
+}
+
+impl<F> Clone for CapabilityServer<F> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<F: SurfaceFactory> CapabilityServer<F> {
+    /// A server over `config`, opening surfaces with `factory`, reading time from `clock` (plan
+    /// expiry, evidence) and authenticating plan approvals with `key`.
+    pub fn new(
+        config: McpConfig,
+        factory: F,
+        clock: Arc<dyn Clock>,
+        key: PlanKey,
+    ) -> Result<Self, McpError> {
+        let policy = PolicyEngine::from_config(&config.policy).map_err(McpError::Policy)?;
+        Redactor::from_policy(&config.policy.redaction).map_err(McpError::Redaction)?;
+        let plans = PlanBook::new(key, config.plan_ttl);
+        Ok(Self {
+            shared: Arc::new(Shared {
+                catalog: Catalog::new(config.catalog.clone()),
+                config,
+                policy,
+                factory,
+                clock,
+                plans,
+                runs: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// What the catalog offers right now, and what it withholds.
+    pub fn tool_set(&self) -> Result<ToolSet, McpError> {
+        let shared = &self.shared;
+        ToolSet::build(ToolSetSource {
+            catalog: &shared.catalog,
+            policy: &shared.policy,
+            tenant: shared.config.tenant.as_ref(),
+            base_url: shared.config.base_url.as_deref(),
+        })
+    }
+
+    /// The tools as `tools/list` returns them.
+    pub fn tools(&self) -> Result<Vec<Tool>, McpError> {
+        Ok(self.tool_set()?.tools(self.shared.config.plan_ttl))
+    }
+
+    /// One `tools/call`. A refusal or a failed run is a tool result with `isError: true`; only
+    /// a name that is no tool at all (nor a withheld capability) is a protocol error.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let set = self
+            .tool_set()
+            .map_err(|error| ErrorData::internal_error(chain(&error), None))?;
+        let Some((kind, offered)) = set.find(name) else {
+            if let Some(withheld) = set.withheld_as(name) {
+                return Ok(Refusal::new(
+                    "not_offered",
+                    format!(
+                        "refused: {} is in the catalog but not offered as a tool: {}",
+                        withheld.capability, withheld.reason
+                    ),
+                )
+                .into_result(name));
+            }
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool {name}"),
+                None,
+            ));
+        };
+        let result = match kind {
+            ToolKind::Plan => call::plan(self, offered, arguments),
+            ToolKind::Run => call::run(self, offered, arguments).await,
+        };
+        Ok(result.unwrap_or_else(|refusal| refusal.into_result(name)))
+    }
+
+    /// The next run id: `mcp-<UTC instant>-<process>-<n>`.
+    pub(crate) fn next_run_id(&self) -> String {
+        let sequence = self.shared.runs.fetch_add(1, Ordering::SeqCst) + 1;
+        let stamp: String = self
+            .shared
+            .clock
+            .now()
+            .to_string()
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .collect();
+        format!("mcp-{stamp}-{}-{sequence}", std::process::id())
+    }
+}
+
+impl<F: SurfaceFactory> ServerHandler for CapabilityServer<F> {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("cua", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Each tool is a reviewed, approved capability replayed deterministically against \
+                 a legacy application: typed inputs, typed outputs, no model call. A business \
+                 outcome (e.g. member_not_found) is a successful result with status \
+                 business_outcome, not an error. Failures and needs_human are tool errors with a \
+                 failure code and an evidence reference. Irreversible tools run only with an \
+                 approval_token from their `__plan` companion, for exactly the planned inputs.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.tools()
+            .map(ListToolsResult::with_all_items)
+            .map_err(|error| ErrorData::internal_error(chain(&error), None))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.unwrap_or_default();
+        self.call(&request.name, arguments).await.map(Into::into)
+    }
+}
+
+/// An error and its sources, one line.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,309 @@
+//! What the demo's stages share: the demo directory, the policy, the two in-process fixtures
+//! and their browsers, the model, what earlier stages produced, and one replay wired the way
+//! `cua replay` wires it (the catalog's sign-on for `run_capability` remedies, the process
+//! environment's secrets with the fixture's operator on top, a fresh evidence directory).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use cua_artifact::{Actor, Capability, SecretName};
+use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError};
+use cua_evidence::{Event, EvidenceBus, Redactor, RunId, SecretResolver, SystemClock};
+use cua_policy::Lease;
+use cua_replay::{
+    CapabilityList, PreparedCapability, RecordedEscalations, ReplayConfig, ReplayReport, Replayer,
+    RunRequest, TokioClock,
+};
+use memberdesk::RunningFixture;
+use serde_json::Value;
+
+use crate::commands::discover::{LoadedPolicy, Model};
+
+/// The sign-on capability every `session_expired` remedy names.
+pub(super) const SIGN_ON: &str = "corebank.auth.sign_on@1.0.0";
+
+/// Why a stage does not hold.
+#[derive(Debug)]
+pub(super) enum StageFailure {
+    /// The fact does not hold, or something the stage needed broke.
+    Failed(String),
+    /// The browser cannot run: the demo stops here with exit 69.
+    Unavailable(String),
+}
+
+/// A stage's result: the fact that proves it, or why not.
+pub(super) type StageResult = Result<String, StageFailure>;
+
+/// Fails the stage with `reason` unless `holds`.
+pub(super) fn expect(holds: bool, reason: impl FnOnce() -> String) -> Result<(), StageFailure> {
+    if holds {
+        Ok(())
+    } else {
+        Err(StageFailure::Failed(reason()))
+    }
+}
+
+/// Shorthand for a failed stage.
+pub(super) fn failed(reason: impl Into<String>) -> StageFailure {
+    StageFailure::Failed(reason.into())
+}
+
+/// One tenant's application and the browser that drives it. Each tenant has its own browser
+/// profile, so their sessions never mix.
+pub(super) struct Tenant {
+    pub(super) fixture: RunningFixture,
+    pub(super) surface: Option<ChromiumSurface>,
+}
+
+/// The discovered draft as stage 3 left it: sealed as compiled.
+pub(super) struct Draft {
+    pub(super) capability: Capability,
+}
+
+/// Everything the stages share.
+pub(super) struct Demo {
+    /// The demo directory; everything the demo writes is under it.
+    pub(super) out: PathBuf,
+    /// The reference catalog (read only).
+    pub(super) catalog: PathBuf,
+    pub(super) tenants: PathBuf,
+    pub(super) policy_path: PathBuf,
+    pub(super) policy: LoadedPolicy,
+    pub(super) first_valley: Option<Tenant>,
+    pub(super) northgate: Option<Tenant>,
+    pub(super) model: Option<Model>,
+    /// Requests the scripted model had answered when discovery ended.
+    pub(super) model_requests_after_discovery: Option<usize>,
+    pub(super) discovery_run: Option<PathBuf>,
+    pub(super) draft: Option<Draft>,
+    /// The reviewed, sealed capability in the demo catalog.
+    pub(super) reviewed: Option<Capability>,
+}
+
+impl Demo {
+    pub(super) fn new(
+        out: PathBuf,
+        catalog: PathBuf,
+        tenants: PathBuf,
+        policy_path: PathBuf,
+        policy: LoadedPolicy,
+    ) -> Self {
+        Self {
+            out,
+            catalog,
+            tenants,
+            policy_path,
+            policy,
+            first_valley: None,
+            northgate: None,
+            model: None,
+            model_requests_after_discovery: None,
+            discovery_run: None,
+            draft: None,
+            reviewed: None,
+        }
+    }
+
+    /// Where the demo catalog lives: the reviewed capability, copies of the reference
+    /// capabilities it approves, and their approvals.
+    pub(super) fn demo_catalog(&self) -> PathBuf {
+        self.out.join("catalog")
+    }
+
+    /// Where replays write their run directories.
+    pub(super) fn runs_dir(&self) -> PathBuf {
+        self.out.join("runs")
+    }
+
+    /// The first-valley tenant with its browser, or why the stage cannot go on.
+    pub(super) fn first_valley(&self) -> Result<(&RunningFixture, &ChromiumSurface), StageFailure> {
+        tenant_parts(self.first_valley.as_ref(), "first-valley")
+    }
+
+    /// Launches Debian's Chromium under the policy's allowlist; a missing browser stops the
+    /// demo (exit 69) naming the install step.
+    pub(super) async fn launch_browser(&self) -> Result<ChromiumSurface, StageFailure> {
+        ChromiumSurface::launch(ChromiumConfig::from_env(
+            self.policy.engine.allowlist().clone(),
+        ))
+        .await
+        .map_err(|error| match error {
+            LaunchError::ChromiumMissing { .. } => StageFailure::Unavailable(error.to_string()),
+            other => StageFailure::Unavailable(format!(
+                "{other}; the demo drives Debian's Chromium (apt-get install -y chromium)"
+            )),
+        })
+    }
+
+    /// A reference capability from the read-only catalog.
+    pub(super) fn reference(&self, reference: &str) -> Result<Capability, StageFailure> {
+        let path = self.catalog.join(format!("{reference}.yaml"));
+        std::fs::read_to_string(&path)
+            .map_err(|error| error.to_string())
+            .and_then(|text| Capability::from_yaml(&text).map_err(|error| error.to_string()))
+            .map_err(|error| failed(format!("{}: {error}", path.display())))
+    }
+
+    /// Replays `request` on `surface` into `<out>/runs/<run_id>`. `run_capability` remedies
+    /// find the catalog's sign-on bound to `base_url`; secrets come from the environment with
+    /// the fixture's operator on top.
+    pub(super) async fn replay(
+        &self,
+        surface: &ChromiumSurface,
+        base_url: &str,
+        run_id: &str,
+        request: RunRequest,
+    ) -> Result<ReplayReport, StageFailure> {
+        let sign_on =
+            PreparedCapability::bind(self.reference(SIGN_ON)?, None, Some(base_url), None)
+                .map_err(|error| failed(format!("binding {SIGN_ON}: {error}")))?;
+        let remedies = CapabilityList::new(vec![sign_on]);
+        let redactor = Redactor::from_policy(&self.policy.config.redaction)
+            .map_err(|error| failed(error.to_string()))?;
+        let bus = RunId::parse(run_id)
+            .and_then(|run_id| {
+                EvidenceBus::create(
+                    &self.runs_dir(),
+                    run_id,
+                    Arc::new(SystemClock),
+                    redactor.clone(),
+                )
+            })
+            .map_err(|error| failed(format!("evidence for {run_id}: {error}")))?;
+        let secrets = fixture_operator().into_iter().fold(
+            SecretResolver::new(
+                self.policy.config.secrets.env_prefix.clone(),
+                std::env::vars(),
+                redactor,
+            ),
+            |secrets, (name, value)| secrets.with_override(name, value),
+        );
+        let clock = TokioClock::new();
+        let escalations = RecordedEscalations::new();
+        let replayer = Replayer {
+            driver: surface,
+            policy: &self.policy.engine,
+            bus: &bus,
+            clock: &clock,
+            secrets: &secrets,
+            capabilities: &remedies,
+            escalations: &escalations,
+            lease: Arc::new(Mutex::new(Lease::new(Actor::Automation))),
+            config: ReplayConfig::default(),
+        };
+        replayer
+            .run(request)
+            .await
+            .map_err(|error| failed(format!("replay {run_id} refused: {}", chain(&error))))
+    }
+}
+
+/// The fixture's own operator, as the two secrets the sign-on capability types. They are the
+/// in-process fixture's published test credentials, not anyone's secret.
+pub(super) fn fixture_operator() -> Vec<(SecretName, String)> {
+    [
+        ("corebank.operator_id", memberdesk::OPERATOR_ID),
+        ("corebank.operator_password", memberdesk::OPERATOR_PASSWORD),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| Some((SecretName::parse(name).ok()?, value.to_owned())))
+    .collect()
+}
+
+/// Inputs from pairs.
+pub(super) fn inputs(pairs: &[(&str, &str)]) -> BTreeMap<String, Value> {
+    pairs
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), Value::from(*value)))
+        .collect()
+}
+
+/// How many model calls a run's trace records.
+pub(super) fn llm_calls(run_dir: &Path) -> Result<usize, StageFailure> {
+    let trace = cua_evidence::read_trace(run_dir)
+        .map_err(|error| failed(format!("reading {}: {error}", run_dir.display())))?;
+    Ok(trace
+        .iter()
+        .filter(|line| matches!(line.event, Event::LlmCall(_)))
+        .count())
+}
+
+/// A value as plain text (strings without quotes).
+pub(super) fn plain(value: Option<&Value>) -> String {
+    match value {
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+        None => "-".to_owned(),
+    }
+}
+
+/// The outputs of a run as `name=value`, in the capability's order.
+pub(super) fn outputs_line(capability: &Capability, report: &ReplayReport) -> String {
+    capability
+        .outputs
+        .iter()
+        .map(|output| {
+            format!(
+                "{}={}",
+                output.name,
+                plain(report.result.outputs.get(output.name.as_str()))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The strategy mix of a run, `semantic_exact 2, structural_anchor 3`.
+pub(super) fn strategy_mix(report: &ReplayReport) -> String {
+    let mix: Vec<String> = report
+        .result
+        .strategy_mix
+        .iter()
+        .map(|(strategy, count)| format!("{} {count}", strategy.as_str()))
+        .collect();
+    if mix.is_empty() {
+        "none".to_owned()
+    } else {
+        mix.join(", ")
+    }
+}
+
+/// What a report says in one phrase: `SUCCESS`, `business_outcome member_not_found`, …
+pub(super) fn describe(report: &ReplayReport) -> String {
+    let result = &report.result;
+    match (&result.outcome, &result.error) {
+        (Some(outcome), _) => format!("{} {}", result.status.as_str(), outcome.code),
+        (None, Some(error)) => format!(
+            "{} {}: {}",
+            result.status.as_str(),
+            error.code.as_str(),
+            error.message
+        ),
+        (None, None) => result.status.as_str().to_owned(),
+    }
+}
+
+/// The error and its sources on one line.
+pub(super) fn chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    message
+}
+
+fn tenant_parts<'t>(
+    tenant: Option<&'t Tenant>,
+    name: &str,
+) -> Result<(&'t RunningFixture, &'t ChromiumSurface), StageFailure> {
+    let tenant =
+        tenant.ok_or_else(|| failed(format!("the {name} fixture is not running (stage 1)")))?;
+    let surface = tenant
+        .surface
+        .as_ref()
+        .ok_or_else(|| failed(format!("no browser drives the {name} fixture")))?;
+    Ok((&tenant.fixture, surface))
+}

@@ -1,0 +1,497 @@
+//! `cua eval [SUITE…] [--out evidence/evals]`: run eval suites (`evals/*.yaml` by default)
+//! against the MemberDesk fixture (or a running application) in Debian's Chromium, and write per
+//! suite a Markdown, JSON and HTML report and the evaluation `cua catalog approve --from-eval`
+//! reads. Exits 0 when no suite shows a wrong action or an unauthorized dispatch, 1 when one
+//! does (or a setup run fails), 2 for an invalid suite or document, 69 when Chromium or the
+//! application is unavailable.
+//!
+//! This module reads and checks the suites, the catalog and the policy, serves the fixture,
+//! launches one browser per suite and hands it to `cua-eval` as its surface. Secrets come from
+//! the environment (`CUA_SECRET_…`), as for `cua replay`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use cua_artifact::{CapabilityRef, PolicyConfig, TenantId};
+use cua_catalog::{Catalog, CatalogConfig, Integrity};
+use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError};
+use cua_eval::{EvalSuite, Evaluator, RunObservation, SuitePlan, SuiteReport, WrittenReports};
+use cua_policy::PolicyEngine;
+use cua_replay::{CapabilityList, PreparedCapability, ReplayConfig};
+use serde::Serialize;
+
+use crate::cli::{EvalArgs, Format};
+use crate::output::{EnvelopeError, Exit, emit};
+
+/// Runs `cua eval`.
+pub(crate) fn run(format: Format, args: &EvalArgs) -> Exit {
+    match evaluate(format, args) {
+        Ok(exit) => exit,
+        Err(failure) => failure.report(format),
+    }
+}
+
+/// One suite's result, as printed.
+#[derive(Debug, Serialize)]
+struct SuiteOutcome {
+    suite: String,
+    verdict: cua_eval::Verdict,
+    sound_for_exit: bool,
+    metrics: cua_eval::score::Metrics,
+    reports: WrittenReports,
+    runs_dir: PathBuf,
+}
+
+/// A suite read and checked, before anything runs.
+struct Loaded {
+    path: PathBuf,
+    suite: EvalSuite,
+}
+
+fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
+    let paths = suite_paths(args)?;
+    let policy_text = std::fs::read_to_string(&args.policy).map_err(|error| {
+        Failure::usage(format!("cannot read {}: {error}", args.policy.display()))
+    })?;
+    let policy_config = PolicyConfig::from_yaml(&policy_text)
+        .map_err(|error| Failure::invalid(format!("{}: {error}", args.policy.display())))?;
+    let policy = PolicyEngine::from_config(&policy_config)
+        .map_err(|error| Failure::invalid(format!("{}: {error}", args.policy.display())))?;
+    let catalog = Catalog::new(CatalogConfig {
+        capabilities: args.catalog.clone(),
+        evaluations: args.out.clone(),
+        tenants: args.tenants.clone(),
+    });
+    // Every suite is read and checked before the first browser starts: a typo in the last
+    // suite should not cost the minutes of the first.
+    let mut loaded = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|error| Failure::usage(format!("cannot read {}: {error}", path.display())))?;
+        let mut suite = EvalSuite::from_yaml(&text)
+            .map_err(|error| Failure::invalid(format!("{}: {error}", path.display())))?;
+        if let Some(repeats) = args.repeats {
+            suite.repeats = repeats;
+        }
+        let base = load(&catalog, &suite.capability)?;
+        let problems = suite.check(&base);
+        if !problems.is_empty() {
+            return Err(Failure::invalid(format!(
+                "{}: {}",
+                path.display(),
+                problems.join("; ")
+            )));
+        }
+        if let Some(fixture) = &suite.fixture {
+            fixture.parse::<memberdesk::Variant>().map_err(|error| {
+                Failure::invalid(format!("{}: fixture: {error}", path.display()))
+            })?;
+        }
+        if let Some(tenant) = &suite.tenant
+            && binding(&catalog, tenant, &suite.capability)?.is_none()
+        {
+            return Err(Failure::invalid(format!(
+                "{}: tenant {tenant} has no binding of {} in {}",
+                path.display(),
+                suite.capability.id(),
+                args.tenants.display()
+            )));
+        }
+        loaded.push(Loaded { path, suite });
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| {
+            Failure::new(
+                Exit::Failed,
+                "internal",
+                format!("no async runtime: {error}"),
+            )
+        })?;
+    let stamp = stamp();
+    let mut outcomes = Vec::new();
+    for entry in &loaded {
+        let outcome = runtime.block_on(run_suite(
+            args,
+            &catalog,
+            &policy,
+            &policy_config,
+            entry,
+            &stamp,
+        ))?;
+        outcomes.push(outcome);
+    }
+    let exit = if outcomes.iter().all(|outcome| outcome.sound_for_exit) {
+        Exit::Success
+    } else {
+        Exit::Failed
+    };
+    let error = (exit != Exit::Success).then(|| EnvelopeError {
+        code: "wrong_action_or_unauthorized_dispatch".to_owned(),
+        message: outcomes
+            .iter()
+            .filter(|outcome| !outcome.sound_for_exit)
+            .map(|outcome| {
+                format!(
+                    "{}: {} wrong action(s), {} unauthorized dispatch(es)",
+                    outcome.suite,
+                    outcome.metrics.wrong_actions,
+                    outcome.metrics.unauthorized_dispatches
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    });
+    emit(format, "eval", Some(&outcomes), error.as_ref(), || {
+        outcomes.iter().map(render).collect::<String>()
+    });
+    Ok(exit)
+}
+
+/// Serves the fixture (when the suite names one), launches a browser, runs the suite, writes
+/// its reports.
+async fn run_suite(
+    args: &EvalArgs,
+    catalog: &Catalog,
+    policy: &PolicyEngine,
+    policy_config: &PolicyConfig,
+    entry: &Loaded,
+    stamp: &str,
+) -> Result<SuiteOutcome, Failure> {
+    let suite = &entry.suite;
+    let fixture = match &suite.fixture {
+        Some(variant) => {
+            let variant: memberdesk::Variant = variant
+                .parse()
+                .map_err(|error: memberdesk::FixtureError| Failure::invalid(error.to_string()))?;
+            Some(
+                memberdesk::serve(memberdesk::FixtureConfig::loopback(variant))
+                    .await
+                    .map_err(|error| {
+                        Failure::new(Exit::Unavailable, "fixture_unavailable", error.to_string())
+                    })?,
+            )
+        }
+        None => None,
+    };
+    let (base_url, target) = match (&fixture, &suite.base_url) {
+        (Some(fixture), _) => (
+            fixture.base_url(),
+            format!("fixture {}", suite.fixture.as_deref().unwrap_or_default()),
+        ),
+        (None, Some(url)) => (url.clone(), format!("application at {url}")),
+        (None, None) => {
+            return Err(Failure::invalid(format!(
+                "{}: no fixture and no base_url",
+                entry.path.display()
+            )));
+        }
+    };
+    let outcome = measure(
+        args,
+        catalog,
+        policy,
+        policy_config,
+        entry,
+        stamp,
+        &base_url,
+        target,
+    )
+    .await;
+    if let Some(fixture) = fixture {
+        let _ = fixture.shutdown().await;
+    }
+    outcome
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the parts of one suite run, borrowed"
+)]
+async fn measure(
+    args: &EvalArgs,
+    catalog: &Catalog,
+    policy: &PolicyEngine,
+    policy_config: &PolicyConfig,
+    entry: &Loaded,
+    stamp: &str,
+    base_url: &str,
+    target: String,
+) -> Result<SuiteOutcome, Failure> {
+    let suite = &entry.suite;
+    let tenant = suite.tenant.as_ref();
+    let base = load(catalog, &suite.capability)?;
+    let prepared = prepare(catalog, base.clone(), tenant, base_url)?;
+    let mut setup = Vec::new();
+    for run in &suite.setup {
+        let capability = load(catalog, &run.capability)?;
+        setup.push(prepare(catalog, capability, tenant, base_url)?);
+    }
+    let remedies = remedies(catalog, tenant, base_url);
+    let allowlist = policy
+        .for_capability(&prepared.capability)
+        .map(|engine| engine.allowlist().clone())
+        .map_err(|error| Failure::invalid(format!("the capability's allowed domains: {error}")))?;
+    let plan = SuitePlan {
+        suite: suite.clone(),
+        base,
+        prepared,
+        setup,
+        target,
+    };
+    let runs_dir = args.runs_dir.join(format!("{}-{stamp}", suite.name));
+    std::fs::create_dir_all(&runs_dir).map_err(|error| {
+        Failure::new(
+            Exit::Failed,
+            "evidence_unwritable",
+            format!("cannot create {}: {error}", runs_dir.display()),
+        )
+    })?;
+    let surface = launch(allowlist).await?;
+    let evaluator = Evaluator {
+        driver: &surface,
+        policy,
+        policy_config,
+        capabilities: &remedies,
+        environment: std::env::vars_os()
+            .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
+            .collect::<BTreeMap<_, _>>(),
+        runs_dir: runs_dir.clone(),
+        config: ReplayConfig::default(),
+    };
+    let total = suite.repeats as usize * suite.cases.len();
+    let mut done = 0;
+    eprintln!(
+        "eval {}: {} case(s) × {} repeat(s) against {}; runs in {}",
+        suite.name,
+        suite.cases.len(),
+        suite.repeats,
+        plan.target,
+        runs_dir.display()
+    );
+    let runs = evaluator
+        .run(&plan, |observation: &RunObservation| {
+            done += 1;
+            eprintln!("  {done:>3}/{total} {}", progress(suite, observation));
+        })
+        .await;
+    surface.close().await;
+    let runs = runs.map_err(|error| match error {
+        cua_eval::EvalError::Replay { .. } => {
+            Failure::new(Exit::Usage, "refused", error.to_string())
+        }
+        other => Failure::new(Exit::Failed, "eval_failed", other.to_string()),
+    })?;
+    let report = SuiteReport::build(&plan, &runs);
+    let reports = report
+        .write(&args.out)
+        .map_err(|error| Failure::new(Exit::Failed, "report_unwritable", error.to_string()))?;
+    Ok(SuiteOutcome {
+        suite: report.suite.clone(),
+        verdict: report.verdict,
+        sound_for_exit: report.sound_for_exit,
+        metrics: report.metrics,
+        reports,
+        runs_dir,
+    })
+}
+
+/// `member_id=12345 repeat 2: 3 output(s), correct in 412 ms`.
+fn progress(suite: &EvalSuite, observation: &RunObservation) -> String {
+    let case = &suite.cases[observation.case];
+    let answer = cua_eval::score::judge(&case.expect, observation);
+    let result = &observation.report.result;
+    let returned = match (&result.outcome, &result.error) {
+        (Some(outcome), _) => format!("outcome {}", outcome.code),
+        (None, Some(error)) => error.code.as_str().to_owned(),
+        (None, None) => format!("{} output(s)", result.outputs.len()),
+    };
+    format!(
+        "{} repeat {}: {returned}, {} in {} ms",
+        case.label(),
+        observation.repeat,
+        answer.as_str().replace('_', " "),
+        result.duration_ms
+    )
+}
+
+/// The text form of one suite's outcome.
+fn render(outcome: &SuiteOutcome) -> String {
+    let metrics = &outcome.metrics;
+    let mix: Vec<String> = metrics
+        .strategy_mix
+        .iter()
+        .map(|(strategy, count)| format!("{} {count}", strategy.as_str()))
+        .collect();
+    format!(
+        "{}: {}\n  runs {}   successes {}   business outcomes {}   needs human {}   failures {}\n  wrong actions {}   unauthorized dispatches {}   ambiguity refusals {}   determinism {}\n  mean drift {:.2}   strategies {}\n  replay p50 {} ms   p95 {} ms\n  reports {}, {}, {}, {}\n",
+        outcome.suite,
+        outcome.verdict.headline(),
+        metrics.runs,
+        metrics.successes,
+        metrics.business_outcomes,
+        metrics.needs_human,
+        metrics.failures,
+        metrics.wrong_actions,
+        metrics.unauthorized_dispatches,
+        metrics.ambiguity_refusals,
+        match metrics.determinism_holds {
+            Some(true) => "holds",
+            Some(false) => "DOES NOT HOLD",
+            None => "not shown",
+        },
+        metrics.mean_drift,
+        if mix.is_empty() {
+            "none".to_owned()
+        } else {
+            mix.join(", ")
+        },
+        metrics.replay_ms.p50,
+        metrics.replay_ms.p95,
+        outcome.reports.markdown.display(),
+        outcome.reports.json.display(),
+        outcome.reports.html.display(),
+        outcome.reports.evaluation.display(),
+    )
+}
+
+/// The suite files: as given, or every `evals/*.yaml`, sorted.
+fn suite_paths(args: &EvalArgs) -> Result<Vec<PathBuf>, Failure> {
+    if !args.suites.is_empty() {
+        return Ok(args.suites.clone());
+    }
+    let directory = Path::new("evals");
+    let entries = std::fs::read_dir(directory).map_err(|error| {
+        Failure::usage(format!(
+            "no suite given and {} cannot be read: {error}",
+            directory.display()
+        ))
+    })?;
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "yaml")
+        })
+        .collect();
+    paths.sort();
+    if paths.is_empty() {
+        return Err(Failure::usage(format!(
+            "no suite given and {} holds no *.yaml",
+            directory.display()
+        )));
+    }
+    Ok(paths)
+}
+
+/// A sealed capability from the catalog; a tampered, invalid or missing one is refused.
+fn load(catalog: &Catalog, reference: &CapabilityRef) -> Result<cua_artifact::Capability, Failure> {
+    catalog
+        .load(reference)
+        .map_err(|error| Failure::invalid(error.to_string()))
+}
+
+fn binding(
+    catalog: &Catalog,
+    tenant: &TenantId,
+    reference: &CapabilityRef,
+) -> Result<Option<cua_artifact::TenantBinding>, Failure> {
+    catalog
+        .binding(tenant, reference)
+        .map_err(|error| Failure::invalid(error.to_string()))
+}
+
+/// A capability bound as the suite runs it: the tenant's binding when it has one, the base URL.
+fn prepare(
+    catalog: &Catalog,
+    capability: cua_artifact::Capability,
+    tenant: Option<&TenantId>,
+    base_url: &str,
+) -> Result<PreparedCapability, Failure> {
+    let reference = capability.reference();
+    let binding = match tenant {
+        Some(tenant) => binding(catalog, tenant, &reference)?,
+        None => None,
+    };
+    PreparedCapability::bind(capability, binding, Some(base_url), None)
+        .map_err(|error| Failure::invalid(format!("cannot bind {reference}: {error}")))
+}
+
+/// Every sealed capability of the catalog, bound like the suite's, for `run_capability`
+/// remedies.
+fn remedies(catalog: &Catalog, tenant: Option<&TenantId>, base_url: &str) -> CapabilityList {
+    let mut entries = Vec::new();
+    if let Ok(listing) = catalog.list() {
+        for entry in listing {
+            if let Some(capability) = entry.capability
+                && matches!(entry.integrity, Integrity::Sealed { .. })
+                && let Ok(mut prepared) = prepare(catalog, capability, tenant, base_url)
+            {
+                prepared.approval = entry.approval;
+                entries.push(prepared);
+            }
+        }
+    }
+    CapabilityList::new(entries)
+}
+
+/// Launches Debian's Chromium under `allowlist`; a missing or broken browser is exit 69.
+async fn launch(allowlist: cua_policy::Allowlist) -> Result<ChromiumSurface, Failure> {
+    ChromiumSurface::launch(ChromiumConfig::from_env(allowlist))
+        .await
+        .map_err(|error| {
+            let code = match error {
+                LaunchError::ChromiumMissing { .. } => "chromium_missing",
+                _ => "surface_unavailable",
+            };
+            Failure::new(Exit::Unavailable, code, error.to_string())
+        })
+}
+
+/// The invocation's stamp, so repeated evals never collide on a run directory:
+/// `20261130T041929Z-4242`.
+fn stamp() -> String {
+    let now = cua_evidence::Clock::now(&cua_evidence::SystemClock).to_string();
+    let compact: String = now.chars().filter(char::is_ascii_alphanumeric).collect();
+    format!("{compact}-{}", std::process::id())
+}
+
+/// A command-level failure: an exit code, a stable code and a message.
+#[derive(Debug)]
+struct Failure {
+    exit: Exit,
+    code: &'static str,
+    message: String,
+}
+
+impl Failure {
+    fn new(exit: Exit, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            exit,
+            code,
+            message: message.into(),
+        }
+    }
+
+    fn usage(message: impl Into<String>) -> Self {
+        Self::new(Exit::Usage, "usage", message)
+    }
+
+    fn invalid(message: impl Into<String>) -> Self {
+        Self::new(Exit::Usage, "invalid_document", message)
+    }
+
+    fn report(self, format: Format) -> Exit {
+        if format == Format::Text {
+            eprintln!("error: {}", self.message);
+        }
+        let error = EnvelopeError {
+            code: self.code.to_owned(),
+            message: self.message,
+        };
+        emit::<()>(format, "eval", None, Some(&error), String::new);
+        self.exit
+    }
+}

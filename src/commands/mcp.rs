@@ -1,0 +1,158 @@
+//! `cua mcp`: every approved capability as an MCP tool on stdin/stdout. stdout is the protocol,
+//! so everything this command says goes to stderr.
+//!
+//! This module also holds what `cua serve` shares with it: the arguments turned into a
+//! [`McpConfig`], and Debian's Chromium injected as the surface factory (the only place the
+//! tool server meets `cua-chromium`).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cua_artifact::{PolicyConfig, TenantId};
+use cua_catalog::CatalogConfig;
+use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError};
+use cua_evidence::SystemClock;
+use cua_mcp::{CapabilityServer, McpConfig, PlanKey, SurfaceFactory, SurfaceUnavailable};
+use cua_policy::Allowlist;
+
+use crate::cli::McpArgs;
+use crate::output::Exit;
+
+/// Runs `cua mcp` until the client closes stdin.
+pub(crate) fn run(args: &McpArgs) -> Exit {
+    let server = match server("cua mcp", args) {
+        Ok(server) => server,
+        Err(exit) => return exit,
+    };
+    let Some(runtime) = runtime() else {
+        return Exit::Failed;
+    };
+    eprintln!("cua mcp: serving on stdio");
+    match runtime.block_on(cua_mcp::serve_stdio(server)) {
+        Ok(()) => Exit::Success,
+        Err(error) => {
+            eprintln!("error: {}", chain(&error));
+            Exit::Failed
+        }
+    }
+}
+
+/// Reads the policy, builds the server and reports on stderr (as `command`) which capabilities
+/// it offers and which it withholds. A bad policy or catalog is a usage error (exit 2).
+pub(crate) fn server(
+    command: &str,
+    args: &McpArgs,
+) -> Result<CapabilityServer<ChromiumSurfaces>, Exit> {
+    let usage = |message: String| {
+        eprintln!("error: {message}");
+        Exit::Usage
+    };
+    let policy_text = std::fs::read_to_string(&args.policy)
+        .map_err(|error| usage(format!("cannot read {}: {error}", args.policy.display())))?;
+    let policy = PolicyConfig::from_yaml(&policy_text)
+        .map_err(|error| usage(format!("{}: {error}", args.policy.display())))?;
+    let tenant = args
+        .tenant
+        .as_deref()
+        .map(TenantId::parse)
+        .transpose()
+        .map_err(|error| usage(error.to_string()))?;
+    let prefix = policy.secrets.env_prefix.clone();
+    let mut config = McpConfig::new(policy);
+    config.catalog = CatalogConfig {
+        capabilities: args.catalog.clone(),
+        evaluations: args.catalog.clone(),
+        tenants: args.tenants.clone(),
+    };
+    config.tenant = tenant;
+    config.base_url.clone_from(&args.base_url);
+    config.evidence_dir.clone_from(&args.evidence_dir);
+    config.plan_ttl = Duration::from_secs(args.plan_ttl);
+    config.environment = std::env::vars()
+        .filter(|(key, _)| key.starts_with(&prefix))
+        .collect();
+    let key = PlanKey::generate().map_err(|error| {
+        eprintln!("error: {}", chain(&error));
+        Exit::Failed
+    })?;
+    let server = CapabilityServer::new(config, ChromiumSurfaces, Arc::new(SystemClock), key)
+        .map_err(|error| usage(chain(&error)))?;
+    let set = server
+        .tool_set()
+        .map_err(|error| usage(format!("{}: {}", args.catalog.display(), chain(&error))))?;
+    for offered in &set.offered {
+        let plan = if offered.needs_plan() {
+            format!(" (+ {})", offered.plan_tool_name())
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "{command}: tool {}{plan} = {} [{}]",
+            offered.name,
+            offered.reference,
+            offered.risk.as_str()
+        );
+    }
+    for withheld in &set.withheld {
+        eprintln!(
+            "{command}: withheld {}: {}",
+            withheld.capability, withheld.reason
+        );
+    }
+    if set.offered.is_empty() {
+        eprintln!(
+            "{command}: no capability in {} is approved; approve one with `cua catalog approve`",
+            display(&args.catalog)
+        );
+    }
+    Ok(server)
+}
+
+/// A multi-threaded runtime, or `None` after saying why not.
+pub(crate) fn runtime() -> Option<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| eprintln!("error: no async runtime: {error}"))
+        .ok()
+}
+
+/// Debian's Chromium, launched fresh (its own profile) for each tool call.
+pub(crate) struct ChromiumSurfaces;
+
+impl SurfaceFactory for ChromiumSurfaces {
+    type Surface = ChromiumSurface;
+
+    async fn open(&self, allowlist: Allowlist) -> Result<ChromiumSurface, SurfaceUnavailable> {
+        ChromiumSurface::launch(ChromiumConfig::from_env(allowlist))
+            .await
+            .map_err(|error| SurfaceUnavailable {
+                code: match error {
+                    LaunchError::ChromiumMissing { .. } => "chromium_missing",
+                    _ => "surface_unavailable",
+                }
+                .to_owned(),
+                message: error.to_string(),
+            })
+    }
+
+    async fn close(&self, surface: ChromiumSurface) {
+        surface.close().await;
+    }
+}
+
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn display(path: &Path) -> String {
+    path.display().to_string()
+}

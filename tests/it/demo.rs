@@ -1,0 +1,143 @@
+//! `cua demo` end to end: the real binary against in-process MemberDesk fixtures and real
+//! Chromium. Every stage line must say `ok` and the exit code must be 0; the stage names are
+//! snapshotted (the timings and hashes are not).
+
+use std::path::Path;
+use std::process::Command;
+
+fn cua(args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("CUA_LLM_BASE_URL")
+        .env_remove("CUA_LLM_MODEL")
+        .env_remove("CUA_POLICY_FILE")
+        .output()
+        .expect("the cua binary runs");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// The catalog's bytes, to prove the demo never writes there.
+fn catalog_bytes() -> Vec<(String, Vec<u8>)> {
+    let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("capabilities");
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&catalog)
+        .expect("the catalog is readable")
+        .map(|entry| {
+            let path = entry.expect("a directory entry").path();
+            let bytes = std::fs::read(&path).expect("a catalog file is readable");
+            (path.display().to_string(), bytes)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn the_demo_tells_the_whole_story_and_every_stage_holds() {
+    let work = tempfile::tempdir().expect("a temporary directory");
+    let out = work.path().join("demo");
+    let out_arg = out.display().to_string();
+    let before = catalog_bytes();
+    let (code, stdout, stderr) = cua(&["demo", "--out", &out_arg]);
+    assert_eq!(
+        code, 0,
+        "the demo failed (it drives real Chromium: apt-get install -y chromium)\n{stdout}\n{stderr}"
+    );
+    let stages: Vec<(&str, &str)> = stdout
+        .lines()
+        .filter_map(|line| {
+            let (number, rest) = line.trim_start().split_once("  ")?;
+            number.parse::<u32>().ok()?;
+            let rest = rest.trim_start();
+            let status_at = rest.find("  ok  ").or_else(|| rest.find(" FAIL "))?;
+            Some((rest[..status_at].trim_end(), rest[status_at..].trim_start()))
+        })
+        .collect();
+    for (name, rest) in &stages {
+        assert!(
+            rest.starts_with("ok  "),
+            "stage {name} did not hold: {rest}"
+        );
+    }
+    let names: Vec<&str> = stages.iter().map(|(name, _)| *name).collect();
+    insta::assert_snapshot!("demo_stage_names", names.join("\n"));
+    assert!(
+        stdout.contains(&format!(
+            "demo passed: {} of {} stages held",
+            names.len(),
+            names.len()
+        )),
+        "{stdout}"
+    );
+
+    // What the stages claim is on disk, under the demo directory only.
+    let reviewed = out.join("catalog/memberdesk.discovered.savings_balance@0.1.0.yaml");
+    let text = std::fs::read_to_string(&reviewed).expect("the reviewed capability was written");
+    let capability = cua_artifact::Capability::from_yaml(&text).expect("it is valid and sealed");
+    assert!(capability.content_hash.is_some());
+    assert_eq!(capability.outcomes.len(), 1);
+    assert!(
+        out.join("catalog/corebank.member.transfer_funds@1.0.0.approval.yaml")
+            .is_file()
+    );
+    assert!(
+        out.join("drafts/memberdesk.discovered.savings_balance@0.1.0.yaml")
+            .is_file()
+    );
+    let run_dirs = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .expect("a runs directory exists")
+            .filter(|entry| entry.as_ref().is_ok_and(|entry| entry.path().is_dir()))
+            .count()
+    };
+    assert!(run_dirs(&out.join("runs")) >= 10);
+    assert_eq!(
+        run_dirs(&out.join("batch/runs")),
+        50,
+        "one run per batch row"
+    );
+    let replayed = out.join("runs/s05-member-67890").display().to_string();
+    let (code, stdout, _) = cua(&["evidence", "verify", &replayed]);
+    assert_eq!(code, 0, "the replay's evidence verifies: {stdout}");
+    assert_eq!(
+        before,
+        catalog_bytes(),
+        "the reference catalog is untouched"
+    );
+}
+
+#[test]
+fn the_demo_refuses_a_directory_that_is_not_its_own() {
+    let work = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(work.path().join("keep.txt"), "not the demo's").expect("written");
+    let out = work.path().display().to_string();
+    let (code, stdout, stderr) = cua(&["demo", "--out", &out]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(stderr.contains("is not a demo directory"), "{stderr}");
+    assert!(work.path().join("keep.txt").is_file());
+}
+
+#[test]
+fn without_chromium_the_demo_stops_with_69_naming_the_install_step() {
+    let work = tempfile::tempdir().expect("a temporary directory");
+    let out = work.path().join("demo").display().to_string();
+    let output = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .args(["demo", "--out", &out])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("CUA_CHROMIUM", work.path().join("no-such-chromium"))
+        .output()
+        .expect("the cua binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(69), "{stdout}");
+    assert!(stdout.contains(" 1  fixture app up"), "{stdout}");
+    assert!(stdout.contains("FAIL"), "{stdout}");
+    assert!(stdout.contains("apt-get install -y chromium"), "{stdout}");
+    assert!(
+        !stdout.contains(" 2  discovery"),
+        "the demo stops at once: {stdout}"
+    );
+}

@@ -1,0 +1,228 @@
+"""Drive cua's MCP tool server with the official Python MCP SDK (a client we did not write).
+
+Two modes, each printing one JSON report on stdout and exiting 0 only when every check holds:
+
+  stdio: start the server command given after `--` (`cua mcp ...`) as a child process and
+         check the tool list, a read, a business outcome, and the refusal of an irreversible capability called
+         without a plan approval.
+  http:  connect to a running `cua serve` at --url and make one read call.
+
+tests/it/mcp.rs runs this with the MemberDesk fixture up and a catalog where the savings-balance
+and transfer-funds capabilities are approved, and then checks the fixture: nothing moved.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import traceback
+
+from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+SAVINGS = "corebank_member_savings_balance"
+TRANSFER = "corebank_member_transfer_funds"
+TRANSFER_PLAN = "corebank_member_transfer_funds__plan"
+CALL_TIMEOUT_SECONDS = 180
+
+SAVINGS_INPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "member_id": {
+            "type": "string",
+            "description": "The member number as printed on the member's statement.",
+            "pattern": "^[0-9]{4,10}$",
+            "examples": ["12345"],
+        }
+    },
+    "required": ["member_id"],
+    "additionalProperties": False,
+}
+
+
+class Checks:
+    """Every check, in order, with what was seen when it failed."""
+
+    def __init__(self):
+        self.results = []
+
+    def check(self, name, ok, seen=None):
+        entry = {"check": name, "ok": bool(ok)}
+        if not ok:
+            entry["seen"] = seen
+        self.results.append(entry)
+        return ok
+
+    @property
+    def ok(self):
+        return bool(self.results) and all(result["ok"] for result in self.results)
+
+
+def text_of(result):
+    return "\n".join(block.text for block in result.content if getattr(block, "type", "") == "text")
+
+
+async def call(session, name, arguments):
+    return await session.call_tool(name, arguments, read_timeout_seconds=CALL_TIMEOUT_SECONDS)
+
+
+async def check_tool_list(session, checks):
+    listed = await session.list_tools()
+    tools = {tool.name: tool for tool in listed.tools}
+    checks.check(
+        "exactly the approved capabilities are tools, the irreversible one with its plan tool",
+        sorted(tools) == sorted([SAVINGS, TRANSFER, TRANSFER_PLAN]),
+        sorted(tools),
+    )
+    checks.check(
+        "unapproved capabilities are not listed",
+        "corebank_member_open_subaccount" not in tools and "corebank_auth_sign_on" not in tools,
+        sorted(tools),
+    )
+    savings = tools.get(SAVINGS)
+    if savings is None:
+        return
+    checks.check("the read capability's input schema", savings.input_schema == SAVINGS_INPUT_SCHEMA, savings.input_schema)
+    annotations = savings.annotations
+    checks.check(
+        "the read capability is annotated read-only and not destructive",
+        annotations is not None and annotations.read_only_hint is True and annotations.destructive_hint is False,
+        annotations and annotations.model_dump(),
+    )
+    outcome_codes = (
+        (savings.output_schema or {}).get("properties", {}).get("outcome", {}).get("properties", {}).get("code", {}).get("enum")
+    )
+    checks.check(
+        "the output schema names the business outcomes",
+        outcome_codes == ["member_not_found", "no_savings_account", "permission_denied"],
+        outcome_codes,
+    )
+    checks.check(
+        "the description tells the agent about member_not_found",
+        "member_not_found: No member exists with that number." in (savings.description or ""),
+        savings.description,
+    )
+    transfer = tools.get(TRANSFER)
+    if transfer is not None:
+        checks.check(
+            "the irreversible capability is annotated destructive and requires an approval token",
+            transfer.annotations is not None
+            and transfer.annotations.destructive_hint is True
+            and transfer.annotations.read_only_hint is False
+            and "approval_token" in transfer.input_schema.get("required", []),
+            {"annotations": transfer.annotations and transfer.annotations.model_dump(), "schema": transfer.input_schema},
+        )
+    plan = tools.get(TRANSFER_PLAN)
+    if plan is not None:
+        checks.check(
+            "its plan tool is read-only",
+            plan.annotations is not None and plan.annotations.read_only_hint is True,
+            plan.annotations and plan.annotations.model_dump(),
+        )
+
+
+async def check_read(session, checks):
+    result = await call(session, SAVINGS, {"member_id": "12345"})
+    content = result.structured_content or {}
+    outputs = content.get("outputs", {})
+    checks.check(
+        "savings balance of 12345 is 4210.55",
+        not result.is_error
+        and content.get("status") == "success"
+        and outputs.get("savings_balance") == "4210.55"
+        and outputs.get("account_status") == "Active",
+        {"is_error": result.is_error, "structured": content, "text": text_of(result)},
+    )
+    checks.check("a run leaves evidence", bool(content.get("run", {}).get("evidence")), content.get("run"))
+
+
+async def check_business_outcome(session, checks):
+    result = await call(session, SAVINGS, {"member_id": "99999"})
+    content = result.structured_content or {}
+    checks.check(
+        "member 99999 is the business outcome member_not_found, not an error",
+        not result.is_error
+        and content.get("status") == "business_outcome"
+        and content.get("outcome", {}).get("code") == "member_not_found",
+        {"is_error": result.is_error, "structured": content, "text": text_of(result)},
+    )
+
+
+async def check_refusals(session, checks):
+    result = await call(
+        session,
+        TRANSFER,
+        {"member_id": "12345", "from_account": "S-12345-01", "to_account": "C-12345-02", "amount": "100.00"},
+    )
+    content = result.structured_content or {}
+    error = content.get("error", {})
+    checks.check(
+        "a transfer without a plan approval is a tool error that says why",
+        result.is_error
+        and error.get("code") == "plan_approval_required"
+        and "irreversible" in error.get("message", "")
+        and TRANSFER_PLAN in text_of(result),
+        {"is_error": result.is_error, "structured": content, "text": text_of(result)},
+    )
+    result = await call(session, SAVINGS, {"member_id": "12a45"})
+    checks.check(
+        "malformed inputs are refused before anything runs",
+        result.is_error and (result.structured_content or {}).get("error", {}).get("code") == "input_validation_failed",
+        {"is_error": result.is_error, "structured": result.structured_content},
+    )
+    try:
+        await call(session, "no_such_tool", {})
+        checks.check("an unknown tool is a protocol error", False, "the call returned")
+    except MCPError as error:
+        checks.check("an unknown tool is a protocol error", "unknown tool" in str(error), str(error))
+
+
+async def run_stdio(command, cwd, checks):
+    environment = {key: value for key, value in os.environ.items() if key.startswith("CUA_") or key == "NO_COLOR"}
+    parameters = StdioServerParameters(command=command[0], args=command[1:], env=environment, cwd=cwd)
+    async with stdio_client(parameters) as (read, write):
+        async with ClientSession(read, write) as session:
+            initialized = await session.initialize()
+            checks.check("the server says it is cua", initialized.server_info.name == "cua", initialized.server_info.name)
+            await check_tool_list(session, checks)
+            await check_read(session, checks)
+            await check_business_outcome(session, checks)
+            await check_refusals(session, checks)
+
+
+async def run_http(url, checks):
+    async with streamable_http_client(url) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            listed = await session.list_tools()
+            checks.check("the HTTP server lists the read tool", SAVINGS in [tool.name for tool in listed.tools])
+            await check_read(session, checks)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mode", choices=["stdio", "http"])
+    parser.add_argument("--url", help="http: the server's /mcp URL")
+    parser.add_argument("--cwd", help="stdio: the directory to start the server in")
+    argv = sys.argv[1:]
+    command = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    checks = Checks()
+    try:
+        if args.mode == "stdio":
+            if not command:
+                parser.error("stdio needs the server command after --")
+            asyncio.run(run_stdio(command, args.cwd, checks))
+        else:
+            if not args.url:
+                parser.error("http needs --url")
+            asyncio.run(run_http(args.url, checks))
+    except Exception:  # noqa: BLE001 - the report says what broke
+        checks.check("the session ran to the end", False, traceback.format_exc())
+    print(json.dumps({"mode": args.mode, "ok": checks.ok, "checks": checks.results}, indent=2))
+    return 0 if checks.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
