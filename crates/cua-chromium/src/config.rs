@@ -46,7 +46,8 @@ pub struct ChromiumConfig {
     pub launch_timeout: Duration,
     /// The bound on the loads an action starts (after it, the receipt is returned anyway).
     pub navigation_timeout: Duration,
-    /// How long an action is watched for a navigation it may start asynchronously.
+    /// How long an action is watched for a navigation it may start asynchronously (typing and
+    /// scrolling are watched for at most 15 ms).
     pub navigation_grace: Duration,
     /// Extra command-line flags appended after the driver's own (launch only).
     pub extra_args: Vec<String>,

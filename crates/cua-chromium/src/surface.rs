@@ -31,8 +31,12 @@ use crate::screenshot;
 use crate::session::{Liveness, Session};
 use crate::tree::NodeHandle;
 
-/// How often waits observe.
-const POLL_INTERVAL: Duration = Duration::from_millis(50);
+/// How often waits observe. Stability is two equal observations this far apart.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+/// The watch for a load started by typing or scrolling: input events fire while the action's
+/// own CDP call runs, so whatever they start has begun by the time it returns.
+const QUIET_ACTION_GRACE: Duration = Duration::from_millis(15);
 
 /// How many observations are remembered for `WaitCondition::Navigation`.
 const DOCUMENTS_REMEMBERED: usize = 64;
@@ -430,8 +434,8 @@ impl ChromiumSurface {
     }
 
     /// Waits for loads the action started, bounded by the navigation timeout.
-    async fn settle(&self, mark: Mark) -> (bool, Option<u16>) {
-        tokio::time::sleep(self.config.navigation_grace).await;
+    async fn settle(&self, mark: Mark, grace: Duration) -> (bool, Option<u16>) {
+        tokio::time::sleep(grace).await;
         let deadline = Instant::now() + self.config.navigation_timeout;
         let started = lock(&self.shared.state).active_since(mark);
         if started || lock(&self.shared.state).is_loading() {
@@ -503,7 +507,13 @@ impl SurfaceDriver for ChromiumSurface {
             )
             .await;
         let mut message = performed?;
-        let (navigated, http_status) = self.settle(mark).await;
+        let grace = match action.action() {
+            SurfaceAction::Type { .. } | SurfaceAction::Scroll { .. } => {
+                QUIET_ACTION_GRACE.min(self.config.navigation_grace)
+            }
+            _ => self.config.navigation_grace,
+        };
+        let (navigated, http_status) = self.settle(mark, grace).await;
         let dialogs = lock(&self.shared.state).dialogs_since(mark);
         if !dialogs.is_empty() {
             message.push_str(&format!("; dialogs answered: {}", dialogs.join(", ")));

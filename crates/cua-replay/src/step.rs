@@ -169,7 +169,13 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             } => self.extract_step(frame, tally, &position, target, into, *transform, &before),
             _ => return self.act_step(frame, tally, &position, step, before).await,
         };
-        done.map(|()| None).map_err(|halt| placed(halt, &position))
+        done.map_err(|halt| placed(halt, &position))?;
+        // A read or an assertion acts on nothing, so the screen it was judged on is still the
+        // freshest observation (a wait step leaves its own last one when it held).
+        if matches!(step.action, Action::Assert { .. } | Action::Extract { .. }) {
+            tally.fresh = Some(*before);
+        }
+        Ok(None)
     }
 
     /// Observes and classifies until the screen is one the step (or checkpoint) expects,
