@@ -795,8 +795,10 @@ impl Broker {
         })
     }
 
-    /// Gives a paused run up: it ends as `needs_human` without resuming.
+    /// Gives a paused run up: it ends as `needs_human` without resuming, and its intervention
+    /// leaves the queue as `given_up` (persisted, so a restart does not offer it again).
     pub fn give_up(&self, intervention_id: &str) -> Result<(), ConsoleError> {
+        let now = self.clock.now_ms();
         let mut state = lock(&self.state);
         let sender =
             state
@@ -805,6 +807,15 @@ impl Broker {
                 .ok_or_else(|| ConsoleError::Conflict {
                     reason: format!("no run waits on `{intervention_id}`"),
                 })?;
+        if let Some(mut intervention) = state.interventions.get(intervention_id).cloned() {
+            intervention.state = InterventionState::GivenUp;
+            intervention.updated_at = timestamp(now);
+            intervention.hold_expires_at = None;
+            intervention
+                .history
+                .push("given up: the run ends as needs_human".to_owned());
+            self.store(&mut state, intervention);
+        }
         let _ = sender.send(None);
         Ok(())
     }

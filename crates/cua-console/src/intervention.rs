@@ -27,6 +27,8 @@ pub enum InterventionState {
     Resolved,
     /// The operator's hold expired; claimable again.
     Abandoned,
+    /// Given up: the run ended as `needs_human` without resuming; nothing is left to claim.
+    GivenUp,
 }
 
 impl InterventionState {
@@ -38,6 +40,7 @@ impl InterventionState {
             Self::Released => "released",
             Self::Resolved => "resolved",
             Self::Abandoned => "abandoned",
+            Self::GivenUp => "given_up",
         }
     }
 

@@ -268,3 +268,39 @@ async fn only_the_holder_hands_back_and_nobody_releases_a_paused_session() {
     world.broker.release("live-1", "ada").await.unwrap();
     assert_eq!(world.session.lease().state, LeaseState::Running);
 }
+
+#[tokio::test]
+async fn giving_up_ends_the_wait_without_a_hand_back_and_nothing_can_claim_it_again() {
+    let world = World::new();
+    let id = world.escalate();
+    let sink = world.broker.sink("live-1");
+    let handback = sink.handed_back(&id);
+    world.broker.give_up(&id).unwrap();
+    // The paused run learns it will not be resumed (it ends as needs_human).
+    assert_eq!(handback.await.map(|handback| handback.epoch), None);
+    let card = world.broker.intervention(&id).unwrap();
+    assert_eq!(card.intervention.state, InterventionState::GivenUp);
+    assert_eq!(
+        card.intervention.history.last().map(String::as_str),
+        Some("given up: the run ends as needs_human")
+    );
+    // Nothing waits any more: a second give-up and a claim are both conflicts, and nothing
+    // reached the surface.
+    let again = world.broker.give_up(&id).unwrap_err();
+    assert_eq!(again.status(), 409, "{again}");
+    let claim = world.broker.claim(&id, "ada", None).await.unwrap_err();
+    assert_eq!(claim.status(), 409, "{claim}");
+    assert!(world.surface.dispatched().is_empty());
+    // Persisted: a restarted console does not offer it again.
+    let restarted = Broker::new(
+        BrokerConfig {
+            evidence_root: world.root.path().to_path_buf(),
+            hold_for: HOLD,
+        },
+        std::sync::Arc::clone(&world.clock) as std::sync::Arc<dyn ConsoleClock>,
+    );
+    let cards = restarted.interventions();
+    assert_eq!(cards.len(), 1);
+    assert_eq!(cards[0].intervention.state, InterventionState::GivenUp);
+    assert!(!cards[0].intervention.state.claimable());
+}
