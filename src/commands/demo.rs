@@ -3,7 +3,10 @@
 //! trace compiles into a draft that is sealed; a reviewer adds outcomes and recovery; then the
 //! reviewed capability replays with zero model calls through business outcomes, an injected
 //! 502, a malformed input, an undeclared screen, a second tenant, the irreversible gate and a
-//! batch.
+//! batch. Then an operator takes over a supervised run through the console's broker and hands
+//! it back; a reviewer approves the capability from an evaluation; an agent calls it as a typed
+//! MCP tool (and is refused the irreversible transfer without a plan approval); codegen writes
+//! it as a Playwright spec.
 //!
 //! Stages are a list ([`STAGES`]): each runs, checks the fact that proves it and prints one line
 //! of evidence (number, name, `ok` or `FAIL`, the fact, elapsed ms). Later issues append stages.
@@ -11,6 +14,8 @@
 //! reference catalog is only read. Exit 0 when every stage holds, 1 when one does not, 2 for a
 //! demo directory that is not the demo's, 69 when Chromium cannot run.
 
+mod agents;
+mod handoff;
 mod review;
 mod rig;
 mod stages;
@@ -86,6 +91,22 @@ const STAGES: &[Stage] = &[
     Stage {
         name: "batch of 50 replays",
         run: stages::batch_of_replays,
+    },
+    Stage {
+        name: "human handoff",
+        run: handoff::human_handoff,
+    },
+    Stage {
+        name: "reviewer approves from eval",
+        run: agents::reviewer_approval_from_eval,
+    },
+    Stage {
+        name: "typed tool over MCP",
+        run: agents::typed_tool,
+    },
+    Stage {
+        name: "codegen Playwright spec",
+        run: agents::codegen_playwright_spec,
     },
 ];
 
@@ -259,7 +280,11 @@ fn summary(records: &[StageRecord], passed: bool, unavailable: bool, elapsed_ms:
 async fn shut_down(demo: Demo) {
     for tenant in [demo.first_valley, demo.northgate].into_iter().flatten() {
         if let Some(surface) = tenant.surface {
-            surface.close().await;
+            // Every stage that shared the browser has ended, so this is its only holder.
+            match std::sync::Arc::try_unwrap(surface) {
+                Ok(surface) => surface.close().await,
+                Err(_) => eprintln!("warning: a browser is still shared; it closes on exit"),
+            }
         }
         if let Err(error) = tenant.fixture.shutdown().await {
             eprintln!("warning: stopping a fixture: {error}");

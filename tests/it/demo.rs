@@ -1,6 +1,7 @@
 //! `cua demo` end to end: the real binary against in-process MemberDesk fixtures and real
 //! Chromium. Every stage line must say `ok` and the exit code must be 0; the stage names are
-//! snapshotted (the timings and hashes are not).
+//! snapshotted (the timings and hashes are not); what the stages claim is checked again on
+//! disk: the handoff's trace, the approval from the evaluation, the tool call's run, the spec.
 
 use std::path::Path;
 use std::process::Command;
@@ -103,6 +104,89 @@ fn the_demo_tells_the_whole_story_and_every_stage_holds() {
     let replayed = out.join("runs/s05-member-67890").display().to_string();
     let (code, stdout, _) = cua(&["evidence", "verify", &replayed]);
     assert_eq!(code, 0, "the replay's evidence verifies: {stdout}");
+
+    // The handoff: one trace, both actors, epochs 1 to 5, the intervention resolved on disk.
+    let handoff = out.join("runs/s13-human-handoff");
+    let (code, stdout, _) = cua(&["evidence", "verify", &handoff.display().to_string()]);
+    assert_eq!(code, 0, "the handoff's evidence verifies: {stdout}");
+    let trace = cua_evidence::read_trace(&handoff).expect("the handoff trace reads");
+    let leases: Vec<(&str, u64)> = trace
+        .iter()
+        .filter_map(|line| match &line.event {
+            cua_evidence::Event::Lease(lease) => {
+                Some((lease.transition.as_str(), line.lease_epoch))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        leases,
+        [
+            ("escalated", 2),
+            ("claimed", 3),
+            ("released", 4),
+            ("resumed", 5)
+        ]
+    );
+    let actors: std::collections::BTreeSet<&str> = trace
+        .iter()
+        .filter(|line| matches!(&line.event, cua_evidence::Event::Dispatch(d) if !d.refused))
+        .map(|line| line.actor.as_str())
+        .collect();
+    assert_eq!(
+        actors,
+        std::collections::BTreeSet::from(["automation", "human"])
+    );
+    let intervention: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(handoff.join("interventions/int-s13-human-handoff-1.json"))
+            .expect("the intervention is persisted"),
+    )
+    .expect("the intervention is JSON");
+    assert_eq!(intervention["state"], "resolved", "{intervention}");
+    assert_eq!(intervention["operator"], "demo-operator", "{intervention}");
+
+    // The reviewer's approval rests on the evaluation, pinned to the reviewed hash.
+    assert!(
+        out.join("evals/demo_reviewed_stability.evaluation.json")
+            .is_file()
+    );
+    let approval = std::fs::read_to_string(
+        out.join("catalog/memberdesk.discovered.savings_balance@0.1.0.approval.yaml"),
+    )
+    .expect("the reviewed capability's approval was written");
+    let hash = capability
+        .content_hash
+        .as_ref()
+        .expect("sealed")
+        .to_string();
+    assert!(approval.contains(&hash), "{approval}");
+    assert!(approval.contains("unattended_replay: true"), "{approval}");
+
+    // One MCP tool call ran (the refused transfer ran nothing).
+    assert_eq!(run_dirs(&out.join("mcp/runs")), 1, "one run per tool call");
+
+    // The Playwright spec: role locators, never a CSS hint.
+    let spec = std::fs::read_to_string(
+        out.join("codegen/memberdesk.discovered.savings_balance@0.1.0.spec.ts"),
+    )
+    .expect("the spec was written");
+    assert!(spec.contains("getByRole("), "{spec}");
+    assert!(
+        spec.contains(&hash),
+        "the spec names the hash it was generated from"
+    );
+    for step in &capability.steps {
+        if let Some(css) = step
+            .action
+            .target()
+            .and_then(|target| target.hints.css.as_ref())
+        {
+            assert!(
+                !spec.contains(css.as_str()),
+                "the spec uses the CSS hint {css}"
+            );
+        }
+    }
     assert_eq!(
         before,
         catalog_bytes(),

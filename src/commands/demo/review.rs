@@ -2,7 +2,7 @@
 //! are applied, re-validated and resealed. The compiler invents no outcomes and no recovery; a
 //! reviewer who knows the application adds them, and the result is a new content hash.
 
-use cua_artifact::{ActionKind, Capability, Outcome, RecoveryRule};
+use cua_artifact::{ActionKind, Capability, NodeQuery, Outcome, Predicate, RecoveryRule};
 use serde::Deserialize;
 
 /// The additions, as the reviewer wrote them.
@@ -16,7 +16,20 @@ pub(super) struct ReviewAdditions {
     pub(super) recovery: Vec<RecoveryRule>,
     /// Actions the recovery needs that the draft's policy does not list yet.
     pub(super) allowed_actions: Vec<ActionKind>,
+    /// Roles for the node queries the compiler left without one (the labels beside the values
+    /// it read): a query without a role matches any node of that name, and has no role-based
+    /// locator in a generated Playwright spec.
+    #[serde(default)]
+    pub(super) query_roles: Vec<QueryRole>,
     pub(super) review_notes: String,
+}
+
+/// Every role-less node query naming `name` gets `role`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct QueryRole {
+    pub(super) name: String,
+    pub(super) role: String,
 }
 
 impl ReviewAdditions {
@@ -29,6 +42,15 @@ impl ReviewAdditions {
     /// declares no outcomes and no recovery is no longer true, so it goes.
     pub(super) fn apply(&self, draft: &Capability) -> Result<Capability, String> {
         let mut reviewed = draft.clone();
+        for step in &mut reviewed.steps {
+            for predicate in [&mut step.precondition, &mut step.postcondition]
+                .into_iter()
+                .flatten()
+            {
+                self.give_roles(predicate);
+            }
+        }
+        self.give_roles(&mut reviewed.checkpoint);
         reviewed.outcomes.extend(self.outcomes.iter().cloned());
         reviewed.recovery.extend(self.recovery.iter().cloned());
         for action in &self.allowed_actions {
@@ -56,6 +78,60 @@ impl ReviewAdditions {
         }
         Ok(reviewed)
     }
+}
+
+impl ReviewAdditions {
+    /// Gives the reviewer's roles to the role-less queries of `predicate`.
+    fn give_roles(&self, predicate: &mut Predicate) {
+        match predicate {
+            Predicate::NodeExists { query, .. }
+            | Predicate::NodeAbsent { query }
+            | Predicate::NodeHasValue { query, .. } => self.give_role(query),
+            Predicate::AllOf { of } | Predicate::AnyOf { of } => {
+                for inner in of {
+                    self.give_roles(inner);
+                }
+            }
+            Predicate::Not { of } => self.give_roles(of),
+            Predicate::TextPresent { .. }
+            | Predicate::TextAbsent { .. }
+            | Predicate::UrlMatches { .. }
+            | Predicate::HttpStatusIn { .. } => {}
+        }
+    }
+
+    fn give_role(&self, query: &mut NodeQuery) {
+        if query.role.is_some() {
+            return;
+        }
+        let given = self
+            .query_roles
+            .iter()
+            .find(|given| query.name.as_deref() == Some(given.name.as_str()));
+        if let Some(given) = given {
+            query.role = Some(given.role.clone());
+        }
+    }
+}
+
+/// How many node queries of `capability` have no role.
+pub(super) fn roleless_queries(capability: &Capability) -> usize {
+    fn count(predicate: &Predicate) -> usize {
+        match predicate {
+            Predicate::NodeExists { query, .. }
+            | Predicate::NodeAbsent { query }
+            | Predicate::NodeHasValue { query, .. } => usize::from(query.role.is_none()),
+            other => other.children().into_iter().map(count).sum(),
+        }
+    }
+    capability
+        .steps
+        .iter()
+        .flat_map(|step| [&step.precondition, &step.postcondition])
+        .flatten()
+        .chain(std::iter::once(&capability.checkpoint))
+        .map(count)
+        .sum()
 }
 
 /// The reviewed capability as a file: a header saying where it came from, then the document.

@@ -12,8 +12,8 @@ use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError};
 use cua_evidence::{Event, EvidenceBus, Redactor, RunId, SecretResolver, SystemClock};
 use cua_policy::Lease;
 use cua_replay::{
-    CapabilityList, PreparedCapability, RecordedEscalations, ReplayConfig, ReplayReport, Replayer,
-    RunRequest, TokioClock,
+    CapabilityList, EscalationSink, PreparedCapability, RecordedEscalations, ReplayConfig,
+    ReplayReport, Replayer, RunRequest, TokioClock,
 };
 use memberdesk::RunningFixture;
 use serde_json::Value;
@@ -50,10 +50,11 @@ pub(super) fn failed(reason: impl Into<String>) -> StageFailure {
 }
 
 /// One tenant's application and the browser that drives it. Each tenant has its own browser
-/// profile, so their sessions never mix.
+/// profile, so their sessions never mix. The browser is shared so that the console's broker can
+/// hold the same live session the replays drive.
 pub(super) struct Tenant {
     pub(super) fixture: RunningFixture,
-    pub(super) surface: Option<ChromiumSurface>,
+    pub(super) surface: Option<Arc<ChromiumSurface>>,
 }
 
 /// The discovered draft as stage 3 left it: sealed as compiled.
@@ -121,6 +122,19 @@ impl Demo {
         tenant_parts(self.first_valley.as_ref(), "first-valley")
     }
 
+    /// The first-valley tenant with its browser as the shared live session.
+    pub(super) fn first_valley_live(
+        &self,
+    ) -> Result<(&RunningFixture, Arc<ChromiumSurface>), StageFailure> {
+        let (fixture, _) = self.first_valley()?;
+        let surface = self
+            .first_valley
+            .as_ref()
+            .and_then(|tenant| tenant.surface.clone())
+            .ok_or_else(|| failed("no browser drives the first-valley fixture"))?;
+        Ok((fixture, surface))
+    }
+
     /// Launches Debian's Chromium under the policy's allowlist; a missing browser stops the
     /// demo (exit 69) naming the install step.
     pub(super) async fn launch_browser(&self) -> Result<ChromiumSurface, StageFailure> {
@@ -147,7 +161,7 @@ impl Demo {
 
     /// Replays `request` on `surface` into `<out>/runs/<run_id>`. `run_capability` remedies
     /// find the catalog's sign-on bound to `base_url`; secrets come from the environment with
-    /// the fixture's operator on top.
+    /// the fixture's operator on top. An escalation is recorded and ends the run.
     pub(super) async fn replay(
         &self,
         surface: &ChromiumSurface,
@@ -155,41 +169,54 @@ impl Demo {
         run_id: &str,
         request: RunRequest,
     ) -> Result<ReplayReport, StageFailure> {
-        let sign_on =
-            PreparedCapability::bind(self.reference(SIGN_ON)?, None, Some(base_url), None)
-                .map_err(|error| failed(format!("binding {SIGN_ON}: {error}")))?;
-        let remedies = CapabilityList::new(vec![sign_on]);
+        let bus = self.evidence_bus(run_id)?;
+        let escalations = RecordedEscalations::new();
+        self.replay_on(
+            Supervision {
+                surface,
+                bus: &bus,
+                escalations: &escalations,
+                lease: Arc::new(Mutex::new(Lease::new(Actor::Automation))),
+            },
+            base_url,
+            run_id,
+            request,
+        )
+        .await
+    }
+
+    /// A fresh evidence bus for `<out>/runs/<run_id>`, redacting by the policy's rules.
+    pub(super) fn evidence_bus(&self, run_id: &str) -> Result<EvidenceBus, StageFailure> {
         let redactor = Redactor::from_policy(&self.policy.config.redaction)
             .map_err(|error| failed(error.to_string()))?;
-        let bus = RunId::parse(run_id)
+        RunId::parse(run_id)
             .and_then(|run_id| {
-                EvidenceBus::create(
-                    &self.runs_dir(),
-                    run_id,
-                    Arc::new(SystemClock),
-                    redactor.clone(),
-                )
+                EvidenceBus::create(&self.runs_dir(), run_id, Arc::new(SystemClock), redactor)
             })
-            .map_err(|error| failed(format!("evidence for {run_id}: {error}")))?;
-        let secrets = fixture_operator().into_iter().fold(
-            SecretResolver::new(
-                self.policy.config.secrets.env_prefix.clone(),
-                std::env::vars(),
-                redactor,
-            ),
-            |secrets, (name, value)| secrets.with_override(name, value),
-        );
+            .map_err(|error| failed(format!("evidence for {run_id}: {error}")))
+    }
+
+    /// Replays `request` wired as `supervision` says: which surface, which bus, who hears an
+    /// escalation, and the lease the executor checks at every dispatch.
+    pub(super) async fn replay_on(
+        &self,
+        supervision: Supervision<'_>,
+        base_url: &str,
+        run_id: &str,
+        request: RunRequest,
+    ) -> Result<ReplayReport, StageFailure> {
+        let remedies = self.remedies(base_url)?;
+        let secrets = self.secrets(supervision.bus.redactor().clone());
         let clock = TokioClock::new();
-        let escalations = RecordedEscalations::new();
         let replayer = Replayer {
-            driver: surface,
+            driver: supervision.surface,
             policy: &self.policy.engine,
-            bus: &bus,
+            bus: supervision.bus,
             clock: &clock,
             secrets: &secrets,
             capabilities: &remedies,
-            escalations: &escalations,
-            lease: Arc::new(Mutex::new(Lease::new(Actor::Automation))),
+            escalations: supervision.escalations,
+            lease: supervision.lease,
             config: ReplayConfig::default(),
         };
         replayer
@@ -197,6 +224,45 @@ impl Demo {
             .await
             .map_err(|error| failed(format!("replay {run_id} refused: {}", chain(&error))))
     }
+
+    /// The catalog's sign-on bound to `base_url`, for `run_capability` remedies.
+    pub(super) fn remedies(&self, base_url: &str) -> Result<CapabilityList, StageFailure> {
+        let sign_on =
+            PreparedCapability::bind(self.reference(SIGN_ON)?, None, Some(base_url), None)
+                .map_err(|error| failed(format!("binding {SIGN_ON}: {error}")))?;
+        Ok(CapabilityList::new(vec![sign_on]))
+    }
+
+    /// The process environment's secrets with the fixture's operator on top.
+    fn secrets(&self, redactor: Redactor) -> SecretResolver {
+        fixture_operator().into_iter().fold(
+            SecretResolver::new(
+                self.policy.config.secrets.env_prefix.clone(),
+                std::env::vars(),
+                redactor,
+            ),
+            |secrets, (name, value)| secrets.with_override(name, value),
+        )
+    }
+
+    /// The process environment with the fixture's operator as the policy's secret variables,
+    /// for the components that read secrets from an environment (evals, MCP tool calls).
+    pub(super) fn environment_with_operator(&self) -> BTreeMap<String, String> {
+        let prefix = &self.policy.config.secrets.env_prefix;
+        let mut environment: BTreeMap<String, String> = std::env::vars().collect();
+        for (name, value) in fixture_operator() {
+            environment.insert(cua_evidence::env_var(prefix, name.as_str()), value);
+        }
+        environment
+    }
+}
+
+/// How one replay is wired to the session it runs on.
+pub(super) struct Supervision<'a> {
+    pub(super) surface: &'a ChromiumSurface,
+    pub(super) bus: &'a EvidenceBus,
+    pub(super) escalations: &'a dyn EscalationSink,
+    pub(super) lease: Arc<Mutex<Lease>>,
 }
 
 /// The fixture's own operator, as the two secrets the sign-on capability types. They are the
@@ -303,7 +369,7 @@ fn tenant_parts<'t>(
         tenant.ok_or_else(|| failed(format!("the {name} fixture is not running (stage 1)")))?;
     let surface = tenant
         .surface
-        .as_ref()
+        .as_deref()
         .ok_or_else(|| failed(format!("no browser drives the {name} fixture")))?;
     Ok((&tenant.fixture, surface))
 }

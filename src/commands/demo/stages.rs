@@ -2,6 +2,7 @@
 //! browser, checks the fact that proves it, and returns that fact as one line of evidence.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use cua_agent::{DiscoveryConfig, DiscoveryRequest, ModelConfig, StopReason};
@@ -16,7 +17,7 @@ use memberdesk::{Fault, FaultCount, FixtureConfig, FixtureHandle, Variant};
 use serde_json::Value;
 
 use super::StageFuture;
-use super::review::{REVIEW_YAML, ReviewAdditions, reviewed_file};
+use super::review::{REVIEW_YAML, ReviewAdditions, reviewed_file, roleless_queries};
 use super::rig::{
     Demo, Draft, SIGN_ON, StageFailure, Tenant, describe, expect, failed, fixture_operator, inputs,
     llm_calls, outputs_line, plain, strategy_mix,
@@ -60,7 +61,7 @@ pub(super) fn fixture_app_up(demo: &mut Demo) -> StageFuture<'_> {
         );
         demo.first_valley = Some(Tenant {
             fixture: first_valley,
-            surface: Some(surface),
+            surface: Some(Arc::new(surface)),
         });
         demo.northgate = Some(Tenant {
             fixture: northgate,
@@ -227,10 +228,16 @@ pub(super) fn reviewer_adds_outcomes_and_recovery(demo: &mut Demo) -> StageFutur
             .iter()
             .map(|outcome| outcome.code.to_string())
             .collect();
+        let roleless = (
+            roleless_queries(&draft.capability),
+            roleless_queries(&reviewed),
+        );
         let fact = format!(
-            "outcome {}; recovery {}; validated and resealed {hash} (draft was {draft_hash}) in {}",
+            "outcome {}; recovery {}; role given to {} of {} role-less label queries; validated and resealed {hash} (draft was {draft_hash}) in {}",
             outcomes.join(", "),
             recovery.join(", "),
+            roleless.0.saturating_sub(roleless.1),
+            roleless.0,
             path.display()
         );
         demo.reviewed = Some(reviewed);
@@ -471,7 +478,7 @@ pub(super) fn northgate_tenant_via_overlay(demo: &mut Demo) -> StageFuture<'_> {
             surface.close().await;
             return Err(failed("the northgate-fcu fixture is not running (stage 1)"));
         };
-        northgate.surface = Some(surface);
+        northgate.surface = Some(Arc::new(surface));
         let Some(Tenant {
             fixture,
             surface: Some(surface),
@@ -847,14 +854,14 @@ impl BatchTally {
 }
 
 /// The reviewed capability stage 4 wrote.
-fn reviewed(demo: &Demo) -> Result<&Capability, StageFailure> {
+pub(super) fn reviewed(demo: &Demo) -> Result<&Capability, StageFailure> {
     demo.reviewed
         .as_ref()
         .ok_or_else(|| failed("there is no reviewed capability (stage 4)"))
 }
 
 /// The reviewed capability's one input.
-fn input_name(capability: &Capability) -> Result<String, StageFailure> {
+pub(super) fn input_name(capability: &Capability) -> Result<String, StageFailure> {
     capability
         .inputs
         .first()
@@ -863,7 +870,7 @@ fn input_name(capability: &Capability) -> Result<String, StageFailure> {
 }
 
 /// A run of `capability` bound to `base_url` for one member.
-fn member_request(
+pub(super) fn member_request(
     capability: &Capability,
     base_url: &str,
     member: &str,
@@ -876,7 +883,7 @@ fn member_request(
 
 /// What the fixture holds for `member`: the savings balance and status, and the as-of date
 /// (ISO, as the `date` transform writes it), by output name.
-fn truth(
+pub(super) fn truth(
     handle: &FixtureHandle,
     member: &str,
 ) -> Result<[(&'static str, String); 3], StageFailure> {
@@ -897,7 +904,7 @@ fn truth(
 }
 
 /// Checks a run answered what the fixture holds for `member`, all read off the screen.
-fn expect_answer(
+pub(super) fn expect_answer(
     handle: &FixtureHandle,
     member: &str,
     report: &ReplayReport,
@@ -928,24 +935,24 @@ fn expect_model_untouched(demo: &Demo) -> Result<(), StageFailure> {
     })
 }
 
-fn hash_of(capability: &Capability) -> String {
+pub(super) fn hash_of(capability: &Capability) -> String {
     capability
         .content_hash
         .as_ref()
         .map_or_else(|| "unsealed".to_owned(), ToString::to_string)
 }
 
-fn read(path: &Path) -> Result<String, StageFailure> {
+pub(super) fn read(path: &Path) -> Result<String, StageFailure> {
     std::fs::read_to_string(path)
         .map_err(|error| failed(format!("cannot read {}: {error}", path.display())))
 }
 
-fn write(path: &Path, text: &str) -> Result<(), StageFailure> {
+pub(super) fn write(path: &Path, text: &str) -> Result<(), StageFailure> {
     std::fs::write(path, text)
         .map_err(|error| failed(format!("cannot write {}: {error}", path.display())))
 }
 
-fn create_dir(path: &Path) -> Result<(), StageFailure> {
+pub(super) fn create_dir(path: &Path) -> Result<(), StageFailure> {
     std::fs::create_dir_all(path)
         .map_err(|error| failed(format!("cannot create {}: {error}", path.display())))
 }
