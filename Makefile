@@ -49,7 +49,7 @@ deps-python: ## Install the official Python MCP SDK into target/mcp-venv when it
 build: deps ## Build the cua binary
 	$(CARGO) build --bin cua
 
-demo: build ## Run the end-to-end demo against the MemberDesk fixture app
+demo: build deps-node ## Run the end-to-end demo against the MemberDesk fixture app
 	@echo "== validating the reference capabilities and tenant overlays"
 	./target/debug/cua validate capabilities/*.yaml tenants/*/*.yaml
 	@echo "== the demo: discover, compile, review, replay (evidence in evidence/demo/)"
@@ -73,13 +73,18 @@ test-only: deps deps-node deps-python
 	$(CARGO) test --workspace --doc
 
 bench: deps ## Benchmarks: figures and ratios printed side by side, never asserted
-	$(CARGO) bench -p cua-chromium --bench driver
 	$(CARGO) bench -p cua-replay --bench replay
+	$(CARGO) bench -p cua-chromium --bench driver
+	$(CARGO) bench -p cua-target --bench resolve
+	$(CARGO) bench -p cua-catalog --bench search
 
-evidence: build ## Regenerate evidence/ from real runs
+evidence: build deps-node ## Regenerate evidence/ from real runs
 	@mkdir -p evidence
 	set -o pipefail; ./target/debug/cua demo | tee evidence/demo-transcript.txt
-	$(CARGO) bench -p cua-chromium --bench driver | tee evidence/bench-driver.txt
+	set -o pipefail; $(CARGO) bench -p cua-replay --bench replay | tee evidence/bench-replay.txt
+	set -o pipefail; $(CARGO) bench -p cua-chromium --bench driver | tee evidence/bench-driver.txt
+	set -o pipefail; $(CARGO) bench -p cua-target --bench resolve | tee evidence/bench-resolve.txt
+	set -o pipefail; $(CARGO) bench -p cua-catalog --bench search | tee evidence/bench-search.txt
 	CUA_SECRET_COREBANK_OPERATOR_ID=teller01 CUA_SECRET_COREBANK_OPERATOR_PASSWORD=not-a-real-password \
 		./target/debug/cua eval --out evidence/evals
 

@@ -118,7 +118,7 @@ fn codegen_usage_errors_exit_2() {
 
 /// Playwright runs one at a time, across test processes (nextest runs each test in its own):
 /// they share the install and the machine's two cores. The lock is held until the file drops.
-fn one_at_a_time() -> File {
+pub(crate) fn one_at_a_time() -> File {
     let target = repository().join("target");
     std::fs::create_dir_all(&target).expect("target/ can be created");
     let file = OpenOptions::new()
@@ -133,7 +133,7 @@ fn one_at_a_time() -> File {
 
 /// Makes sure `@playwright/test` is installed at the pinned version in `target/playwright-ci`,
 /// the way `make deps-node` does, and that Debian's Chromium is there.
-fn playwright_ci() -> PathBuf {
+pub(crate) fn playwright_ci() -> PathBuf {
     let dir = repository().join("target").join("playwright-ci");
     assert!(
         Path::new(CHROMIUM).exists(),

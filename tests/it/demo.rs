@@ -43,7 +43,11 @@ fn the_demo_tells_the_whole_story_and_every_stage_holds() {
     let out = work.path().join("demo");
     let out_arg = out.display().to_string();
     let before = catalog_bytes();
+    // Stage 16 runs the generated spec with @playwright/test: one Playwright user at a time.
+    let _playwright = crate::codegen::one_at_a_time();
+    crate::codegen::playwright_ci();
     let (code, stdout, stderr) = cua(&["demo", "--out", &out_arg]);
+    let transcript = stdout.clone();
     assert_eq!(
         code, 0,
         "the demo failed (it drives real Chromium: apt-get install -y chromium)\n{stdout}\n{stderr}"
@@ -164,6 +168,33 @@ fn the_demo_tells_the_whole_story_and_every_stage_holds() {
 
     // One MCP tool call ran (the refused transfer ran nothing).
     assert_eq!(run_dirs(&out.join("mcp/runs")), 1, "one run per tool call");
+
+    // The Playwright spec passed under Playwright Test: the stage line says so, and Playwright's
+    // own report (written by the run the stage started) counts one passed test and no failure.
+    let codegen_line = transcript
+        .lines()
+        .find(|line| line.contains("codegen Playwright spec"))
+        .expect("the codegen stage printed its line");
+    assert!(
+        codegen_line.contains("passed under @playwright/test"),
+        "{codegen_line}"
+    );
+    let results: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target/playwright-ci/demo-spec/results.json"),
+        )
+        .expect("Playwright wrote its results"),
+    )
+    .expect("JSON results");
+    assert_eq!(
+        (
+            results["stats"]["expected"].as_u64(),
+            results["stats"]["unexpected"].as_u64()
+        ),
+        (Some(1), Some(0)),
+        "{results}"
+    );
 
     // The Playwright spec: role locators, never a CSS hint.
     let spec = std::fs::read_to_string(

@@ -381,8 +381,10 @@ pub(super) fn codegen_playwright_spec(demo: &mut Demo) -> StageFuture<'_> {
                 )
             },
         )?;
+        let (fixture, _) = demo.first_valley()?;
+        let ran = run_spec(&path, &fixture.base_url()).await?;
         Ok(format!(
-            "{} ({size} bytes): {} of {} steps expressed, {} getByRole locators, {} expect assertions, 0 CSS hints (of {} in the artifact), base URL from {BASE_URL_ENV}, {} part(s) not translated{}; not run here (run it: {BASE_URL_ENV}=<url> npx playwright test)",
+            "{} ({size} bytes): {} of {} steps expressed, {} getByRole locators, {} expect assertions, 0 CSS hints (of {} in the artifact), base URL from {BASE_URL_ENV}, {} part(s) not translated{}; {ran}",
             path.display(),
             spec.steps,
             reviewed.steps.len(),
@@ -488,4 +490,105 @@ fn arguments(value: Value) -> serde_json::Map<String, Value> {
 /// The first clause of a refusal, for a one-line summary.
 fn first_clause(message: &str) -> &str {
     message.split(';').next().unwrap_or(message).trim()
+}
+
+/// Where `make deps-node` installs `@playwright/test` (a spec must sit inside it to import it).
+const PLAYWRIGHT_INSTALL: &str = "target/playwright-ci";
+
+/// Runs the generated spec with `@playwright/test` (from `make deps-node`) and Debian's Chromium
+/// against the running fixture; the stage holds only when Playwright reports it passed.
+async fn run_spec(spec: &std::path::Path, base_url: &str) -> Result<String, StageFailure> {
+    let install = std::path::Path::new(PLAYWRIGHT_INSTALL);
+    if !install
+        .join("node_modules/@playwright/test/package.json")
+        .is_file()
+    {
+        return Err(failed(format!(
+            "@playwright/test is not installed in {PLAYWRIGHT_INSTALL}: run `make deps-node` (make demo does)"
+        )));
+    }
+    let dir = install.join("demo-spec");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .map_err(|error| failed(format!("{}: {error}", dir.display())))?;
+    }
+    create_dir(&dir)?;
+    let copied = dir.join(spec.file_name().unwrap_or_default());
+    std::fs::copy(spec, &copied)
+        .map_err(|error| failed(format!("copying the spec to {}: {error}", copied.display())))?;
+    let chromium = std::env::var("CUA_CHROMIUM")
+        .ok()
+        .filter(|path| !path.is_empty())
+        .unwrap_or_else(|| "/usr/lib/chromium/chromium".to_owned());
+    write(
+        &dir.join("playwright.config.ts"),
+        &format!(
+            "import {{ defineConfig }} from '@playwright/test';\n\
+             export default defineConfig({{\n\
+             \x20 testDir: '.',\n\
+             \x20 outputDir: './test-results',\n\
+             \x20 timeout: 60000,\n\
+             \x20 workers: 1,\n\
+             \x20 retries: 0,\n\
+             \x20 reporter: [['json', {{ outputFile: 'results.json' }}]],\n\
+             \x20 use: {{ headless: true, actionTimeout: 10000, launchOptions: {{ executablePath: {chromium:?}, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] }} }},\n\
+             }});\n"
+        ),
+    )?;
+    let started = std::time::Instant::now();
+    let mut command = tokio::process::Command::new("npx");
+    command
+        .args(["--no-install", "playwright", "test", "--config"])
+        .arg("demo-spec/playwright.config.ts")
+        .current_dir(install)
+        .env(BASE_URL_ENV, base_url)
+        .env("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID)
+        .env(
+            "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
+            memberdesk::OPERATOR_PASSWORD,
+        )
+        .env("CUA_INPUT_MEMBER_NUMBER", "67890")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(std::time::Duration::from_secs(120), command.output())
+        .await
+        .map_err(|_| failed("npx playwright test did not finish within 120 s"))?
+        .map_err(|error| {
+            failed(format!(
+                "npx cannot run ({error}): apt-get install -y nodejs npm"
+            ))
+        })?;
+    let results = std::fs::read_to_string(dir.join("results.json")).map_err(|_| {
+        failed(format!(
+            "Playwright wrote no results: {}",
+            plain_text(&output.stderr)
+        ))
+    })?;
+    let report: Value = serde_json::from_str(&results)
+        .map_err(|error| failed(format!("Playwright's results are not JSON: {error}")))?;
+    let expected = report["stats"]["expected"].as_u64().unwrap_or(0);
+    let unexpected = report["stats"]["unexpected"].as_u64().unwrap_or(0);
+    expect(
+        output.status.success() && expected >= 1 && unexpected == 0,
+        || {
+            format!(
+                "the spec did not pass under Playwright Test ({expected} passed, {unexpected} failed): {}",
+                plain_text(&output.stdout)
+            )
+        },
+    )?;
+    Ok(format!(
+        "passed under @playwright/test with Debian's Chromium for member 67890 ({expected} test, {} ms)",
+        started.elapsed().as_millis()
+    ))
+}
+
+/// The last lines of a tool's output, on one line.
+fn plain_text(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .collect();
+    lines[lines.len().saturating_sub(6)..].join(" | ")
 }
