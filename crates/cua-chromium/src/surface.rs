@@ -34,6 +34,9 @@ use crate::tree::NodeHandle;
 /// How often waits observe. Stability is two equal observations this far apart.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
+/// How often the grace after an action looks for a load the action started.
+const GRACE_POLL: Duration = Duration::from_millis(5);
+
 /// The watch for a load started by typing or scrolling: input events fire while the action's
 /// own CDP call runs, so whatever they start has begun by the time it returns.
 const QUIET_ACTION_GRACE: Duration = Duration::from_millis(15);
@@ -435,7 +438,21 @@ impl ChromiumSurface {
 
     /// Waits for loads the action started, bounded by the navigation timeout.
     async fn settle(&self, mark: Mark, grace: Duration) -> (bool, Option<u16>) {
-        tokio::time::sleep(grace).await;
+        // The grace ends early once a frame is loading (or a document committed): from then
+        // on the loads themselves are watched until they are quiet. A navigation only requested
+        // is not enough, its load may not have begun.
+        let grace_ends = Instant::now() + grace;
+        loop {
+            let loading = {
+                let state = lock(&self.shared.state);
+                state.is_loading() || state.navigated_since(mark)
+            };
+            let now = Instant::now();
+            if loading || now >= grace_ends {
+                break;
+            }
+            tokio::time::sleep(GRACE_POLL.min(grace_ends - now)).await;
+        }
         let deadline = Instant::now() + self.config.navigation_timeout;
         let started = lock(&self.shared.state).active_since(mark);
         if started || lock(&self.shared.state).is_loading() {
