@@ -12,6 +12,7 @@ mod fixture;
 mod probe;
 mod record;
 mod replay;
+mod route;
 
 mod schema;
 mod seal;
@@ -48,6 +49,7 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
         Command::Probe(args) => probe::run(format, &args),
         Command::Console(args) => console::run(format, &args),
         Command::Record(args) => record::run(format, &args),
+        Command::Route(crate::cli::RouteCommand::Explain(args)) => route::explain(format, &args),
     };
     exit.into()
 }

@@ -7,3 +7,4 @@ mod documents;
 mod evidence;
 mod probe;
 mod replay;
+mod route;
