@@ -32,14 +32,9 @@ mod batch;
 
 /// The structured-api and native-cli operators a replay dispatches `http` and `command`
 /// steps through.
-pub(crate) fn operators() -> Result<Operators, Failure> {
-    let http = HttpServiceClient::new().map_err(|error| {
-        Failure::new(
-            Exit::Unavailable,
-            "surface_unavailable",
-            format!("the HTTP operator cannot start: {error}"),
-        )
-    })?;
+pub(crate) fn operators() -> Result<Operators, String> {
+    let http = HttpServiceClient::new()
+        .map_err(|error| format!("the HTTP operator cannot start: {error}"))?;
     Ok(Operators {
         http: Some(Arc::new(http)),
         command: Some(Arc::new(ProcessCommandRunner::new())),
@@ -220,7 +215,9 @@ pub(crate) async fn replay_once(
         escalations: &escalations,
         lease: Arc::new(Mutex::new(Lease::new(Actor::Automation))),
         config: ReplayConfig {
-            operators: operators()?,
+            operators: operators().map_err(|message| {
+                Failure::new(Exit::Unavailable, "surface_unavailable", message)
+            })?,
             ..ReplayConfig::default()
         },
     };
