@@ -876,7 +876,7 @@ impl<'a> Checker<'a> {
                     DiagnosticCode::SecretMisplaced,
                     path.key("$secret"),
                     format!("secret `{name}` is used where its value would leave the process"),
-                    "secrets may only be typed or selected into a control, or passed to a remedy capability",
+                    "secrets may only be typed or selected into a control, sent in an http header or body, or passed to a remedy capability",
                 ),
             },
             ValueExpr::String(_) | ValueExpr::Integer(_) | ValueExpr::Number(_) | ValueExpr::Boolean(_) => {}
