@@ -8,6 +8,10 @@
 //! read is `not_applicable`, anything else is at best `unverifiable`), a command through
 //! `settle` with the claim its JSON output makes under `effect`, which is discarded, never
 //! repaired, when the table does not allow it. A receipt alone never confirms anything.
+//!
+//! Recovery is the route planner's: an `http` read that timed out or found nothing listening
+//! is sent once more (same provider, same authorized request, same target); a mutation and a
+//! command are sent once; no failure ever hands the step to another provider.
 
 use std::collections::BTreeMap;
 
@@ -83,9 +87,37 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         let decision_id = authorized.decision_id().to_owned();
         let risk = authorized.risk();
         let epoch = authorized.lease_epoch();
+        // The planner's recovery policy for this step: a read may be sent once more after a
+        // retryable failure, same provider, request and target; a mutation is sent once.
+        let recovery = route_recovery(frame.capability, step, mutates);
         tally.fresh = None;
-        let sent = client.send(authorized).await;
-        tally.dispatches += 1;
+        let mut attempts: u8 = 0;
+        let sent = loop {
+            attempts = attempts.saturating_add(1);
+            let result = client.send(authorized.clone()).await;
+            tally.dispatches += 1;
+            match &result {
+                Err(error)
+                    if retryable(error)
+                        && recovery.permits_retry(
+                            cua_route::FailureKind::RetryableReadFailure,
+                            attempts,
+                        ) =>
+                {
+                    self.emit_operator_dispatch(
+                        epoch,
+                        position,
+                        &decision_id,
+                        kind,
+                        false,
+                        None,
+                        0,
+                        format!("attempt {attempts}: {error}; {recovery}"),
+                    )?;
+                }
+                _ => break result,
+            }
+        };
         self.mark_mutation(tally, &position.id, risk, false);
         let record = |verdict, reason: String| StepRecordInput {
             kind,
@@ -561,6 +593,34 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             )
             .map(drop)
     }
+}
+
+/// The recovery policy the route planner gives this step; none when it cannot be planned, and
+/// never any for a mutation.
+fn route_recovery(
+    capability: &cua_artifact::Capability,
+    step: &Step,
+    mutates: bool,
+) -> cua_route::RecoveryPolicy {
+    if mutates {
+        return cua_route::RecoveryPolicy::NoAutomaticRecovery;
+    }
+    // A request's route does not depend on the host platform (the http provider runs on all),
+    // so any platform plans it the same.
+    cua_route::step_request(capability, step, cua_route::Platform::Linux)
+        .and_then(|request| cua_route::plan(&request, &cua_route::ProviderRegistry::builtin()).ok())
+        .map_or(cua_route::RecoveryPolicy::NoAutomaticRecovery, |plan| {
+            plan.selection().recovery()
+        })
+}
+
+/// Failures a read may be retried after: the service did not answer in time, or could not be
+/// reached. An answer, even an error status, is never retried.
+fn retryable(error: &cua_surface::SurfaceError) -> bool {
+    matches!(
+        error,
+        cua_surface::SurfaceError::Timeout { .. } | cua_surface::SurfaceError::Unavailable { .. }
+    )
 }
 
 /// The verdict of a step refused before anything was sent.

@@ -227,3 +227,77 @@ fn walk(directory: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+/// The route planner's recovery policy, applied: an unreachable service is asked twice for a
+/// read (same request, same provider) and once for a mutation, and never through the browser.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_is_retried_once_on_the_same_provider_and_a_mutation_never() {
+    // A loopback port nothing listens on.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let check = |method: cua_artifact::HttpMethod, expect_attempts: u32, expect: EffectVerdict| {
+        let closed = closed.clone();
+        async move {
+            let mut harness = crate::support::Harness::new();
+            harness.config.operators = Operators {
+                http: Some(Arc::new(HttpServiceClient::new().unwrap())),
+                command: None,
+            };
+            harness
+                .secrets
+                .insert(API_TOKEN_SECRET.to_owned(), "md-api-token".to_owned());
+            let path =
+                root().join("tests/fixtures/operators/corebank.member.account_review@1.0.0.yaml");
+            let mut base = Capability::from_yaml(&std::fs::read_to_string(path).unwrap()).unwrap();
+            base.steps.truncate(1);
+            base.outputs.truncate(1);
+            // The recording surface's one page lives here.
+            base.policy.allowed_domains.push("127.0.0.1:9".to_owned());
+            if let cua_artifact::Action::Http(call) = &mut base.steps[0].action {
+                call.method = method;
+            }
+            let prepared =
+                PreparedCapability::bind(base.sealed(), None, Some(&closed), None).unwrap();
+            let surface = crate::fake::FakeSurface::default();
+            let (report, run_dir) = harness
+                .run(
+                    &surface,
+                    RunRequest::new(prepared, inputs(&[("member_id", "12345"), ("note", "x")])),
+                )
+                .await;
+            let report = report.unwrap();
+            let error = report.result.error.as_ref().unwrap();
+            assert_eq!(error.code, FailureCode::SurfaceUnavailable, "{error:?}");
+            // The entrypoint, then the request's attempts.
+            assert_eq!(report.dispatches, 1 + expect_attempts, "{method:?}");
+            assert_eq!(report.steps.last().unwrap().verdict, expect, "{method:?}");
+            // The browser was asked for nothing but the entrypoint.
+            let dispatched: Vec<String> = surface
+                .calls()
+                .into_iter()
+                .filter(|call| call.starts_with("dispatch"))
+                .collect();
+            assert_eq!(dispatched.len(), 1, "{dispatched:?}");
+            let trace = std::fs::read_to_string(run_dir.join("trace.jsonl")).unwrap();
+            let http_dispatches = trace
+                .lines()
+                .filter(|line| line.contains("\"dispatch\"") && line.contains("\"http\""))
+                .count();
+            assert_eq!(http_dispatches, expect_attempts as usize, "{trace}");
+        }
+    };
+    check(
+        cua_artifact::HttpMethod::Get,
+        2,
+        EffectVerdict::NotApplicable,
+    )
+    .await;
+    check(
+        cua_artifact::HttpMethod::Post,
+        1,
+        EffectVerdict::SuspectedNoop,
+    )
+    .await;
+}
