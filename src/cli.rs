@@ -83,6 +83,39 @@ pub(crate) enum Command {
     /// Serve the same tools over streamable HTTP at `/mcp`, on loopback unless
     /// --allow-non-loopback. Stops on Ctrl-C.
     Serve(Box<ServeArgs>),
+    /// Explain how each step of a capability is routed (operator, provider, physical action,
+    /// recovery), without opening any provider.
+    #[command(subcommand)]
+    Route(RouteCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum RouteCommand {
+    /// Per step: the selection, every candidate with its feasibility reason, and the recovery
+    /// policy. Exits 0 when every step has one route, 1 when one has none, 2 for a usage error.
+    Explain(RouteExplainArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct RouteExplainArgs {
+    /// The capability: a file, `id@version` in the catalog, or an `id` (its latest version).
+    #[arg(value_name = "CAPABILITY")]
+    pub(crate) capability: String,
+    /// Explain only this step.
+    #[arg(long, value_name = "STEP")]
+    pub(crate) step: Option<String>,
+    /// The platform to plan for (linux, macos, windows); the host's by default.
+    #[arg(long)]
+    pub(crate) platform: Option<String>,
+    /// Apply `<tenants>/<TENANT>/<capability id>.yaml` first.
+    #[arg(long)]
+    pub(crate) tenant: Option<String>,
+    /// The capability catalog.
+    #[arg(long, value_name = "DIR", default_value = "capabilities")]
+    pub(crate) catalog: std::path::PathBuf,
+    /// Where tenant bindings live.
+    #[arg(long, value_name = "DIR", default_value = "tenants")]
+    pub(crate) tenants: std::path::PathBuf,
 }
 
 #[derive(Debug, Subcommand)]

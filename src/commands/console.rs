@@ -106,7 +106,9 @@ impl Common {
         let policy_config = PolicyConfig::from_yaml(&text)
             .map_err(|error| usage(&format!("{}: {error}", policy.display())))?;
         let engine = PolicyEngine::from_config(&policy_config)
-            .map_err(|error| usage(&format!("{}: {error}", policy.display())))?;
+            .map_err(|error| usage(&format!("{}: {error}", policy.display())))?
+            // A declared command path is relative to the policy file that declares it.
+            .with_command_base(policy.parent().unwrap_or(Path::new(".")));
         let redactor = Redactor::from_policy(&policy_config.redaction)
             .map_err(|error| usage(&format!("{}: {error}", policy.display())))?;
         std::fs::create_dir_all(evidence)
@@ -349,6 +351,8 @@ async fn start_supervised(
     let driver = Arc::clone(&surface);
     let mut request = RunRequest::new(prepared, inputs);
     request.allow_irreversible = false;
+    let operators = super::replay::operators()
+        .map_err(|message| (Exit::Unavailable, "surface_unavailable", message))?;
     let run = tokio::spawn(async move {
         let clock = TokioClock::new();
         let replayer = Replayer {
@@ -360,7 +364,10 @@ async fn start_supervised(
             capabilities: &remedies,
             escalations: &sink,
             lease,
-            config: ReplayConfig::default(),
+            config: ReplayConfig {
+                operators,
+                ..ReplayConfig::default()
+            },
         };
         match replayer.run(request).await {
             Ok(report) => eprintln!(

@@ -258,7 +258,12 @@ async fn measure(
             .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
             .collect::<BTreeMap<_, _>>(),
         runs_dir: runs_dir.clone(),
-        config: ReplayConfig::default(),
+        config: ReplayConfig {
+            operators: crate::commands::replay::operators().map_err(|message| {
+                Failure::new(Exit::Unavailable, "surface_unavailable", message)
+            })?,
+            ..ReplayConfig::default()
+        },
     };
     let total = suite.repeats as usize * suite.cases.len();
     let mut done = 0;

@@ -69,6 +69,10 @@ pub(crate) fn server(
     config.base_url.clone_from(&args.base_url);
     config.evidence_dir.clone_from(&args.evidence_dir);
     config.plan_ttl = Duration::from_secs(args.plan_ttl);
+    config.replay.operators = crate::commands::replay::operators().map_err(|message| {
+        eprintln!("error: {message}");
+        Exit::Unavailable
+    })?;
     config.environment = std::env::vars()
         .filter(|(key, _)| key.starts_with(&prefix))
         .collect();

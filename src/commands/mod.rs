@@ -16,6 +16,7 @@ mod probe;
 
 mod record;
 mod replay;
+mod route;
 
 mod schema;
 mod seal;
@@ -57,6 +58,7 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
         Command::Demo(args) => demo::run(format, &args),
         Command::Codegen(args) => codegen::run(format, &args),
         Command::Probe(args) => probe::run(format, &args),
+        Command::Route(crate::cli::RouteCommand::Explain(args)) => route::explain(format, &args),
     };
     exit.into()
 }

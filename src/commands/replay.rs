@@ -17,9 +17,10 @@ use cua_artifact::{
 };
 use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError};
 use cua_evidence::{Clock, EvidenceBus, Redactor, RunId, SecretResolver, SystemClock};
+use cua_operators::{HttpServiceClient, ProcessCommandRunner};
 use cua_policy::{Lease, PolicyEngine};
 use cua_replay::{
-    CapabilityLoader, ContinueAt, PreparedCapability, RecordedEscalations, ReplayConfig,
+    CapabilityLoader, ContinueAt, Operators, PreparedCapability, RecordedEscalations, ReplayConfig,
     ReplayError, ReplayReport, Replayer, RunRequest, TokioClock,
 };
 use serde_json::Value;
@@ -29,6 +30,17 @@ use crate::output::{EnvelopeError, Exit, emit};
 
 mod assist;
 mod batch;
+
+/// The structured-api and native-cli operators a replay dispatches `http` and `command`
+/// steps through.
+pub(crate) fn operators() -> Result<Operators, String> {
+    let http = HttpServiceClient::new()
+        .map_err(|error| format!("the HTTP operator cannot start: {error}"))?;
+    Ok(Operators {
+        http: Some(Arc::new(http)),
+        command: Some(Arc::new(ProcessCommandRunner::new())),
+    })
+}
 
 /// Runs `cua replay`.
 pub(crate) fn run(format: Format, args: &ReplayArgs) -> Exit {
@@ -104,13 +116,16 @@ impl Settings {
         let policy_text = read(&args.policy)?;
         let policy_config = PolicyConfig::from_yaml(&policy_text)
             .map_err(|error| Failure::invalid(&args.policy, &error))?;
-        let policy = PolicyEngine::from_config(&policy_config).map_err(|error| {
-            Failure::new(
-                Exit::Usage,
-                "invalid_document",
-                format!("{}: {error}", args.policy.display()),
-            )
-        })?;
+        let policy = PolicyEngine::from_config(&policy_config)
+            .map_err(|error| {
+                Failure::new(
+                    Exit::Usage,
+                    "invalid_document",
+                    format!("{}: {error}", args.policy.display()),
+                )
+            })?
+            // A declared command path is relative to the policy file that declares it.
+            .with_command_base(args.policy.parent().unwrap_or(Path::new(".")));
         let prepared = PreparedCapability::bind(base, binding, args.base_url.as_deref(), approval)
             .map_err(|error| Failure::usage(format!("cannot bind the capability: {error}")))?;
         if let Some(placeholder) = placeholder(&prepared.capability.entrypoint.url) {
@@ -228,7 +243,12 @@ pub(crate) async fn replay_request(
         capabilities: &settings.loader,
         escalations: &escalations,
         lease: Arc::new(Mutex::new(Lease::new(Actor::Automation))),
-        config: ReplayConfig::default(),
+        config: ReplayConfig {
+            operators: operators().map_err(|message| {
+                Failure::new(Exit::Unavailable, "surface_unavailable", message)
+            })?,
+            ..ReplayConfig::default()
+        },
     };
     let outcome = match at {
         None => replayer.run(request).await,

@@ -13,3 +13,4 @@ mod evidence;
 mod mcp;
 mod probe;
 mod replay;
+mod route;

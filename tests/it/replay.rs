@@ -586,3 +586,80 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
         .windows(needle.len())
         .any(|window| window == needle)
 }
+
+/// The binary wires both operators: the mixed capability (an `http` read, UI steps, a
+/// `command`, an `http` creation) replays from a fresh browser (signing on through its declared
+/// remedy) under a policy file that declares the command by a path relative to itself.
+#[test]
+fn a_capability_mixing_http_ui_and_command_steps_replays_with_per_step_verdicts() {
+    let scene = Scene::new();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let capability = scene.scratch.path().join("account_review.yaml");
+    std::fs::copy(
+        root.join("tests/fixtures/operators/corebank.member.account_review@1.0.0.yaml"),
+        &capability,
+    )
+    .expect("the fixture capability copies");
+    let sealed = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .arg("seal")
+        .arg(&capability)
+        .current_dir(root)
+        .output()
+        .expect("cua seal runs");
+    assert!(sealed.status.success(), "{sealed:?}");
+    // A policy beside a copy of the tool, naming it relative to itself.
+    let config = scene.scratch.path().join("config");
+    std::fs::create_dir_all(config.join("tools")).expect("a config directory");
+    std::fs::copy(
+        root.join("tests/fixtures/operators/member-risk"),
+        config.join("tools/member-risk"),
+    )
+    .expect("the tool copies");
+    let mut policy =
+        std::fs::read_to_string(root.join("config/policy.yaml")).expect("the policy reads");
+    policy
+        .push_str("\ncommands:\n  allowed:\n    - {name: member-risk, path: tools/member-risk}\n");
+    let policy_file = config.join("policy.yaml");
+    std::fs::write(&policy_file, policy).expect("the policy writes");
+
+    let capability = capability.display().to_string();
+    let policy_file = policy_file.display().to_string();
+    let (code, stdout, stderr) = scene.replay_raw(
+        &[
+            capability.as_str(),
+            "--policy",
+            policy_file.as_str(),
+            "--input",
+            "member_id=12345",
+            "--input",
+            "note=Reviewed by the CLI",
+            "--format",
+            "json",
+        ],
+        &[("CUA_SECRET_COREBANK_API_TOKEN", "md-api-token")],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let envelope: Value = serde_json::from_str(&stdout).expect("one JSON envelope");
+    let outputs = &envelope["data"]["result"]["outputs"];
+    assert_eq!(outputs["member_name"], "Ada Lovelace", "{envelope:#}");
+    assert_eq!(outputs["risk_band"], "medium", "{envelope:#}");
+    assert_eq!(outputs["note_id"], "NT-000001", "{envelope:#}");
+    assert_eq!(
+        scene.fixture().handle().note_texts("12345"),
+        vec!["Reviewed by the CLI".to_owned()]
+    );
+    let text = stdout.clone();
+    for (step, verdict) in [
+        ("read_member", "not_applicable"),
+        ("score_balance", "not_applicable"),
+        ("add_note", "confirmed"),
+    ] {
+        let found = envelope["data"]["steps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|entry| entry["step"] == step && entry["verdict"] == verdict);
+        assert!(found, "{step} {verdict} in {text}");
+    }
+    assert!(!stdout.contains("md-api-token") && !stderr.contains("md-api-token"));
+}

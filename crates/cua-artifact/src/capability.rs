@@ -410,6 +410,91 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         frame: Option<String>,
     },
+    /// A request to a declared HTTP service (the structured-api operator). The URL must start
+    /// with `{base_url}`; the allowlist applies to it exactly as to a navigation.
+    Http(HttpCall),
+    /// A declared executable run from an argv, never through a shell (the native-cli operator).
+    /// The executable is a name the policy's `commands.allowed` maps to a path.
+    Command(CommandCall),
+}
+
+/// `type: http`. Templates in `url` and `headers` may hold `{$input: name}`,
+/// `{$output: name}` and (headers only) `{$secret: name}`; a value substituted into the URL is
+/// percent-encoded, so it can never add a path segment, a query or another origin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpCall {
+    pub method: HttpMethod,
+    pub url: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// A JSON object built from bound values; sent with `content-type: application/json`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<BTreeMap<String, ValueExpr>>,
+    /// The statuses that mean the call did what it should; anything else fails the step.
+    #[serde(default = "default_expect_status")]
+    pub expect_status: Vec<u16>,
+    /// Outputs read from the JSON response by JSON pointer (RFC 6901), typed by their spec.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extract: BTreeMap<OutputName, String>,
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u32,
+}
+
+/// An HTTP method.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum HttpMethod {
+    Get,
+    Head,
+    Post,
+    Put,
+    Patch,
+    Delete,
+}
+
+impl HttpMethod {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "GET",
+            Self::Head => "HEAD",
+            Self::Post => "POST",
+            Self::Put => "PUT",
+            Self::Patch => "PATCH",
+            Self::Delete => "DELETE",
+        }
+    }
+
+    /// Safe methods (RFC 9110) change nothing on the server: the call is a read.
+    pub fn is_safe(self) -> bool {
+        matches!(self, Self::Get | Self::Head)
+    }
+}
+
+/// `type: command`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CommandCall {
+    /// A name from the policy's `commands.allowed`, never a path.
+    pub executable: String,
+    /// The argv after the program, each one bound value; no shell ever sees them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<ValueExpr>,
+    /// The exit codes that mean success.
+    #[serde(default = "default_expect_exit")]
+    pub expect_exit: Vec<i32>,
+    /// Outputs read from stdout parsed as JSON, by JSON pointer.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extract: BTreeMap<OutputName, String>,
+    /// The child is killed when it runs longer.
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u32,
+    /// Whether the command only reads (its effect verdict is then `not_applicable`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub read_only: bool,
 }
 
 impl Action {
@@ -427,6 +512,18 @@ impl Action {
             Self::Extract { .. } => ActionKind::Extract,
             Self::Assert { .. } => ActionKind::Assert,
             Self::RawInput { .. } => ActionKind::RawInput,
+            Self::Http(_) => ActionKind::Http,
+            Self::Command(_) => ActionKind::Command,
+        }
+    }
+
+    /// The outputs this action writes, with the step's way of reading each.
+    pub fn writes_outputs(&self) -> Vec<&OutputName> {
+        match self {
+            Self::Extract { into, .. } => vec![into],
+            Self::Http(call) => call.extract.keys().collect(),
+            Self::Command(call) => call.extract.keys().collect(),
+            _ => Vec::new(),
         }
     }
 
@@ -442,7 +539,9 @@ impl Action {
             | Self::Reload {}
             | Self::WaitFor { .. }
             | Self::Assert { .. }
-            | Self::RawInput { .. } => None,
+            | Self::RawInput { .. }
+            | Self::Http(_)
+            | Self::Command(_) => None,
         }
     }
 
@@ -458,7 +557,9 @@ impl Action {
             | Self::Reload {}
             | Self::WaitFor { .. }
             | Self::Assert { .. }
-            | Self::RawInput { .. } => None,
+            | Self::RawInput { .. }
+            | Self::Http(_)
+            | Self::Command(_) => None,
         }
     }
 }
@@ -717,6 +818,14 @@ pub(crate) fn is_false(value: &bool) -> bool {
 
 fn default_timeout_ms() -> u32 {
     5_000
+}
+
+fn default_expect_status() -> Vec<u16> {
+    vec![200]
+}
+
+fn default_expect_exit() -> Vec<i32> {
+    vec![0]
 }
 
 fn default_max_attempts() -> u8 {

@@ -22,6 +22,7 @@ mod predicate;
 mod run_record;
 mod source_map;
 mod target;
+mod template;
 mod tenant;
 mod validate;
 mod value;
@@ -30,10 +31,11 @@ pub mod yaml;
 
 pub use approval::{ApprovalScope, ApprovalState, CapabilityApproval, CapabilityEvaluation};
 pub use capability::{
-    Action, AppIdentity, Backoff, Capability, CapabilityPolicy, DiscoveredBy, DriverCapability,
-    Entrypoint, Escalation, EscalationPolicy, InputSpec, Outcome, OutputSource, OutputSpec,
-    Provenance, RawInputKind, RecoveryRule, RecoveryScope, Remedy, RunCapability, RunCapabilityTag,
-    ScrollDirection, Step, Surface, SurfaceKind, Transform, WaitCondition, WaitPolicy,
+    Action, AppIdentity, Backoff, Capability, CapabilityPolicy, CommandCall, DiscoveredBy,
+    DriverCapability, Entrypoint, Escalation, EscalationPolicy, HttpCall, HttpMethod, InputSpec,
+    Outcome, OutputSource, OutputSpec, Provenance, RawInputKind, RecoveryRule, RecoveryScope,
+    Remedy, RunCapability, RunCapabilityTag, ScrollDirection, Step, Surface, SurfaceKind,
+    Transform, WaitCondition, WaitPolicy,
 };
 pub use check::{
     Checked, Document, SealedText, check_binding, check_source, check_source_with, seal_source,
@@ -50,8 +52,9 @@ pub use identifiers::{
     SemVer, StepId, TenantId,
 };
 pub use policy::{
-    ActionRules, Allowlist, Budgets, Disposition, DispositionTable, Dispositions, PolicyConfig,
-    Redaction, RedactionRule, ReplayGates, RiskLexicon, RiskRules, SecretSource,
+    ActionRules, Allowlist, Budgets, CommandRules, DeclaredCommand, Disposition, DispositionTable,
+    Dispositions, PolicyConfig, Redaction, RedactionRule, ReplayGates, RiskLexicon, RiskRules,
+    SecretSource,
 };
 pub use predicate::{NodeQuery, NodeScope, Predicate};
 pub use run_record::{
@@ -62,6 +65,7 @@ pub use source_map::{DocPath, SourceLocation, SourceMap, SourceNode};
 pub use target::{
     Anchor, AnchorRelation, Hints, IdentityCheck, MatchMode, NameMatch, TargetDescriptor,
 };
+pub use template::{Template, TemplatePart, TemplateRef, json_pointer_problem};
 pub use tenant::{PolicyNarrowing, StepOverride, TargetOverride, TenantBinding};
 pub use validate::{ValidationConfig, looks_like_css, validate_capability};
 pub use value::{ValueExpr, ValueType};

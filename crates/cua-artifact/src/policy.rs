@@ -28,6 +28,39 @@ pub struct PolicyConfig {
     pub budgets: Budgets,
     pub redaction: Redaction,
     pub secrets: SecretSource,
+    /// The executables a `command` step may run. None unless listed.
+    #[serde(default, skip_serializing_if = "CommandRules::is_empty")]
+    pub commands: CommandRules,
+}
+
+/// The executables `command` steps may run, by name. A step names one of these, never a path,
+/// and the program is started from its argv, never through a shell.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CommandRules {
+    pub allowed: Vec<DeclaredCommand>,
+}
+
+impl CommandRules {
+    /// Whether no executable is declared.
+    pub fn is_empty(&self) -> bool {
+        self.allowed.is_empty()
+    }
+
+    /// The declaration named `name`.
+    pub fn get(&self, name: &str) -> Option<&DeclaredCommand> {
+        self.allowed.iter().find(|command| command.name == name)
+    }
+}
+
+/// One executable a `command` step may run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeclaredCommand {
+    /// What a step calls it (`member-risk`).
+    pub name: String,
+    /// The program: absolute, or relative to the directory of the policy file.
+    pub path: String,
 }
 
 /// Where navigation may go. A URL is allowed when its `host[:port]` is listed, or when the whole
@@ -317,6 +350,38 @@ impl PolicyConfig {
                         "only a human confirms; use allow_if_approved or block_and_escalate",
                     ));
                 }
+            }
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for (index, command) in self.commands.allowed.iter().enumerate() {
+            let path = root.key("commands").key("allowed").index(index);
+            let valid_name = !command.name.is_empty()
+                && command
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            if !valid_name {
+                problems.push(Problem::new(
+                    DiagnosticCode::InvalidValue,
+                    path.key("name"),
+                    format!("command name {:?} is not a plain name", command.name),
+                    "use letters, digits, `-`, `_` and `.`; a step names the command, never a path",
+                ));
+            } else if !names.insert(command.name.as_str()) {
+                problems.push(Problem::new(
+                    DiagnosticCode::DuplicateId,
+                    path.key("name"),
+                    format!("command `{}` is declared twice", command.name),
+                    "declare each executable once",
+                ));
+            }
+            if command.path.trim().is_empty() {
+                problems.push(Problem::new(
+                    DiagnosticCode::InvalidValue,
+                    path.key("path"),
+                    format!("command `{}` has an empty path", command.name),
+                    "give the program's path, absolute or relative to the policy file",
+                ));
             }
         }
         let agent = &self.dispositions.agent;

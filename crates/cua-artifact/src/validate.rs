@@ -7,13 +7,15 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::capability::{
-    Action, Capability, RecoveryScope, Remedy, Step, WaitCondition, WaitPolicy,
+    Action, Capability, CommandCall, HttpCall, RecoveryScope, Remedy, Step, WaitCondition,
+    WaitPolicy,
 };
 use crate::diagnostic::{DiagnosticCode, Problem};
 use crate::policy::RiskLexicon;
 use crate::predicate::{NodeQuery, NodeScope, Predicate};
 use crate::source_map::DocPath;
 use crate::target::{MatchMode, TargetDescriptor};
+use crate::template::{Template, TemplateRef, json_pointer_problem};
 use crate::value::{ValueExpr, ValueType};
 use crate::vocabulary::RiskTier;
 
@@ -38,9 +40,11 @@ pub fn validate_capability(capability: &Capability, config: &ValidationConfig) -
         .steps
         .iter()
         .enumerate()
-        .filter_map(|(index, step)| match &step.action {
-            Action::Extract { into, .. } => Some((into.as_str(), index)),
-            _ => None,
+        .flat_map(|(index, step)| {
+            step.action
+                .writes_outputs()
+                .into_iter()
+                .map(move |into| (into.as_str(), index))
         })
         .fold(HashMap::new(), |mut first, (name, index)| {
             first.entry(name).or_insert(index);
@@ -259,7 +263,7 @@ impl<'a> Checker<'a> {
                     ),
                 ),
                 Some(step) => {
-                    let extracts_it = matches!(&step.action, Action::Extract { into, .. } if *into == output.name);
+                    let extracts_it = step.action.writes_outputs().contains(&&output.name);
                     if !extracts_it {
                         self.report(
                             DiagnosticCode::OutputSourceMismatch,
@@ -268,7 +272,7 @@ impl<'a> Checker<'a> {
                                 "output `{}` names source step `{}`, which does not extract into it",
                                 output.name, output.source.step
                             ),
-                            format!("point `source.step` at the step with `type: extract, into: {}`", output.name),
+                            format!("point `source.step` at the step with `type: extract, into: {}` (or the http or command step that extracts it)", output.name),
                         );
                     }
                 }
@@ -334,12 +338,182 @@ impl<'a> Checker<'a> {
             }
             Action::WaitFor { until, .. } => self.predicate(&path.key("until"), until, step),
             Action::Assert { that } => self.predicate(&path.key("that"), that, step),
+            Action::Http(call) => self.http(path, call, step),
+            Action::Command(call) => self.command(path, call, step),
             Action::Click { .. }
             | Action::PressKey { .. }
             | Action::Navigate { .. }
             | Action::Reload {}
             | Action::Scroll { .. }
             | Action::RawInput { .. } => {}
+        }
+    }
+
+    fn http(&mut self, path: &DocPath, call: &HttpCall, step: Option<usize>) {
+        match Template::parse(&call.url) {
+            Err(problem) => self.report(
+                DiagnosticCode::InvalidValue,
+                path.key("url"),
+                format!("the url is not a template: {problem}"),
+                "write references as `{$input: name}` or `{$output: name}`",
+            ),
+            Ok(template) => {
+                let prefix = template.literal_prefix();
+                let fixed_origin = prefix.starts_with("{base_url}")
+                    || ["http://", "https://"].iter().any(|scheme| {
+                        prefix
+                            .strip_prefix(scheme)
+                            .is_some_and(|rest| rest.contains('/'))
+                    });
+                if !fixed_origin {
+                    self.report(
+                        DiagnosticCode::InvalidValue,
+                        path.key("url"),
+                        format!("the url {:?} does not fix its origin before its first reference", call.url),
+                        "start it with `{base_url}/` (or a literal `http://host/`): a bound value may fill a path or a query, never choose the server",
+                    );
+                }
+                self.template(&path.key("url"), &template, SecretUse::Misplaced, step);
+            }
+        }
+        for (name, value) in &call.headers {
+            let header_path = path.key("headers").key(name);
+            let valid_name = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|byte| byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte));
+            if !valid_name {
+                self.report(
+                    DiagnosticCode::InvalidValue,
+                    header_path.clone(),
+                    format!("{name:?} is not an HTTP header name"),
+                    "use a token such as `authorization` or `x-request-id`",
+                );
+            }
+            match Template::parse(value) {
+                Ok(template) => self.template(&header_path, &template, SecretUse::Allowed, step),
+                Err(problem) => self.report(
+                    DiagnosticCode::InvalidValue,
+                    header_path,
+                    format!("header `{name}` is not a template: {problem}"),
+                    "write references as `{$secret: name}`, `{$input: name}` or `{$output: name}`",
+                ),
+            }
+        }
+        if let Some(body) = &call.body {
+            for (name, value) in body {
+                self.value(&path.key("body").key(name), value, SecretUse::Allowed, step);
+            }
+        }
+        if call.expect_status.is_empty() {
+            self.report(
+                DiagnosticCode::EmptyList,
+                path.key("expect_status"),
+                "`expect_status` is empty, so no response could succeed",
+                "list the statuses that mean success, e.g. [200] or [201]",
+            );
+        }
+        for (index, status) in call.expect_status.iter().enumerate() {
+            if !(100..=599).contains(status) {
+                self.report(
+                    DiagnosticCode::InvalidValue,
+                    path.key("expect_status").index(index),
+                    format!("{status} is not an HTTP status"),
+                    "statuses are 100 to 599",
+                );
+            }
+        }
+        self.extractions(&path.key("extract"), &call.extract);
+    }
+
+    fn command(&mut self, path: &DocPath, call: &CommandCall, step: Option<usize>) {
+        let plain = !call.executable.is_empty()
+            && call
+                .executable
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !plain {
+            self.report(
+                DiagnosticCode::InvalidValue,
+                path.key("executable"),
+                format!(
+                    "executable {:?} is not a declared command name",
+                    call.executable
+                ),
+                "name an entry of the policy's `commands.allowed`; a step never names a path",
+            );
+        }
+        for (index, value) in call.args.iter().enumerate() {
+            if value.secret().is_some() {
+                self.report(
+                    DiagnosticCode::SecretMisplaced,
+                    path.key("args").index(index),
+                    "a secret is passed on a command line",
+                    "every process on the host can read another's argv; a command may not take a secret",
+                );
+            } else {
+                self.value(
+                    &path.key("args").index(index),
+                    value,
+                    SecretUse::Allowed,
+                    step,
+                );
+            }
+        }
+        if call.expect_exit.is_empty() {
+            self.report(
+                DiagnosticCode::EmptyList,
+                path.key("expect_exit"),
+                "`expect_exit` is empty, so no run could succeed",
+                "list the exit codes that mean success, e.g. [0]",
+            );
+        }
+        self.extractions(&path.key("extract"), &call.extract);
+    }
+
+    fn template(
+        &mut self,
+        path: &DocPath,
+        template: &Template,
+        secrets: SecretUse,
+        step: Option<usize>,
+    ) {
+        for reference in template.references() {
+            let value = match reference {
+                TemplateRef::Input(name) => ValueExpr::Input(name.clone()),
+                TemplateRef::Output(name) => ValueExpr::Output(name.clone()),
+                TemplateRef::Secret(name) => ValueExpr::Secret(name.clone()),
+            };
+            self.value(path, &value, secrets, step);
+        }
+    }
+
+    fn extractions(
+        &mut self,
+        path: &DocPath,
+        extract: &std::collections::BTreeMap<crate::identifiers::OutputName, String>,
+    ) {
+        for (name, pointer) in extract {
+            let entry = path.key(name.as_str());
+            if self.capability.output(name.as_str()).is_none() {
+                self.report(
+                    DiagnosticCode::UndeclaredOutput,
+                    entry.clone(),
+                    format!("extract into `{name}`, which is not a declared output"),
+                    format!(
+                        "declare `{name}` under `outputs`{}",
+                        declared_list(self.capability.outputs.iter().map(|o| o.name.as_str()))
+                    ),
+                );
+            }
+            if let Some(problem) = json_pointer_problem(pointer) {
+                self.report(
+                    DiagnosticCode::InvalidValue,
+                    entry,
+                    problem,
+                    "a JSON pointer reads `/accounts/0/balance` (RFC 6901)",
+                );
+            }
         }
     }
 
@@ -702,7 +876,7 @@ impl<'a> Checker<'a> {
                     DiagnosticCode::SecretMisplaced,
                     path.key("$secret"),
                     format!("secret `{name}` is used where its value would leave the process"),
-                    "secrets may only be typed or selected into a control, or passed to a remedy capability",
+                    "secrets may only be typed or selected into a control, sent in an http header or body, or passed to a remedy capability",
                 ),
             },
             ValueExpr::String(_) | ValueExpr::Integer(_) | ValueExpr::Number(_) | ValueExpr::Boolean(_) => {}

@@ -80,11 +80,15 @@ pub enum ActionKind {
     Extract,
     Assert,
     RawInput,
+    /// A request to a declared HTTP service.
+    Http,
+    /// A declared executable run from an argv.
+    Command,
 }
 
 impl ActionKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ActionKind; 11] = [
+    pub const ALL: [ActionKind; 13] = [
         Self::Click,
         Self::Type,
         Self::Select,
@@ -96,6 +100,8 @@ impl ActionKind {
         Self::Extract,
         Self::Assert,
         Self::RawInput,
+        Self::Http,
+        Self::Command,
     ];
 
     /// The wire name.
@@ -112,6 +118,8 @@ impl ActionKind {
             Self::Extract => "extract",
             Self::Assert => "assert",
             Self::RawInput => "raw_input",
+            Self::Http => "http",
+            Self::Command => "command",
         }
     }
 

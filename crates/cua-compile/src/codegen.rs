@@ -794,6 +794,13 @@ impl<'c> SpecWriter<'c> {
                         .to_owned(),
                 );
             }
+            Action::Http(_) | Action::Command(_) => {
+                return Err(format!(
+                    "a `{}` step runs through its own operator, not the browser; a Playwright \
+                     page test cannot express it faithfully",
+                    action.kind().as_str()
+                ));
+            }
         }
         Ok(lines)
     }

@@ -1,7 +1,9 @@
 //! The witness type: an action the policy engine has allowed, bound to one actor, lease epoch
 //! and resolved node.
 
-use cua_artifact::{ActionKind, Actor, RiskTier};
+use std::path::{Path, PathBuf};
+
+use cua_artifact::{ActionKind, Actor, HttpMethod, RiskTier};
 use cua_snapshot::NodeId;
 
 use crate::engine::RiskAssessment;
@@ -59,6 +61,59 @@ pub enum SurfaceAction {
         amount: Option<i64>,
     },
     RawInput(RawInput),
+    /// A request to a declared service (the structured-api operator).
+    Http(HttpRequest),
+    /// A declared executable from an argv (the native-cli operator).
+    Command(CommandInvocation),
+}
+
+/// An HTTP request with every value bound. Header values and the body may hold secrets, so
+/// `Debug` prints header names and the body's length only.
+#[derive(Clone, PartialEq)]
+pub struct HttpRequest {
+    pub method: HttpMethod,
+    pub url: String,
+    /// Names in lower case, in the artifact's (sorted) order.
+    pub headers: Vec<(String, String)>,
+    /// A JSON document, sent with `content-type: application/json`.
+    pub body: Option<String>,
+    pub timeout_ms: u32,
+}
+
+impl std::fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        write!(
+            f,
+            "HttpRequest({} {}, headers: {names:?}, body: {:?} bytes, timeout {} ms)",
+            self.method.as_str(),
+            self.url,
+            self.body.as_ref().map(String::len),
+            self.timeout_ms
+        )
+    }
+}
+
+/// A command by its declared name, with its bound argv. The program path is not here: the
+/// policy engine looks the name up in its allowlist and puts the path on the
+/// [`AuthorizedAction`], so a proposer cannot choose what runs.
+#[derive(Clone, PartialEq)]
+pub struct CommandInvocation {
+    pub executable: String,
+    pub args: Vec<String>,
+    pub timeout_ms: u32,
+}
+
+impl std::fmt::Debug for CommandInvocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "CommandInvocation({}, {} args, timeout {} ms)",
+            self.executable,
+            self.args.len(),
+            self.timeout_ms
+        )
+    }
 }
 
 impl SurfaceAction {
@@ -73,6 +128,16 @@ impl SurfaceAction {
             Self::Reload => ActionKind::Reload,
             Self::Scroll { .. } => ActionKind::Scroll,
             Self::RawInput(_) => ActionKind::RawInput,
+            Self::Http(_) => ActionKind::Http,
+            Self::Command(_) => ActionKind::Command,
+        }
+    }
+
+    /// Whether the action only reads: a read-only kind, or an HTTP request with a safe method.
+    pub fn is_read_only(&self) -> bool {
+        match self {
+            Self::Http(request) => request.method.is_safe(),
+            other => other.kind().is_read_only(),
         }
     }
 
@@ -99,6 +164,8 @@ impl std::fmt::Debug for SurfaceAction {
             Self::Reload => f.write_str("Reload"),
             Self::Scroll { direction, amount } => write!(f, "Scroll({direction:?}, {amount:?})"),
             Self::RawInput(raw) => write!(f, "RawInput({raw:?})"),
+            Self::Http(request) => write!(f, "Http({request:?})"),
+            Self::Command(command) => write!(f, "Command({command:?})"),
         }
     }
 }
@@ -122,6 +189,8 @@ pub struct AuthorizedAction {
     assessment: RiskAssessment,
     action: SurfaceAction,
     target: Option<ResolvedTarget>,
+    /// The program a command runs, from the policy's allowlist; `None` for every other action.
+    program: Option<PathBuf>,
 }
 
 impl AuthorizedAction {
@@ -132,6 +201,7 @@ impl AuthorizedAction {
         assessment: RiskAssessment,
         action: SurfaceAction,
         target: Option<ResolvedTarget>,
+        program: Option<PathBuf>,
     ) -> Self {
         Self {
             actor,
@@ -140,7 +210,14 @@ impl AuthorizedAction {
             assessment,
             action,
             target,
+            program,
         }
+    }
+
+    /// The program the policy allowed for a command action: the only path a command runner
+    /// may start.
+    pub fn program(&self) -> Option<&Path> {
+        self.program.as_deref()
     }
 
     pub fn actor(&self) -> Actor {

@@ -5,7 +5,8 @@
 //! a target for actions that need one, the navigation allowlist, then the risk tier and the
 //! actor's disposition for it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cua_artifact::{
@@ -124,6 +125,8 @@ pub struct PolicyEngine {
     dispositions: Dispositions,
     gates: ReplayGates,
     budgets: Budgets,
+    /// Declared executables by name (`commands.allowed`).
+    commands: BTreeMap<String, PathBuf>,
     /// Set for a nested run sharing its parent's trace: ids read `dec-<namespace>-000001`.
     decision_namespace: String,
     next_decision: AtomicU64,
@@ -139,6 +142,7 @@ impl Clone for PolicyEngine {
             dispositions: self.dispositions.clone(),
             gates: self.gates,
             budgets: self.budgets,
+            commands: self.commands.clone(),
             decision_namespace: self.decision_namespace.clone(),
             next_decision: AtomicU64::new(1),
         }
@@ -193,6 +197,7 @@ impl PolicyEngine {
                 max_duration_ms: 120_000,
                 max_recovery_attempts_total: 6,
             },
+            commands: BTreeMap::new(),
             decision_namespace: String::new(),
             next_decision: AtomicU64::new(1),
         }
@@ -208,6 +213,12 @@ impl PolicyEngine {
             dispositions: config.dispositions.clone(),
             gates: config.replay_gates,
             budgets: config.budgets,
+            commands: config
+                .commands
+                .allowed
+                .iter()
+                .map(|command| (command.name.clone(), PathBuf::from(&command.path)))
+                .collect(),
             decision_namespace: String::new(),
             next_decision: AtomicU64::new(1),
         })
@@ -241,6 +252,22 @@ impl PolicyEngine {
             .collect();
         self.next_decision = AtomicU64::new(1);
         self
+    }
+
+    /// This engine with its relative command paths resolved against `base` (the directory of
+    /// the policy file that declared them).
+    pub fn with_command_base(mut self, base: &std::path::Path) -> Self {
+        for path in self.commands.values_mut() {
+            if path.is_relative() {
+                *path = base.join(&*path);
+            }
+        }
+        self
+    }
+
+    /// The program declared for the command `name`.
+    pub fn command_program(&self, name: &str) -> Option<&std::path::Path> {
+        self.commands.get(name).map(PathBuf::as_path)
     }
 
     /// The allowlist this engine enforces (drivers enforce it again inside the browser).
@@ -397,12 +424,42 @@ impl PolicyEngine {
                 format!("`{}` needs a resolved target", kind.as_str()),
             ));
         }
-        if let SurfaceAction::Navigate { url } = &request.action {
-            self.allowlist
-                .check(url)
-                .map_err(|blocked| deny(DenialCode::NavigationBlocked, blocked.reason))?;
+        let mut program = None;
+        match &request.action {
+            SurfaceAction::Navigate { url } => {
+                self.allowlist
+                    .check(url)
+                    .map_err(|blocked| deny(DenialCode::NavigationBlocked, blocked.reason))?;
+            }
+            // A request reaches a service exactly where a navigation could: the same allowlist.
+            SurfaceAction::Http(http) => {
+                self.allowlist
+                    .check(&http.url)
+                    .map_err(|blocked| deny(DenialCode::NavigationBlocked, blocked.reason))?;
+            }
+            SurfaceAction::Command(command) => match self.commands.get(&command.executable) {
+                Some(path) => program = Some(path.clone()),
+                None => {
+                    return Err(deny(
+                        DenialCode::PolicyDenied,
+                        format!(
+                            "command `{}` is not declared in the policy's `commands.allowed`",
+                            command.executable
+                        ),
+                    ));
+                }
+            },
+            _ => {}
         }
-        let assessment = self.assess(kind, request.target.as_ref(), request.declared_risk);
+        let assessment = if request.action.is_read_only() && !kind.is_read_only() {
+            RiskAssessment {
+                tier: RiskTier::Safe,
+                signals: vec!["safe_method".to_string()],
+                reason: "safe (safe_method)".to_string(),
+            }
+        } else {
+            self.assess(kind, request.target.as_ref(), request.declared_risk)
+        };
         let disposition = self
             .dispositions
             .disposition(request.actor, assessment.tier);
@@ -470,6 +527,7 @@ impl PolicyEngine {
             assessment,
             request.action,
             request.target,
+            program,
         ))
     }
 }

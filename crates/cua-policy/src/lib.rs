@@ -14,7 +14,10 @@ mod grant;
 mod lease;
 
 pub use allowlist::{Allowlist, AllowlistError, BlockedUrl};
-pub use authorized::{AuthorizedAction, RawInput, ResolvedTarget, ScrollDirection, SurfaceAction};
+pub use authorized::{
+    AuthorizedAction, CommandInvocation, HttpRequest, RawInput, ResolvedTarget, ScrollDirection,
+    SurfaceAction,
+};
 pub use budget::{BudgetExceeded, RunBudget};
 pub use engine::{
     ActionRequest, AuthorizationContext, Denial, DenialCode, PolicyEngine, PolicyError,

@@ -41,6 +41,26 @@ pub struct ReplayConfig {
     pub backoff_cap: Duration,
     /// Whether a failed or escalated run captures a (redacted) screenshot.
     pub screenshot_on_failure: bool,
+    /// The operators `http` and `command` steps dispatch through; a run without one refuses
+    /// those steps (`surface_unavailable`) before anything is sent.
+    pub operators: Operators,
+}
+
+/// The structured-api and native-cli operators, injected by the binary (replay itself links
+/// no HTTP client).
+#[derive(Clone, Default)]
+pub struct Operators {
+    pub http: Option<std::sync::Arc<dyn cua_surface::ServiceClient>>,
+    pub command: Option<std::sync::Arc<dyn cua_surface::CommandRunner>>,
+}
+
+impl std::fmt::Debug for Operators {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Operators")
+            .field("http", &self.http.is_some())
+            .field("command", &self.command.is_some())
+            .finish()
+    }
 }
 
 impl Default for ReplayConfig {
@@ -52,6 +72,7 @@ impl Default for ReplayConfig {
             backoff_base: Duration::from_millis(250),
             backoff_cap: Duration::from_secs(4),
             screenshot_on_failure: true,
+            operators: Operators::default(),
         }
     }
 }

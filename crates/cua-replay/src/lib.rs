@@ -78,6 +78,7 @@
 mod clock;
 mod error;
 mod executor;
+mod operate;
 mod ports;
 mod recovery;
 mod report;
@@ -89,7 +90,7 @@ mod values;
 
 pub use clock::{ManualClock, RunClock, Sleep, TokioClock};
 pub use error::ReplayError;
-pub use executor::{ContinueAt, ReplayConfig, Replayer, RunRequest};
+pub use executor::{ContinueAt, Operators, ReplayConfig, Replayer, RunRequest};
 pub use ports::{
     CapabilityList, CapabilityLoader, EscalationRequest, EscalationSink, INVOCATION_TENANT,
     NoCapabilities, PreparedCapability, RecordedEscalations, TenantOverlay,

@@ -15,7 +15,8 @@ use cua_evidence::{
     Authorize, BlockedRequest, Classify, Dispatch, Effect, Observe, Resolve, Verify, Wait,
 };
 use cua_policy::{
-    ActionRequest, AuthorizationContext, DenialCode, ResolvedTarget, ScrollDirection, SurfaceAction,
+    ActionRequest, AuthorizationContext, AuthorizedAction, DenialCode, ResolvedTarget,
+    ScrollDirection, SurfaceAction,
 };
 use cua_snapshot::UiSnapshot;
 use cua_surface::{DispatchReceipt, SurfaceDriver, WaitOutcome};
@@ -167,6 +168,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 into,
                 transform,
             } => self.extract_step(frame, tally, &position, target, into, *transform, &before),
+            Action::Http(call) => self.http_step(frame, tally, &position, step, call).await,
+            Action::Command(call) => self.command_step(frame, tally, &position, step, call).await,
             _ => return self.act_step(frame, tally, &position, step, before).await,
         };
         done.map_err(|halt| placed(halt, &position))?;
@@ -785,9 +788,10 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         }
     }
 
-    /// The chokepoint every action passes: authorize (lease, allowlist, risk, approval), the
-    /// lease again at the dispatch, then the surface. Emits `authorize` and `dispatch`.
-    pub(crate) async fn chokepoint(
+    /// Authorizes one action (lease, allowlist, risk, approval), emits `authorize`, and checks
+    /// the lease again right before the caller dispatches. Every operator passes here: the
+    /// browser, the HTTP client and the command runner.
+    pub(crate) fn authorize_action(
         &self,
         frame: &Frame<'_>,
         tally: &mut Tally,
@@ -795,7 +799,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         action: SurfaceAction,
         target: Option<ResolvedTarget>,
         declared_risk: Option<RiskTier>,
-    ) -> Result<Dispatched, DispatchFailure> {
+    ) -> Result<AuthorizedAction, DispatchFailure> {
         let kind = action.kind();
         let node_id = target.as_ref().map(|target| target.node_id.clone());
         let lease = self.current_lease();
@@ -915,6 +919,27 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 risk,
             });
         }
+        Ok(authorized)
+    }
+
+    /// The chokepoint every browser action passes: authorize (lease, allowlist, risk,
+    /// approval), the lease again at the dispatch, then the surface. Emits `authorize` and
+    /// `dispatch`.
+    pub(crate) async fn chokepoint(
+        &self,
+        frame: &Frame<'_>,
+        tally: &mut Tally,
+        step: Option<&StepId>,
+        action: SurfaceAction,
+        target: Option<ResolvedTarget>,
+        declared_risk: Option<RiskTier>,
+    ) -> Result<Dispatched, DispatchFailure> {
+        let kind = action.kind();
+        let node_id = target.as_ref().map(|target| target.node_id.clone());
+        let authorized =
+            self.authorize_action(frame, tally, step, action, target, declared_risk)?;
+        let decision_id = authorized.decision_id().to_owned();
+        let risk = authorized.risk();
         let epoch = authorized.lease_epoch();
         tally.fresh = None;
         let outcome = self.driver.dispatch(authorized).await;
@@ -1111,11 +1136,20 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                     format!("`{}` is never dispatched", action.kind().as_str()),
                 ));
             }
+            Action::Http(_) | Action::Command(_) => {
+                return Err(Stop::new(
+                    FailureCode::PolicyDenied,
+                    format!(
+                        "`{}` runs only as a step, through its own operator; it cannot be a remedy",
+                        action.kind().as_str()
+                    ),
+                ));
+            }
         };
         Ok((surface, sensitive))
     }
 
-    fn bind_value(
+    pub(crate) fn bind_value(
         &self,
         frame: &Frame<'_>,
         value: &ValueExpr,

@@ -10,12 +10,14 @@
 //! - [`EffectVerdict`] and [`settle`]: the closed status/evidence table, in the types.
 //! - [`RecoveryWalk`]: the recovery state graph, walked only along edges it offers.
 //! - [`ObservationLedger`]: single-use, 30-second, bound visual observation refs.
+//! - [`explain_capability`]: every step of a capability read as a request and planned.
 //!
 //! Architecture invariant: this crate does no I/O, reads no clock and draws no randomness.
 //! Clock readings and random bytes are arguments; nothing here can open a provider.
 
 mod axes;
 mod builtin;
+mod capability;
 mod error;
 mod explain;
 mod observation;
@@ -33,6 +35,9 @@ pub use axes::{
     Platform, ProviderKind, RouteAxes, RouteName, TargetScope, Verification,
 };
 pub use builtin::{builtin_profiles, cdp_browser, http, subprocess, visual};
+pub use capability::{
+    CAPABILITY_ROUTES_SCHEMA, CapabilityRoutes, StepRoute, explain_capability, step_request,
+};
 pub use error::RouteError;
 pub use explain::{EXPLANATION_SCHEMA, PROVIDER_RECOVERY, RouteExplanation, explain};
 pub use observation::{

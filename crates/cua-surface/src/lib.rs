@@ -1,5 +1,7 @@
 //! The driver port every surface implements: observe a [`UiSnapshot`], dispatch an
-//! [`AuthorizedAction`], wait for a condition, take a screenshot.
+//! [`AuthorizedAction`], wait for a condition, take a screenshot; and the two operator ports
+//! beside it, [`ServiceClient`] (structured-api) and [`CommandRunner`] (native-cli), which take
+//! the same witness.
 //!
 //! Architecture invariant: [`SurfaceDriver::dispatch`] takes an [`AuthorizedAction`] by value
 //! and nothing else, so nothing reaches a surface without the policy engine's decision. Drivers
@@ -139,4 +141,67 @@ pub trait SurfaceDriver: Send + Sync {
 
     /// Requests blocked by the allowlist since the last call, oldest first.
     fn take_blocked_requests(&self) -> Vec<BlockedRequest>;
+}
+
+/// A boxed future of an operator port, so the ports stay object-safe (the executor holds them
+/// as `Arc<dyn …>` and a run without them is a run that refuses their steps).
+pub type OperatorFuture<'a, T> =
+    std::pin::Pin<Box<dyn Future<Output = Result<T, SurfaceError>> + Send + 'a>>;
+
+/// What a service answered.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ServiceResponse {
+    pub status: u16,
+    /// The response's `content-type`, if it sent one.
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
+    pub duration_ms: u64,
+}
+
+impl std::fmt::Debug for ServiceResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceResponse")
+            .field("status", &self.status)
+            .field("content_type", &self.content_type)
+            .field("body", &self.body.len())
+            .field("duration_ms", &self.duration_ms)
+            .finish()
+    }
+}
+
+/// The structured-api port: sends one authorized [`cua_policy::SurfaceAction::Http`] request,
+/// to the URL the policy checked, and never follows a redirect (a redirect could leave the
+/// allowlist).
+pub trait ServiceClient: Send + Sync {
+    fn send(&self, action: AuthorizedAction) -> OperatorFuture<'_, ServiceResponse>;
+}
+
+/// How a command ended.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CommandOutput {
+    /// `None` when a signal ended it (a timeout kills the child).
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub duration_ms: u64,
+}
+
+impl std::fmt::Debug for CommandOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandOutput")
+            .field("exit_code", &self.exit_code)
+            .field("timed_out", &self.timed_out)
+            .field("stdout", &self.stdout.len())
+            .field("stderr", &self.stderr.len())
+            .field("duration_ms", &self.duration_ms)
+            .finish()
+    }
+}
+
+/// The native-cli port: runs one authorized [`cua_policy::SurfaceAction::Command`], starting
+/// exactly [`AuthorizedAction::program`] with the bound argv, never through a shell, and kills
+/// the child when its timeout passes.
+pub trait CommandRunner: Send + Sync {
+    fn run(&self, action: AuthorizedAction) -> OperatorFuture<'_, CommandOutput>;
 }

@@ -12,7 +12,7 @@ use axum::http::header::{AUTHORIZATION, COOKIE, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Form, Json};
 use serde_json::json;
 
@@ -55,6 +55,8 @@ pub(crate) fn router(handle: FixtureHandle) -> Router {
         .route("/reports", get(reports))
         .route("/admin", get(administration))
         .route("/api/members/{id}", get(api_member))
+        .route("/api/members/{id}/notes", get(api_notes).post(api_add_note))
+        .route("/api/members/{id}/notes/{note_id}", delete(api_delete_note))
         .route("/_control/arm", post(control_arm))
         .route("/_control/reset", post(control_reset))
         .route("/_control/state", get(control_state))
@@ -276,14 +278,7 @@ async fn api_member(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let bearer = headers
-        .get(AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "));
-    let token = session_token(&headers);
-    let authorized =
-        bearer == Some(API_TOKEN) || handle.with(|state| state.is_signed_in(token.as_deref()));
-    if !authorized {
+    if !api_authorized(&handle, &headers) {
         return api_error(StatusCode::UNAUTHORIZED, "unauthorized");
     }
     handle.with(|state| match state.lookup(&id) {
@@ -301,6 +296,95 @@ async fn api_member(
         Lookup::Restricted => api_error(StatusCode::FORBIDDEN, "permission_denied"),
         Lookup::NotFound => api_error(StatusCode::NOT_FOUND, "member_not_found"),
     })
+}
+
+/// `GET /api/members/{id}/notes` (bearer or session): `{member_id, notes: [{note_id, text}]}`.
+async fn api_notes(
+    State(handle): State<FixtureHandle>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if !api_authorized(&handle, &headers) {
+        return api_error(StatusCode::UNAUTHORIZED, "unauthorized");
+    }
+    handle.with(|state| match state.lookup(&id) {
+        Lookup::Found(_) => Json(json!({
+            "member_id": id,
+            "notes": state.notes(&id).iter().map(|note| json!({
+                "note_id": note.note_id,
+                "text": note.text,
+            })).collect::<Vec<_>>(),
+        }))
+        .into_response(),
+        Lookup::Restricted => api_error(StatusCode::FORBIDDEN, "permission_denied"),
+        Lookup::NotFound => api_error(StatusCode::NOT_FOUND, "member_not_found"),
+    })
+}
+
+/// `POST /api/members/{id}/notes` with `{"text": "…"}` (1 to 500 characters): `201 Created`
+/// with `{note_id, member_id, text}`; 400 `invalid_note`.
+async fn api_add_note(
+    State(handle): State<FixtureHandle>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct NewNote {
+        text: String,
+    }
+    if !api_authorized(&handle, &headers) {
+        return api_error(StatusCode::UNAUTHORIZED, "unauthorized");
+    }
+    let note = match serde_json::from_slice::<NewNote>(&body) {
+        Ok(note) if !note.text.trim().is_empty() && note.text.chars().count() <= 500 => note,
+        _ => return api_error(StatusCode::BAD_REQUEST, "invalid_note"),
+    };
+    handle.with(|state| match state.lookup(&id) {
+        Lookup::Found(_) => {
+            let note = state.add_note(&id, &note.text);
+            (
+                StatusCode::CREATED,
+                Json(json!({
+                    "note_id": note.note_id,
+                    "member_id": note.member_id,
+                    "text": note.text,
+                })),
+            )
+                .into_response()
+        }
+        Lookup::Restricted => api_error(StatusCode::FORBIDDEN, "permission_denied"),
+        Lookup::NotFound => api_error(StatusCode::NOT_FOUND, "member_not_found"),
+    })
+}
+
+/// `DELETE /api/members/{id}/notes/{note_id}`: `204 No Content`, or 404 `note_not_found`.
+async fn api_delete_note(
+    State(handle): State<FixtureHandle>,
+    Path((id, note_id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if !api_authorized(&handle, &headers) {
+        return api_error(StatusCode::UNAUTHORIZED, "unauthorized");
+    }
+    handle.with(|state| {
+        if state.delete_note(&id, &note_id) {
+            StatusCode::NO_CONTENT.into_response()
+        } else {
+            api_error(StatusCode::NOT_FOUND, "note_not_found")
+        }
+    })
+}
+
+/// The bearer token or a signed-in session.
+fn api_authorized(handle: &FixtureHandle, headers: &HeaderMap) -> bool {
+    let bearer = headers
+        .get(AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "));
+    let token = session_token(headers);
+    bearer == Some(API_TOKEN) || handle.with(|state| state.is_signed_in(token.as_deref()))
 }
 
 // ---- control surface (linked from nowhere) ----

@@ -242,6 +242,17 @@ impl FixtureHandle {
         self.with(|state| state.transfers.clone())
     }
 
+    /// The texts of a member's notes made through the API, oldest first.
+    pub fn note_texts(&self, member_id: &str) -> Vec<String> {
+        self.with(|state| {
+            state
+                .notes(member_id)
+                .into_iter()
+                .map(|note| note.text)
+                .collect()
+        })
+    }
+
     /// Everything the control surface reports.
     pub fn view(&self) -> StateView {
         self.with(|state| state.view(self.variant))
@@ -263,6 +274,16 @@ pub(crate) struct DeskState {
     sessions_issued: u64,
     pub(crate) faults: ArmedFaults,
     transfers: Vec<TransferRecord>,
+    notes: Vec<MemberNote>,
+    notes_issued: u64,
+}
+
+/// A free-text note on a member, made through the JSON API.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct MemberNote {
+    pub(crate) note_id: String,
+    pub(crate) member_id: String,
+    pub(crate) text: String,
 }
 
 /// The result of looking a member number up.
@@ -367,6 +388,8 @@ impl DeskState {
             sessions_issued: 0,
             faults: ArmedFaults::default(),
             transfers: Vec::new(),
+            notes: Vec::new(),
+            notes_issued: 0,
         }
     }
 
@@ -374,6 +397,38 @@ impl DeskState {
         self.members = seeded_members();
         self.faults.clear();
         self.transfers.clear();
+        self.notes.clear();
+        self.notes_issued = 0;
+    }
+
+    /// Adds a note to a member (looked up by the caller); ids are `NT-000001`, … and never
+    /// reused within a reset.
+    pub(crate) fn add_note(&mut self, member_id: &str, text: &str) -> MemberNote {
+        self.notes_issued += 1;
+        let note = MemberNote {
+            note_id: format!("NT-{:06}", self.notes_issued),
+            member_id: member_id.to_owned(),
+            text: text.to_owned(),
+        };
+        self.notes.push(note.clone());
+        note
+    }
+
+    /// The member's notes, oldest first.
+    pub(crate) fn notes(&self, member_id: &str) -> Vec<MemberNote> {
+        self.notes
+            .iter()
+            .filter(|note| note.member_id == member_id)
+            .cloned()
+            .collect()
+    }
+
+    /// Deletes one of the member's notes; whether it existed.
+    pub(crate) fn delete_note(&mut self, member_id: &str, note_id: &str) -> bool {
+        let before = self.notes.len();
+        self.notes
+            .retain(|note| !(note.member_id == member_id && note.note_id == note_id));
+        self.notes.len() != before
     }
 
     pub(crate) fn lookup(&self, member_id: &str) -> Lookup<'_> {

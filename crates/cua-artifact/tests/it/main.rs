@@ -4,6 +4,7 @@
 mod documents;
 mod hashing;
 mod invalid;
+mod operators;
 mod overlay;
 mod properties;
 mod references;

@@ -9,5 +9,6 @@ fn main() {
         cua_policy::RiskAssessment { tier: RiskTier::Safe, signals: vec![], reason: String::new() },
         SurfaceAction::Click,
         None,
+        None,
     );
 }

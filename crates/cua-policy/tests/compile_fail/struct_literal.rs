@@ -9,5 +9,6 @@ fn main() {
         assessment: cua_policy::RiskAssessment { tier: RiskTier::Safe, signals: vec![], reason: String::new() },
         action: SurfaceAction::Click,
         target: None,
+        program: Some(std::path::PathBuf::from("/bin/sh")),
     };
 }

@@ -13,6 +13,8 @@ use cua_policy::{
 };
 use cua_snapshot::NodeId;
 
+mod operators;
+
 const TRANSFER: &str = r#"
 schema: cua.capability/v1
 id: corebank.member.transfer_test

@@ -12,6 +12,8 @@ use serde_json::Value;
 const FORBIDDEN: &[&str] = &[
     "cua-agent",
     "cua-chromium",
+    // The concrete HTTP and process operators are injected, never linked.
+    "cua-operators",
     "async-openai",
     "reqwest",
     "hyper",
@@ -108,6 +110,12 @@ fn replay_reaches_no_model_http_or_browser_crate() {
         .filter(|name| reachable.contains(**name))
         .collect();
     assert!(found.is_empty(), "cua-replay can reach {found:?}");
-    // And the detector detects: the fixture app (a dev-dependency here) does reach hyper.
+    // And the detector detects: the fixture app (a dev-dependency here) does reach hyper, and
+    // the operators the binary injects reach an HTTP client, while the model client stays in
+    // discovery alone.
     assert!(closure(&metadata, "memberdesk").contains("hyper"));
+    let operators = closure(&metadata, "cua-operators");
+    assert!(operators.contains("reqwest"), "{operators:?}");
+    assert!(!operators.contains("async-openai"), "{operators:?}");
+    assert!(!operators.contains("cua-agent"), "{operators:?}");
 }

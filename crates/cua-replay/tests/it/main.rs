@@ -10,6 +10,7 @@ mod boundaries;
 mod fake;
 mod invariants;
 mod live;
+mod operators;
 mod preflight;
 mod scenarios;
 mod support;

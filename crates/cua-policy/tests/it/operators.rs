@@ -1,0 +1,118 @@
+//! Requests and commands pass the same chokepoint as browser actions: the allowlist applies to a
+//! request's URL, a command must be declared (and the policy, not the proposer, names the
+//! program), and only a safe method is a read whatever the step declares.
+
+use cua_artifact::{Actor, HttpMethod, PolicyConfig, RiskTier};
+use cua_policy::{
+    ActionRequest, CommandInvocation, HttpRequest, Lease, PolicyEngine, SurfaceAction,
+};
+
+fn engine() -> PolicyEngine {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/policy.yaml"),
+    )
+    .unwrap();
+    let mut config = PolicyConfig::from_yaml(&text).unwrap();
+    config.commands.allowed.push(cua_artifact::DeclaredCommand {
+        name: "member-risk".to_owned(),
+        path: "tools/member-risk".to_owned(),
+    });
+    PolicyEngine::from_config(&config)
+        .unwrap()
+        .with_command_base(std::path::Path::new("/opt/cua"))
+}
+
+fn http(method: HttpMethod, url: &str) -> SurfaceAction {
+    SurfaceAction::Http(HttpRequest {
+        method,
+        url: url.to_owned(),
+        headers: vec![("authorization".to_owned(), "Bearer hunter2".to_owned())],
+        body: None,
+        timeout_ms: 1_000,
+    })
+}
+
+fn command(name: &str) -> SurfaceAction {
+    SurfaceAction::Command(CommandInvocation {
+        executable: name.to_owned(),
+        args: vec!["$(id)".to_owned()],
+        timeout_ms: 1_000,
+    })
+}
+
+/// One line per decision: granted with its tier and program, or the denial.
+fn decide(action: SurfaceAction, declared: RiskTier) -> String {
+    let engine = engine();
+    let lease = Lease::new(Actor::Automation);
+    let request = ActionRequest {
+        actor: Actor::Automation,
+        epoch: lease.epoch,
+        action,
+        target: None,
+        declared_risk: Some(declared),
+    };
+    match engine.authorize(&lease, request) {
+        Ok(authorized) => format!(
+            "granted {} ({}){}",
+            authorized.risk().as_str(),
+            authorized.assessment().reason,
+            authorized
+                .program()
+                .map(|program| format!(" program {}", program.display()))
+                .unwrap_or_default()
+        ),
+        Err(denial) => format!("denied {}: {}", denial.code.as_str(), denial.reason),
+    }
+}
+
+#[test]
+fn requests_and_commands_pass_the_chokepoint() {
+    let check = |action: SurfaceAction, declared: RiskTier, expect: &str| {
+        let debug = format!("{action:?}");
+        assert_eq!(decide(action, declared), expect, "{debug}");
+        // Debug never shows a header value or an argument.
+        assert!(
+            !debug.contains("hunter2") && !debug.contains("$(id)"),
+            "{debug}"
+        );
+    };
+    check(
+        http(HttpMethod::Get, "http://127.0.0.1:8811/api/members/12345"),
+        RiskTier::Safe,
+        "granted safe (safe (safe_method))",
+    );
+    // A GET is a read even when the step over-declares.
+    check(
+        http(HttpMethod::Get, "http://127.0.0.1:8811/api/members/12345"),
+        RiskTier::Elevated,
+        "granted safe (safe (safe_method))",
+    );
+    check(
+        http(
+            HttpMethod::Post,
+            "http://127.0.0.1:8811/api/members/12345/notes",
+        ),
+        RiskTier::Elevated,
+        "granted elevated (elevated (declared:elevated))",
+    );
+    check(
+        http(HttpMethod::Get, "http://evil.example.com/api"),
+        RiskTier::Safe,
+        "denied navigation_blocked: host `evil.example.com` is not on the allowlist",
+    );
+    check(
+        http(HttpMethod::Get, "file:///etc/passwd"),
+        RiskTier::Safe,
+        "denied navigation_blocked: scheme `file` is not http or https",
+    );
+    check(
+        command("member-risk"),
+        RiskTier::Safe,
+        "granted safe (safe (default)) program /opt/cua/tools/member-risk",
+    );
+    check(
+        command("/bin/sh"),
+        RiskTier::Safe,
+        "denied policy_denied: command `/bin/sh` is not declared in the policy's `commands.allowed`",
+    );
+}

@@ -1,0 +1,779 @@
+//! The operator steps beside the browser: `http` (structured-api) and `command` (native-cli).
+//!
+//! They pass the same chokepoint as a browser action (values bound at the last moment, secrets
+//! registered with the redactor as they are issued, `PolicyEngine` authorization, the lease again
+//! right before the dispatch) and then go to their own port instead of the surface. Their
+//! effect verdict comes from `cua-route`'s closed table: an HTTP exchange through
+//! `EffectVerdict::from_http` (a creation or deletion the service itself reports confirms, a
+//! read is `not_applicable`, anything else is at best `unverifiable`), a command through
+//! `settle` with the claim its JSON output makes under `effect`, which is discarded, never
+//! repaired, when the table does not allow it. A receipt alone never confirms anything.
+//!
+//! Recovery is the route planner's: an `http` read that timed out or found nothing listening
+//! is sent once more (same provider, same authorized request, same target); a mutation and a
+//! command are sent once; no failure ever hands the step to another provider.
+
+use std::collections::BTreeMap;
+
+use cua_artifact::{
+    Actor, CommandCall, EffectVerdict, FailureCode, HttpCall, HttpMethod, OutputName, Step,
+    Template, TemplatePart, TemplateRef, ValueExpr, ValueType,
+};
+use cua_evidence::Dispatch;
+use cua_policy::{CommandInvocation, HttpRequest, SurfaceAction};
+use cua_route::{DispatchPhase, ProviderClaim};
+use cua_surface::SurfaceDriver;
+use serde_json::Value;
+
+use crate::executor::{Frame, Replayer, Tally};
+use crate::step::{DispatchFailure, StepRecordInput};
+use crate::stop::{Halt, Position, Stop};
+
+impl<D: SurfaceDriver> Replayer<'_, D> {
+    /// `http`: bind, authorize, send once, check the status, read the outputs, and settle the
+    /// effect from the response.
+    pub(crate) async fn http_step(
+        &self,
+        frame: &mut Frame<'_>,
+        tally: &mut Tally,
+        position: &Position,
+        step: &Step,
+        call: &HttpCall,
+    ) -> Result<(), Halt> {
+        let kind = step.action.kind();
+        let mutates = !call.method.is_safe();
+        let refused = |reason: String| StepRecordInput {
+            kind,
+            resolution: None,
+            decision_id: None,
+            dispatched: false,
+            verdict: pre_dispatch_verdict(mutates),
+            reason,
+            risk: step.risk,
+        };
+        let Some(client) = self.config.operators.http.clone() else {
+            let stop = Stop::new(
+                FailureCode::SurfaceUnavailable,
+                format!(
+                    "step `{}` is an http step but no HTTP client is wired into this run",
+                    position.id
+                ),
+            );
+            self.record_step(frame, tally, position, refused(refusal(&stop)))?;
+            return Err(stop.into());
+        };
+        let request = match self.bind_http(frame, call) {
+            Ok(request) => request,
+            Err(stop) => {
+                self.record_step(frame, tally, position, refused(refusal(&stop)))?;
+                return Err(stop.into());
+            }
+        };
+        let method = call.method;
+        let url = request.url.clone();
+        let authorized = match self.authorize_action(
+            frame,
+            tally,
+            Some(&position.id),
+            SurfaceAction::Http(request),
+            None,
+            Some(step.risk),
+        ) {
+            Ok(authorized) => authorized,
+            Err(failure) => {
+                return self.refused_by_policy(frame, tally, position, refused, failure);
+            }
+        };
+        let decision_id = authorized.decision_id().to_owned();
+        let risk = authorized.risk();
+        let epoch = authorized.lease_epoch();
+        // The planner's recovery policy for this step: a read may be sent once more after a
+        // retryable failure, same provider, request and target; a mutation is sent once.
+        let recovery = route_recovery(frame.capability, step, mutates);
+        tally.fresh = None;
+        let mut attempts: u8 = 0;
+        let sent = loop {
+            attempts = attempts.saturating_add(1);
+            let result = client.send(authorized.clone()).await;
+            tally.dispatches += 1;
+            match &result {
+                Err(error)
+                    if retryable(error)
+                        && recovery.permits_retry(
+                            cua_route::FailureKind::RetryableReadFailure,
+                            attempts,
+                        ) =>
+                {
+                    self.emit_operator_dispatch(
+                        epoch,
+                        position,
+                        &decision_id,
+                        kind,
+                        false,
+                        None,
+                        0,
+                        format!("attempt {attempts}: {error}; {recovery}"),
+                    )?;
+                }
+                _ => break result,
+            }
+        };
+        self.mark_mutation(tally, &position.id, risk, false);
+        let record = |verdict, reason: String| StepRecordInput {
+            kind,
+            resolution: None,
+            decision_id: Some(decision_id.clone()),
+            dispatched: true,
+            verdict,
+            reason,
+            risk,
+        };
+        let response = match sent {
+            Ok(response) => response,
+            Err(error) => {
+                self.emit_operator_dispatch(
+                    epoch,
+                    position,
+                    &decision_id,
+                    kind,
+                    false,
+                    None,
+                    0,
+                    error.to_string(),
+                )?;
+                // Unreachable means nothing was sent; anything else may have reached the
+                // service, and a mutation's outcome is then unknown.
+                let (verdict, reason) = match (&error, mutates) {
+                    (_, false) => (
+                        EffectVerdict::NotApplicable,
+                        "a read that failed".to_owned(),
+                    ),
+                    (cua_surface::SurfaceError::Unavailable { .. }, true) => (
+                        EffectVerdict::SuspectedNoop,
+                        "the service could not be reached; nothing was sent".to_owned(),
+                    ),
+                    (_, true) => (
+                        EffectVerdict::Unverifiable,
+                        "the request failed part-way; nothing proves what happened".to_owned(),
+                    ),
+                };
+                self.record_step(frame, tally, position, record(verdict, reason))?;
+                return Err(Stop::surface(
+                    &error,
+                    &format!("step `{}` sending {} {url}", position.id, method.as_str()),
+                )
+                .into());
+            }
+        };
+        let expected = call.expect_status.contains(&response.status);
+        self.emit_operator_dispatch(
+            epoch,
+            position,
+            &decision_id,
+            kind,
+            expected,
+            Some(response.status),
+            response.duration_ms,
+            format!("{} {url} answered {}", method.as_str(), response.status),
+        )?;
+        let settled = cua_route::EffectVerdict::from_http(route_method(method), response.status);
+        let verdict = artifact_verdict(&settled);
+        if !expected {
+            self.record_step(frame, tally, position, record(verdict, settled.reason()))?;
+            return Err(Stop::new(
+                FailureCode::ActionFailed,
+                format!(
+                    "step `{}`: {} {url} answered {}, and the step expects {:?}",
+                    position.id,
+                    method.as_str(),
+                    response.status,
+                    call.expect_status
+                ),
+            )
+            .into());
+        }
+        let extracted = if call.extract.is_empty() {
+            Ok(())
+        } else {
+            parse_json(&response.body, "the response")
+                .and_then(|document| self.extract_outputs(frame, &call.extract, &document))
+        };
+        self.record_step(frame, tally, position, record(verdict, settled.reason()))?;
+        extracted.map_err(|problem| {
+            Stop::new(
+                FailureCode::ActionFailed,
+                format!("step `{}`: {problem}", position.id),
+            )
+            .into()
+        })
+    }
+
+    /// `command`: bind the argv, authorize (the policy names the program), run it once, check
+    /// the exit code, read the outputs from its JSON stdout, and settle the effect.
+    pub(crate) async fn command_step(
+        &self,
+        frame: &mut Frame<'_>,
+        tally: &mut Tally,
+        position: &Position,
+        step: &Step,
+        call: &CommandCall,
+    ) -> Result<(), Halt> {
+        let kind = step.action.kind();
+        let mutates = !call.read_only;
+        let refused = |reason: String| StepRecordInput {
+            kind,
+            resolution: None,
+            decision_id: None,
+            dispatched: false,
+            verdict: pre_dispatch_verdict(mutates),
+            reason,
+            risk: step.risk,
+        };
+        let Some(runner) = self.config.operators.command.clone() else {
+            let stop = Stop::new(
+                FailureCode::SurfaceUnavailable,
+                format!(
+                    "step `{}` is a command step but no command runner is wired into this run",
+                    position.id
+                ),
+            );
+            self.record_step(frame, tally, position, refused(refusal(&stop)))?;
+            return Err(stop.into());
+        };
+        let mut args = Vec::with_capacity(call.args.len());
+        for value in &call.args {
+            let bound = if value.secret().is_some() {
+                Err(Stop::new(
+                    FailureCode::PolicyDenied,
+                    format!(
+                        "step `{}` would pass a secret on a command line, where every process can read it",
+                        position.id
+                    ),
+                ))
+            } else {
+                self.bind_value(frame, value, &mut false)
+            };
+            match bound {
+                Ok(text) => args.push(text),
+                Err(stop) => {
+                    self.record_step(frame, tally, position, refused(refusal(&stop)))?;
+                    return Err(stop.into());
+                }
+            }
+        }
+        let invocation = CommandInvocation {
+            executable: call.executable.clone(),
+            args,
+            timeout_ms: call.timeout_ms,
+        };
+        let authorized = match self.authorize_action(
+            frame,
+            tally,
+            Some(&position.id),
+            SurfaceAction::Command(invocation),
+            None,
+            Some(step.risk),
+        ) {
+            Ok(authorized) => authorized,
+            Err(failure) => {
+                return self.refused_by_policy(frame, tally, position, refused, failure);
+            }
+        };
+        let decision_id = authorized.decision_id().to_owned();
+        let risk = authorized.risk();
+        let epoch = authorized.lease_epoch();
+        tally.fresh = None;
+        let ran = runner.run(authorized).await;
+        tally.dispatches += 1;
+        self.mark_mutation(tally, &position.id, risk, false);
+        let record = |verdict, reason: String| StepRecordInput {
+            kind,
+            resolution: None,
+            decision_id: Some(decision_id.clone()),
+            dispatched: true,
+            verdict,
+            reason,
+            risk,
+        };
+        let output = match ran {
+            Ok(output) => output,
+            Err(error) => {
+                self.emit_operator_dispatch(
+                    epoch,
+                    position,
+                    &decision_id,
+                    kind,
+                    false,
+                    None,
+                    0,
+                    error.to_string(),
+                )?;
+                let (verdict, reason) = match (&error, mutates) {
+                    (_, false) => (
+                        EffectVerdict::NotApplicable,
+                        "a read that failed".to_owned(),
+                    ),
+                    (cua_surface::SurfaceError::Unavailable { .. }, true) => (
+                        EffectVerdict::SuspectedNoop,
+                        "the program could not be started".to_owned(),
+                    ),
+                    (_, true) => (
+                        EffectVerdict::Unverifiable,
+                        "the command failed part-way; nothing proves what happened".to_owned(),
+                    ),
+                };
+                self.record_step(frame, tally, position, record(verdict, reason))?;
+                return Err(Stop::surface(
+                    &error,
+                    &format!("step `{}` running `{}`", position.id, call.executable),
+                )
+                .into());
+            }
+        };
+        let expected = !output.timed_out
+            && output
+                .exit_code
+                .is_some_and(|code| call.expect_exit.contains(&code));
+        let message = match (output.timed_out, output.exit_code) {
+            (true, _) => format!(
+                "`{}` ran past {} ms and was killed",
+                call.executable, call.timeout_ms
+            ),
+            (false, Some(code)) => format!("`{}` exited with {code}", call.executable),
+            (false, None) => format!("`{}` was ended by a signal", call.executable),
+        };
+        self.emit_operator_dispatch(
+            epoch,
+            position,
+            &decision_id,
+            kind,
+            expected,
+            None,
+            output.duration_ms,
+            message.clone(),
+        )?;
+        let document = parse_json(&output.stdout, "the command's stdout");
+        let claim = document
+            .as_ref()
+            .ok()
+            .and_then(|document| document.get("effect"))
+            .and_then(|effect| serde_json::from_value::<ProviderClaim>(effect.clone()).ok());
+        let settlement = cua_route::settle(mutates, DispatchPhase::Dispatched, claim.as_ref());
+        let verdict = artifact_verdict(&settlement.verdict);
+        let mut reason = settlement.verdict.reason();
+        if let Some(defect) = settlement.discarded_claim {
+            reason = format!("{reason} (the command's effect claim was discarded: {defect})");
+        }
+        if !expected {
+            self.record_step(frame, tally, position, record(verdict, reason))?;
+            let code = if output.timed_out {
+                FailureCode::Timeout
+            } else {
+                FailureCode::ActionFailed
+            };
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let first_line: String = stderr
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(200)
+                .collect();
+            let detail = if first_line.is_empty() {
+                String::new()
+            } else {
+                format!(": {first_line}")
+            };
+            return Err(Stop::new(
+                code,
+                format!(
+                    "step `{}`: {message}, and the step expects exit {:?}{detail}",
+                    position.id, call.expect_exit
+                ),
+            )
+            .into());
+        }
+        let extracted = if call.extract.is_empty() {
+            Ok(())
+        } else {
+            document.and_then(|document| self.extract_outputs(frame, &call.extract, &document))
+        };
+        self.record_step(frame, tally, position, record(verdict, reason))?;
+        extracted.map_err(|problem| {
+            Stop::new(
+                FailureCode::ActionFailed,
+                format!("step `{}`: {problem}", position.id),
+            )
+            .into()
+        })
+    }
+
+    /// Binds an `http` call: the URL's references percent-encoded (so a value can never add a
+    /// segment, a query or an origin), headers with their secrets, the body as JSON.
+    fn bind_http(&self, frame: &Frame<'_>, call: &HttpCall) -> Result<HttpRequest, Stop> {
+        let invalid = |what: String| Stop::new(FailureCode::Internal, what);
+        let url_template = Template::parse(&call.url)
+            .map_err(|problem| invalid(format!("the url is not a template: {problem}")))?;
+        let mut url = String::new();
+        for part in url_template.parts() {
+            match part {
+                TemplatePart::Text(text) => url.push_str(text),
+                TemplatePart::Ref(TemplateRef::Secret(_)) => {
+                    return Err(Stop::new(
+                        FailureCode::PolicyDenied,
+                        "a secret may not be placed in a URL, which evidence records",
+                    ));
+                }
+                TemplatePart::Ref(reference) => {
+                    let text = self.bind_value(frame, &template_value(reference), &mut false)?;
+                    url.push_str(&percent_encode(&text));
+                }
+            }
+        }
+        let mut headers = Vec::with_capacity(call.headers.len());
+        for (name, value) in &call.headers {
+            let template = Template::parse(value)
+                .map_err(|problem| invalid(format!("header `{name}`: {problem}")))?;
+            let mut text = String::new();
+            for part in template.parts() {
+                match part {
+                    TemplatePart::Text(literal) => text.push_str(literal),
+                    TemplatePart::Ref(reference) => text.push_str(&self.bind_value(
+                        frame,
+                        &template_value(reference),
+                        &mut false,
+                    )?),
+                }
+            }
+            if text.chars().any(char::is_control) {
+                return Err(Stop::new(
+                    FailureCode::InputValidationFailed,
+                    format!("header `{name}` would hold a control character"),
+                ));
+            }
+            headers.push((name.to_ascii_lowercase(), text));
+        }
+        let body = match &call.body {
+            None => None,
+            Some(fields) => {
+                let mut object = serde_json::Map::new();
+                for (name, value) in fields {
+                    object.insert(name.clone(), self.json_value(frame, value)?);
+                }
+                Some(Value::Object(object).to_string())
+            }
+        };
+        Ok(HttpRequest {
+            method: call.method,
+            url,
+            headers,
+            body,
+            timeout_ms: call.timeout_ms,
+        })
+    }
+
+    /// A bound value as JSON: literals keep their type, an input its declared one, everything
+    /// else is a string.
+    fn json_value(&self, frame: &Frame<'_>, value: &ValueExpr) -> Result<Value, Stop> {
+        let literal = match value {
+            ValueExpr::Integer(number) => Some(Value::from(*number)),
+            ValueExpr::Number(number) => Some(Value::from(*number)),
+            ValueExpr::Boolean(flag) => Some(Value::from(*flag)),
+            _ => None,
+        };
+        if let Some(literal) = literal {
+            return Ok(literal);
+        }
+        let text = self.bind_value(frame, value, &mut false)?;
+        let declared = value
+            .input()
+            .and_then(|name| frame.capability.input(name.as_str()))
+            .map(|input| input.value_type);
+        let typed = match declared {
+            Some(ValueType::Integer) => text.parse::<i64>().ok().map(Value::from),
+            Some(ValueType::Number | ValueType::Money) => text.parse::<f64>().ok().map(Value::from),
+            Some(ValueType::Boolean) => text.parse::<bool>().ok().map(Value::from),
+            _ => None,
+        };
+        Ok(typed.unwrap_or(Value::String(text)))
+    }
+
+    /// Reads each output by JSON pointer and checks it against the output's declared type.
+    fn extract_outputs(
+        &self,
+        frame: &mut Frame<'_>,
+        extract: &BTreeMap<OutputName, String>,
+        document: &Value,
+    ) -> Result<(), String> {
+        for (name, pointer) in extract {
+            let found = document
+                .pointer(pointer)
+                .ok_or_else(|| format!("`{pointer}` finds nothing for output `{name}`"))?;
+            let spec = frame.capability.output(name.as_str());
+            let value_type = spec.map(|spec| spec.value_type).unwrap_or_default();
+            let text = typed_text(found, value_type).ok_or_else(|| {
+                format!(
+                    "output `{name}` is declared {} but `{pointer}` holds {}",
+                    value_type.as_str(),
+                    json_kind(found)
+                )
+            })?;
+            if spec.is_some_and(|spec| spec.sensitive) {
+                self.bus.redactor().register_sensitive_value(&text);
+            }
+            frame.values.set_output(name.clone(), text);
+        }
+        Ok(())
+    }
+
+    /// Records a step the policy (or a stale lease) refused, and stops.
+    fn refused_by_policy(
+        &self,
+        frame: &Frame<'_>,
+        tally: &mut Tally,
+        position: &Position,
+        refused: impl Fn(String) -> StepRecordInput,
+        failure: DispatchFailure,
+    ) -> Result<(), Halt> {
+        match failure {
+            DispatchFailure::Refused {
+                stop,
+                decision_id,
+                risk,
+            }
+            | DispatchFailure::Failed {
+                stop,
+                decision_id,
+                risk,
+                ..
+            } => {
+                let mut input = refused(refusal(&stop));
+                input.decision_id = Some(decision_id);
+                input.risk = risk;
+                self.record_step(frame, tally, position, input)?;
+                Err(stop.into())
+            }
+            DispatchFailure::Fatal(error) => Err(Halt::Fatal(error)),
+        }
+    }
+
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the fields of one dispatch event"
+    )]
+    fn emit_operator_dispatch(
+        &self,
+        epoch: u64,
+        position: &Position,
+        decision_id: &str,
+        kind: cua_artifact::ActionKind,
+        ok: bool,
+        http_status: Option<u16>,
+        duration_ms: u64,
+        message: String,
+    ) -> Result<(), cua_evidence::EvidenceError> {
+        self.bus
+            .emit(
+                Actor::Automation,
+                epoch,
+                Dispatch {
+                    step: Some(position.id.clone()),
+                    decision_id: decision_id.to_owned(),
+                    action_type: kind,
+                    node_id: None,
+                    refused: false,
+                    ok,
+                    navigated: false,
+                    http_status,
+                    duration_ms,
+                    message,
+                    reason: None,
+                    expected_epoch: None,
+                },
+            )
+            .map(drop)
+    }
+}
+
+/// The recovery policy the route planner gives this step; none when it cannot be planned, and
+/// never any for a mutation.
+fn route_recovery(
+    capability: &cua_artifact::Capability,
+    step: &Step,
+    mutates: bool,
+) -> cua_route::RecoveryPolicy {
+    if mutates {
+        return cua_route::RecoveryPolicy::NoAutomaticRecovery;
+    }
+    // A request's route does not depend on the host platform (the http provider runs on all),
+    // so any platform plans it the same.
+    cua_route::step_request(capability, step, cua_route::Platform::Linux)
+        .and_then(|request| cua_route::plan(&request, &cua_route::ProviderRegistry::builtin()).ok())
+        .map_or(cua_route::RecoveryPolicy::NoAutomaticRecovery, |plan| {
+            plan.selection().recovery()
+        })
+}
+
+/// Failures a read may be retried after: the service did not answer in time, or could not be
+/// reached. An answer, even an error status, is never retried.
+fn retryable(error: &cua_surface::SurfaceError) -> bool {
+    matches!(
+        error,
+        cua_surface::SurfaceError::Timeout { .. } | cua_surface::SurfaceError::Unavailable { .. }
+    )
+}
+
+/// The verdict of a step refused before anything was sent.
+fn pre_dispatch_verdict(mutates: bool) -> EffectVerdict {
+    artifact_verdict(&cua_route::default_verdict(
+        mutates,
+        DispatchPhase::PreDispatch,
+    ))
+}
+
+fn refusal(stop: &Stop) -> String {
+    format!("refused before dispatch: {}", stop.code.as_str())
+}
+
+/// The run record's verdict for `cua-route`'s typed one: the same five statuses.
+fn artifact_verdict(verdict: &cua_route::EffectVerdict) -> EffectVerdict {
+    match verdict.status() {
+        cua_route::EffectStatus::NotApplicable => EffectVerdict::NotApplicable,
+        cua_route::EffectStatus::Confirmed => EffectVerdict::Confirmed,
+        cua_route::EffectStatus::Pending => EffectVerdict::Pending,
+        cua_route::EffectStatus::Unverifiable => EffectVerdict::Unverifiable,
+        cua_route::EffectStatus::SuspectedNoop => EffectVerdict::SuspectedNoop,
+    }
+}
+
+fn route_method(method: HttpMethod) -> cua_route::HttpMethod {
+    match method {
+        HttpMethod::Get => cua_route::HttpMethod::Get,
+        HttpMethod::Head => cua_route::HttpMethod::Head,
+        HttpMethod::Post => cua_route::HttpMethod::Post,
+        HttpMethod::Put => cua_route::HttpMethod::Put,
+        HttpMethod::Patch => cua_route::HttpMethod::Patch,
+        HttpMethod::Delete => cua_route::HttpMethod::Delete,
+    }
+}
+
+fn template_value(reference: &TemplateRef) -> ValueExpr {
+    match reference {
+        TemplateRef::Input(name) => ValueExpr::Input(name.clone()),
+        TemplateRef::Output(name) => ValueExpr::Output(name.clone()),
+        TemplateRef::Secret(name) => ValueExpr::Secret(name.clone()),
+    }
+}
+
+/// Everything but RFC 3986's unreserved characters, percent-encoded.
+fn percent_encode(text: &str) -> String {
+    let mut encoded = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
+}
+
+fn parse_json(bytes: &[u8], what: &str) -> Result<Value, String> {
+    serde_json::from_slice(bytes).map_err(|error| format!("{what} is not JSON: {error}"))
+}
+
+/// A JSON value as an output of `value_type`, or `None` when it is not one.
+fn typed_text(value: &Value, value_type: ValueType) -> Option<String> {
+    match (value_type, value) {
+        (ValueType::String | ValueType::Enum | ValueType::Date, Value::String(text)) => {
+            Some(text.clone())
+        }
+        (ValueType::Integer, Value::Number(number)) if number.is_i64() || number.is_u64() => {
+            Some(number.to_string())
+        }
+        (ValueType::Number | ValueType::Money, Value::Number(number)) => Some(number.to_string()),
+        (ValueType::Boolean, Value::Bool(flag)) => Some(flag.to_string()),
+        _ => None,
+    }
+}
+
+/// What a JSON value is, never what it holds (it may be sensitive).
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_values_cannot_add_segments_queries_or_origins() {
+        let check = |input: &str, expect: &str| assert_eq!(percent_encode(input), expect);
+        check("12345", "12345");
+        check("../admin", "..%2Fadmin");
+        check("1?x=2#f", "1%3Fx%3D2%23f");
+        check("@evil.example", "%40evil.example");
+        check("a b", "a%20b");
+        check("é", "%C3%A9");
+    }
+
+    #[test]
+    fn outputs_are_typed_from_json() {
+        let check = |json: &str, value_type: ValueType, expect: Option<&str>| {
+            let value: Value = serde_json::from_str(json).expect("json");
+            assert_eq!(
+                typed_text(&value, value_type).as_deref(),
+                expect,
+                "{json} as {value_type:?}"
+            );
+        };
+        check(r#""Jane""#, ValueType::String, Some("Jane"));
+        check("12", ValueType::String, None);
+        check("12", ValueType::Integer, Some("12"));
+        check("1.5", ValueType::Integer, None);
+        check("4210.55", ValueType::Money, Some("4210.55"));
+        check(r#""4210.55""#, ValueType::Money, None);
+        check("true", ValueType::Boolean, Some("true"));
+        check("null", ValueType::String, None);
+    }
+
+    #[test]
+    fn verdicts_map_status_for_status() {
+        let receipt = cua_route::DispatchReceipt {
+            provider: cua_route::ProviderKind::Http,
+            physical_action: cua_route::PhysicalAction::new("http_unsafe_request"),
+        };
+        let check = |verdict: cua_route::EffectVerdict, expect: EffectVerdict| {
+            assert_eq!(artifact_verdict(&verdict), expect);
+        };
+        check(
+            cua_route::EffectVerdict::from_http(cua_route::HttpMethod::Get, 200),
+            EffectVerdict::NotApplicable,
+        );
+        check(
+            cua_route::EffectVerdict::from_http(cua_route::HttpMethod::Post, 201),
+            EffectVerdict::Confirmed,
+        );
+        check(
+            cua_route::EffectVerdict::from_http(cua_route::HttpMethod::Post, 200),
+            EffectVerdict::Unverifiable,
+        );
+        check(
+            cua_route::EffectVerdict::from_http(cua_route::HttpMethod::Post, 409),
+            EffectVerdict::SuspectedNoop,
+        );
+        check(
+            cua_route::EffectVerdict::from_receipt(&receipt),
+            EffectVerdict::Unverifiable,
+        );
+        assert_eq!(pre_dispatch_verdict(true), EffectVerdict::SuspectedNoop);
+        assert_eq!(pre_dispatch_verdict(false), EffectVerdict::NotApplicable);
+    }
+}
