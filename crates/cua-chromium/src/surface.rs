@@ -31,8 +31,13 @@ use crate::screenshot;
 use crate::session::{Liveness, Session};
 use crate::tree::NodeHandle;
 
-/// How often waits observe. Stability is two equal observations this far apart.
+/// How often waits for a navigation or a condition observe.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+/// How long a stability wait sleeps between observations: the screen is stable when two
+/// observations this far apart (plus the time one takes) are equal, so a page that changes
+/// every few tens of milliseconds is never caught twice in the same state.
+const STABLE_INTERVAL: Duration = Duration::from_millis(40);
 
 /// How often the grace after an action looks for a load the action started.
 const GRACE_POLL: Duration = Duration::from_millis(5);
@@ -480,7 +485,12 @@ impl ChromiumSurface {
         (state.navigated_since(mark), state.worst_since(mark))
     }
 
-    async fn poll<F>(&self, timeout: Duration, mut done: F) -> Result<WaitOutcome, SurfaceError>
+    async fn poll<F>(
+        &self,
+        timeout: Duration,
+        interval: Duration,
+        mut done: F,
+    ) -> Result<WaitOutcome, SurfaceError>
     where
         F: FnMut(&UiSnapshot, &str, bool) -> bool + Send,
     {
@@ -501,7 +511,7 @@ impl ChromiumSurface {
                 Err(SurfaceError::ActionFailed { .. }) if Instant::now() < deadline => {}
                 Err(error) => return Err(error),
             }
-            if Instant::now() + POLL_INTERVAL > deadline {
+            if Instant::now() + interval > deadline {
                 if let Some(snapshot) = last {
                     return Ok(WaitOutcome::TimedOut(Box::new(snapshot)));
                 }
@@ -509,7 +519,7 @@ impl ChromiumSurface {
                 let (snapshot, _) = self.observe_recorded().await?;
                 return Ok(WaitOutcome::TimedOut(Box::new(snapshot)));
             }
-            tokio::time::sleep(POLL_INTERVAL).await;
+            tokio::time::sleep(interval).await;
         }
     }
 }
@@ -559,7 +569,7 @@ impl SurfaceDriver for ChromiumSurface {
         match condition {
             WaitCondition::SnapshotStable => {
                 let mut previous: Option<UiSnapshot> = None;
-                self.poll(timeout, move |snapshot, _, loading| {
+                self.poll(timeout, STABLE_INTERVAL, move |snapshot, _, loading| {
                     let stable = !loading && previous.as_ref() == Some(snapshot);
                     previous = Some(snapshot.clone());
                     stable
@@ -573,14 +583,18 @@ impl SurfaceDriver for ChromiumSurface {
                     .rev()
                     .find(|(seen, _)| *seen == digest)
                     .map(|(_, documents)| documents.clone());
-                self.poll(timeout, move |snapshot, documents, loading| {
-                    let changed = snapshot.url != before.url
-                        || match &before_documents {
-                            Some(before_documents) => before_documents != documents,
-                            None => snapshot != before.as_ref(),
-                        };
-                    changed && !loading
-                })
+                self.poll(
+                    timeout,
+                    POLL_INTERVAL,
+                    move |snapshot, documents, loading| {
+                        let changed = snapshot.url != before.url
+                            || match &before_documents {
+                                Some(before_documents) => before_documents != documents,
+                                None => snapshot != before.as_ref(),
+                            };
+                        changed && !loading
+                    },
+                )
                 .await
             }
         }
@@ -594,7 +608,7 @@ impl SurfaceDriver for ChromiumSurface {
     where
         P: Fn(&UiSnapshot) -> bool + Send + Sync,
     {
-        self.poll(timeout, |snapshot, _, _| predicate(snapshot))
+        self.poll(timeout, POLL_INTERVAL, |snapshot, _, _| predicate(snapshot))
             .await
     }
 
