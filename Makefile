@@ -3,6 +3,8 @@
 
 SHELL := /bin/bash
 CARGO ?= cargo
+# The binary `make build` produces (cargo honours CARGO_TARGET_DIR, so do we).
+CUA := $(or $(CARGO_TARGET_DIR),target)/debug/cua
 CHROMIUM := /usr/lib/chromium/chromium
 # `@playwright/test` for the generated-spec tests, installed project-locally (never a browser
 # download: the specs launch Debian's Chromium). tests/it/codegen.rs pins the same version.
@@ -51,9 +53,9 @@ build: deps ## Build the cua binary
 
 demo: build deps-node ## Run the end-to-end demo against the MemberDesk fixture app
 	@echo "== validating the reference capabilities and tenant overlays"
-	./target/debug/cua validate capabilities/*.yaml tenants/*/*.yaml
+	$(CUA) validate capabilities/*.yaml tenants/*/*.yaml
 	@echo "== the demo: discover, compile, review, replay (evidence in evidence/demo/)"
-	./target/debug/cua demo
+	$(CUA) demo
 
 fmt: ## Format the workspace
 	$(CARGO) fmt --all
@@ -80,13 +82,13 @@ bench: deps ## Benchmarks: figures and ratios printed side by side, never assert
 
 evidence: build deps-node ## Regenerate evidence/ from real runs
 	@mkdir -p evidence
-	set -o pipefail; ./target/debug/cua demo | tee evidence/demo-transcript.txt
+	set -o pipefail; $(CUA) demo | tee evidence/demo-transcript.txt
 	set -o pipefail; $(CARGO) bench -p cua-replay --bench replay | tee evidence/bench-replay.txt
 	set -o pipefail; $(CARGO) bench -p cua-chromium --bench driver | tee evidence/bench-driver.txt
 	set -o pipefail; $(CARGO) bench -p cua-target --bench resolve | tee evidence/bench-resolve.txt
 	set -o pipefail; $(CARGO) bench -p cua-catalog --bench search | tee evidence/bench-search.txt
 	CUA_SECRET_COREBANK_OPERATOR_ID=teller01 CUA_SECRET_COREBANK_OPERATOR_PASSWORD=not-a-real-password \
-		./target/debug/cua eval --out evidence/evals
+		$(CUA) eval --out evidence/evals
 
 clean: ## Remove build output
 	$(CARGO) clean
