@@ -29,20 +29,25 @@ deps: deps-chromium ## Install what is missing: Chromium (Debian), rustfmt and c
 deps-chromium:
 	@if [ ! -x $(CHROMIUM) ]; then \
 		echo "Chromium is missing: apt-get install -y chromium"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		$(APT_INSTALL) chromium >/dev/null; \
 	fi
 	@test -x $(CHROMIUM) || { echo "Chromium still missing at $(CHROMIUM): run apt-get install -y chromium" >&2; exit 1; }
 
-deps-node: ## Install @playwright/test into target/playwright-ci when it is missing
-	@command -v npm >/dev/null || { echo "npm is missing: apt-get install -y nodejs npm" >&2; exit 1; }
+# apt-get install of the Debian packages named, when a probe command says they are missing.
+APT_INSTALL = apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
+
+deps-node: ## Install Node.js and npm (Debian) and @playwright/test into target/playwright-ci when missing
+	@command -v npm >/dev/null || { echo "npm is missing: apt-get install -y nodejs npm"; $(APT_INSTALL) nodejs npm >/dev/null; }
+	@command -v npm >/dev/null || { echo "npm still missing: run apt-get install -y nodejs npm" >&2; exit 1; }
 	@if [ "$$(node -p "require('./$(PLAYWRIGHT_CI)/node_modules/@playwright/test/package.json').version" 2>/dev/null)" != "$(PLAYWRIGHT_VERSION)" ]; then \
 		mkdir -p $(PLAYWRIGHT_CI); \
 		[ -f $(PLAYWRIGHT_CI)/package.json ] || echo '{ "name": "cua-playwright-ci", "private": true }' > $(PLAYWRIGHT_CI)/package.json; \
 		npm install --no-audit --no-fund --prefix $(PLAYWRIGHT_CI) @playwright/test@$(PLAYWRIGHT_VERSION); \
 	fi
 
-deps-python: ## Install the official Python MCP SDK into target/mcp-venv when it is missing
-	@command -v python3 >/dev/null || { echo "python3 is missing: apt-get install -y python3 python3-venv" >&2; exit 1; }
+deps-python: ## Install python3 and venv (Debian) and the official Python MCP SDK into target/mcp-venv when missing
+	@python3 -c 'import ensurepip, venv' 2>/dev/null || { echo "python3 with venv is missing: apt-get install -y python3 python3-venv"; $(APT_INSTALL) python3 python3-venv >/dev/null; }
+	@python3 -c 'import ensurepip, venv' 2>/dev/null || { echo "python3-venv still missing: run apt-get install -y python3 python3-venv" >&2; exit 1; }
 	@if [ "$$($(MCP_VENV)/bin/python -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null)" != "$(MCP_SDK_VERSION)" ]; then \
 		python3 -m venv $(MCP_VENV) || { echo "cannot create $(MCP_VENV): apt-get install -y python3-venv" >&2; exit 1; }; \
 		$(MCP_VENV)/bin/pip install --quiet --disable-pip-version-check 'mcp==$(MCP_SDK_VERSION)'; \
