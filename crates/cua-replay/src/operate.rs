@@ -141,22 +141,12 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                     0,
                     error.to_string(),
                 )?;
-                // Unreachable means nothing was sent; anything else may have reached the
-                // service, and a mutation's outcome is then unknown.
-                let (verdict, reason) = match (&error, mutates) {
-                    (_, false) => (
-                        EffectVerdict::NotApplicable,
-                        "a read that failed".to_owned(),
-                    ),
-                    (cua_surface::SurfaceError::Unavailable { .. }, true) => (
-                        EffectVerdict::SuspectedNoop,
-                        "the service could not be reached; nothing was sent".to_owned(),
-                    ),
-                    (_, true) => (
-                        EffectVerdict::Unverifiable,
-                        "the request failed part-way; nothing proves what happened".to_owned(),
-                    ),
-                };
+                let (verdict, reason) = failed_dispatch_verdict(
+                    &error,
+                    mutates,
+                    "the service could not be reached; nothing was sent",
+                    "the request failed part-way; nothing proves what happened",
+                );
                 self.record_step(frame, tally, position, record(verdict, reason))?;
                 return Err(Stop::surface(
                     &error,
@@ -308,20 +298,12 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                     0,
                     error.to_string(),
                 )?;
-                let (verdict, reason) = match (&error, mutates) {
-                    (_, false) => (
-                        EffectVerdict::NotApplicable,
-                        "a read that failed".to_owned(),
-                    ),
-                    (cua_surface::SurfaceError::Unavailable { .. }, true) => (
-                        EffectVerdict::SuspectedNoop,
-                        "the program could not be started".to_owned(),
-                    ),
-                    (_, true) => (
-                        EffectVerdict::Unverifiable,
-                        "the command failed part-way; nothing proves what happened".to_owned(),
-                    ),
-                };
+                let (verdict, reason) = failed_dispatch_verdict(
+                    &error,
+                    mutates,
+                    "the program could not be started",
+                    "the command failed part-way; nothing proves what happened",
+                );
                 self.record_step(frame, tally, position, record(verdict, reason))?;
                 return Err(Stop::surface(
                     &error,
@@ -624,6 +606,27 @@ fn retryable(error: &cua_surface::SurfaceError) -> bool {
 }
 
 /// The verdict of a step refused before anything was sent.
+/// The verdict of an operator dispatch that failed: a read changed nothing; an operator that
+/// was unavailable (nothing listening, no program to start) sent nothing; any other failure may
+/// have reached the service, so a mutation's outcome is unknown.
+fn failed_dispatch_verdict(
+    error: &cua_surface::SurfaceError,
+    mutates: bool,
+    unreached: &str,
+    part_way: &str,
+) -> (EffectVerdict, String) {
+    match (error, mutates) {
+        (_, false) => (
+            EffectVerdict::NotApplicable,
+            "a read that failed".to_owned(),
+        ),
+        (cua_surface::SurfaceError::Unavailable { .. }, true) => {
+            (EffectVerdict::SuspectedNoop, unreached.to_owned())
+        }
+        (_, true) => (EffectVerdict::Unverifiable, part_way.to_owned()),
+    }
+}
+
 fn pre_dispatch_verdict(mutates: bool) -> EffectVerdict {
     artifact_verdict(&cua_route::default_verdict(
         mutates,
@@ -742,6 +745,22 @@ mod tests {
         check(r#""4210.55""#, ValueType::Money, None);
         check("true", ValueType::Boolean, Some("true"));
         check("null", ValueType::String, None);
+    }
+
+    #[test]
+    fn a_failed_dispatch_is_never_confirmed_and_only_an_unreached_mutation_is_a_noop() {
+        let unavailable = cua_surface::SurfaceError::Unavailable {
+            reason: "connection refused".to_owned(),
+        };
+        let part_way = cua_surface::SurfaceError::ActionFailed {
+            reason: "connection reset".to_owned(),
+        };
+        let verdict =
+            |error, mutates| failed_dispatch_verdict(error, mutates, "unreached", "part").0;
+        assert_eq!(verdict(&unavailable, false), EffectVerdict::NotApplicable);
+        assert_eq!(verdict(&part_way, false), EffectVerdict::NotApplicable);
+        assert_eq!(verdict(&unavailable, true), EffectVerdict::SuspectedNoop);
+        assert_eq!(verdict(&part_way, true), EffectVerdict::Unverifiable);
     }
 
     #[test]
