@@ -345,6 +345,12 @@ pub struct Step {
     /// name, and an irreversible step runs only when declared so and approved.
     #[serde(default)]
     pub risk: RiskTier,
+    /// An explicit route (`visual`, `cdp`, `http`, `process`): a hard constraint on which
+    /// operator and provider may perform the step, and the only way a step reaches a provider
+    /// that is never selected implicitly (the visual one). The route planner decides whether
+    /// the named route can perform the action; absent, the planner picks the implicit route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<Identifier>,
 }
 
 /// The closed set of step actions, discriminated on the wire by `type`. The target lives on the
@@ -416,6 +422,22 @@ pub enum Action {
     /// A declared executable run from an argv, never through a shell (the native-cli operator).
     /// The executable is a name the policy's `commands.allowed` maps to a path.
     Command(CommandCall),
+    /// A screenshot of the page's viewport (the visual-observation operator), only on an
+    /// explicit `via: visual` route. It issues a single-use observation ref that one later
+    /// `click_at` may claim within 30 seconds, in the same session and on the same page.
+    Screenshot {},
+    /// A click at pixel coordinates of the image a `screenshot` step took (the
+    /// visual-coordinate operator), only on an explicit `via: visual` route: for a control with
+    /// no semantic handle (a canvas, an image map). The point is checked against the
+    /// screenshot's bounds, and the observation ref claimed, before anything is dispatched.
+    ClickAt {
+        /// The `screenshot` step whose observation this click claims.
+        observation: StepId,
+        /// Pixels from the screenshot's left edge.
+        x: u32,
+        /// Pixels from the screenshot's top edge.
+        y: u32,
+    },
 }
 
 /// `type: http`. Templates in `url` and `headers` may hold `{$input: name}`,
@@ -514,6 +536,8 @@ impl Action {
             Self::RawInput { .. } => ActionKind::RawInput,
             Self::Http(_) => ActionKind::Http,
             Self::Command(_) => ActionKind::Command,
+            Self::Screenshot {} => ActionKind::Screenshot,
+            Self::ClickAt { .. } => ActionKind::ClickAt,
         }
     }
 
@@ -541,7 +565,9 @@ impl Action {
             | Self::Assert { .. }
             | Self::RawInput { .. }
             | Self::Http(_)
-            | Self::Command(_) => None,
+            | Self::Command(_)
+            | Self::Screenshot {}
+            | Self::ClickAt { .. } => None,
         }
     }
 
@@ -559,7 +585,9 @@ impl Action {
             | Self::Assert { .. }
             | Self::RawInput { .. }
             | Self::Http(_)
-            | Self::Command(_) => None,
+            | Self::Command(_)
+            | Self::Screenshot {}
+            | Self::ClickAt { .. } => None,
         }
     }
 }

@@ -47,6 +47,8 @@ pub enum DiagnosticCode {
     StepBudgetExceeded,
     InvalidInputSpec,
     EmptyList,
+    ExplicitRouteRequired,
+    ObservationReused,
     Tampered,
     // Tenant bindings.
     OverlayCapabilityMismatch,
@@ -96,6 +98,8 @@ impl DiagnosticCode {
             Self::StepBudgetExceeded => "cua::step_budget_exceeded",
             Self::InvalidInputSpec => "cua::invalid_input_spec",
             Self::EmptyList => "cua::empty_list",
+            Self::ExplicitRouteRequired => "cua::explicit_route_required",
+            Self::ObservationReused => "cua::observation_reused",
             Self::Tampered => "cua::tampered",
             Self::OverlayCapabilityMismatch => "cua::overlay_capability_mismatch",
             Self::OverlayUnknownStep => "cua::overlay_unknown_step",

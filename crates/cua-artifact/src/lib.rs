@@ -58,8 +58,8 @@ pub use policy::{
 };
 pub use predicate::{NodeQuery, NodeScope, Predicate};
 pub use run_record::{
-    FailureDetail, InterventionRef, OutcomeResult, ResolutionDebug, ResolutionRecord, RunKind,
-    RunRecord, RunResult, StepRecord,
+    FailureDetail, InterventionRef, OutcomeResult, ResolutionDebug, ResolutionRecord, RouteFailure,
+    RouteTrace, RunKind, RunRecord, RunResult, StepRecord,
 };
 pub use source_map::{DocPath, SourceLocation, SourceMap, SourceNode};
 pub use target::{

@@ -90,6 +90,45 @@ pub struct StepRecord {
     pub snapshot_ref: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screenshot_ref: Option<String>,
+    /// Which operator and provider performed the step, and the path its dispatch took through
+    /// the recovery state graph.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<RouteTrace>,
+}
+
+/// A step's route as the planner selected it before dispatch, and its recovery trace: every
+/// attempt, every failure, and the states of the recovery graph the dispatch passed through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RouteTrace {
+    /// The operator class (`browser-semantic`, `structured-api`, `native-cli`,
+    /// `visual-coordinate`, …).
+    pub operator: String,
+    /// The provider that performed it (`cdp-browser`, `http`, `subprocess`, `visual`).
+    pub provider: String,
+    /// The provider's physical action (`dom_click`, `http_unsafe_request`, `pointer_click`, …).
+    pub physical_action: String,
+    /// Why the planner selected this provider.
+    pub selected_by: String,
+    /// The recovery strategy the route permits (`none`, `same-primitive-retry`).
+    pub strategy: String,
+    pub max_attempts: u8,
+    pub attempts: u8,
+    /// The recovery states passed through, from `planned`.
+    pub path: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<RouteFailure>,
+}
+
+/// One failed attempt of a route.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RouteFailure {
+    pub attempt: u8,
+    /// `retryable-read-failure`, `read-failure`, `pre-dispatch-rejection`,
+    /// `outcome-ambiguous` or `suspected-noop`.
+    pub kind: String,
+    pub reason: String,
 }
 
 /// How a step's target was resolved.

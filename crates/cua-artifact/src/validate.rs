@@ -290,6 +290,61 @@ impl<'a> Checker<'a> {
         }
         self.wait(&path.key("wait"), &step.wait, index);
         self.declared_risk(path, step);
+        self.visual(path, index, step);
+    }
+
+    /// A `screenshot` or `click_at` names its route explicitly (visual routes are never
+    /// implicit), and a `click_at` claims the observation of an earlier `screenshot` that no
+    /// other `click_at` claims: a ref is single-use.
+    fn visual(&mut self, path: &DocPath, index: usize, step: &'a Step) {
+        if !matches!(step.action, Action::Screenshot {} | Action::ClickAt { .. }) {
+            return;
+        }
+        if step.via.is_none() {
+            self.report(
+                DiagnosticCode::ExplicitRouteRequired,
+                path.key("via"),
+                format!(
+                    "step `{}` is a `{}` step with no explicit route",
+                    step.id,
+                    step.action.kind().as_str()
+                ),
+                "add `via: visual`; pixels and coordinates are never chosen implicitly",
+            );
+        }
+        let Action::ClickAt { observation, .. } = &step.action else {
+            return;
+        };
+        let at = path.key("action").key("observation");
+        let earlier = self.capability.steps[..index]
+            .iter()
+            .find(|candidate| candidate.id == *observation);
+        match earlier {
+            Some(source) if matches!(source.action, Action::Screenshot {}) => {}
+            Some(_) => self.report(
+                DiagnosticCode::UnknownStep,
+                at,
+                format!("`click_at` claims the observation of step `{observation}`, which is not a `screenshot` step"),
+                "name an earlier `screenshot` step; only a screenshot issues an observation ref",
+            ),
+            None => self.report(
+                DiagnosticCode::UnknownStep,
+                at,
+                format!("`click_at` claims the observation of step `{observation}`, which is not an earlier step"),
+                "take the screenshot in an earlier step and name it here",
+            ),
+        }
+        let claimed_before = self.capability.steps[..index].iter().any(|other| {
+            matches!(&other.action, Action::ClickAt { observation: claimed, .. } if claimed == observation)
+        });
+        if claimed_before {
+            self.report(
+                DiagnosticCode::ObservationReused,
+                path.key("action").key("observation"),
+                format!("the observation of step `{observation}` is claimed by an earlier `click_at`"),
+                "an observation ref is single-use: take a new screenshot before each coordinate click",
+            );
+        }
     }
 
     fn action(&mut self, path: &DocPath, action: &Action, step: Option<usize>) {
@@ -345,7 +400,9 @@ impl<'a> Checker<'a> {
             | Action::Navigate { .. }
             | Action::Reload {}
             | Action::Scroll { .. }
-            | Action::RawInput { .. } => {}
+            | Action::RawInput { .. }
+            | Action::Screenshot {}
+            | Action::ClickAt { .. } => {}
         }
     }
 

@@ -84,11 +84,15 @@ pub enum ActionKind {
     Http,
     /// A declared executable run from an argv.
     Command,
+    /// A screenshot that issues a visual observation ref.
+    Screenshot,
+    /// A click at a screenshot's pixel coordinates.
+    ClickAt,
 }
 
 impl ActionKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ActionKind; 13] = [
+    pub const ALL: [ActionKind; 15] = [
         Self::Click,
         Self::Type,
         Self::Select,
@@ -102,6 +106,8 @@ impl ActionKind {
         Self::RawInput,
         Self::Http,
         Self::Command,
+        Self::Screenshot,
+        Self::ClickAt,
     ];
 
     /// The wire name.
@@ -120,6 +126,8 @@ impl ActionKind {
             Self::RawInput => "raw_input",
             Self::Http => "http",
             Self::Command => "command",
+            Self::Screenshot => "screenshot",
+            Self::ClickAt => "click_at",
         }
     }
 
@@ -127,7 +135,7 @@ impl ActionKind {
     pub fn is_read_only(self) -> bool {
         matches!(
             self,
-            Self::WaitFor | Self::Assert | Self::Extract | Self::Scroll
+            Self::WaitFor | Self::Assert | Self::Extract | Self::Scroll | Self::Screenshot
         )
     }
 
@@ -157,12 +165,16 @@ pub enum FailureCode {
     InputValidationFailed,
     UnexpectedState,
     LeaseLost,
+    /// No provider may perform a step as the artifact asks (a `via` that names no route, a
+    /// route that lacks the action, a coordinate action without an explicit visual route),
+    /// decided by the route planner before anything is dispatched.
+    RouteUnavailable,
     Internal,
 }
 
 impl FailureCode {
     /// Every code, in declaration order.
-    pub const ALL: [FailureCode; 14] = [
+    pub const ALL: [FailureCode; 15] = [
         Self::TargetNotFound,
         Self::TargetAmbiguous,
         Self::PreconditionFailed,
@@ -176,6 +188,7 @@ impl FailureCode {
         Self::InputValidationFailed,
         Self::UnexpectedState,
         Self::LeaseLost,
+        Self::RouteUnavailable,
         Self::Internal,
     ];
 
@@ -205,6 +218,7 @@ impl FailureCode {
             Self::InputValidationFailed => "input_validation_failed",
             Self::UnexpectedState => "unexpected_state",
             Self::LeaseLost => "lease_lost",
+            Self::RouteUnavailable => "route_unavailable",
             Self::Internal => "internal",
         }
     }

@@ -53,6 +53,23 @@ pub(crate) async fn capture(
             .await;
     }
     let answer = outcome?;
+    let metrics = session
+        .call("Page.getLayoutMetrics", json!({}))
+        .await
+        .map_err(|error| error.into_surface("reading the viewport size"))?;
+    let viewport = &metrics["cssVisualViewport"];
+    let css = |key: &str| {
+        viewport[key]
+            .as_f64()
+            .filter(|size| size.is_finite() && *size >= 1.0)
+            .map(|size| size.round() as u32)
+    };
+    let (Some(viewport_width), Some(viewport_height)) = (css("clientWidth"), css("clientHeight"))
+    else {
+        return Err(SurfaceError::ActionFailed {
+            reason: "Chromium reported no viewport size with the screenshot".to_string(),
+        });
+    };
     let data = answer["data"].as_str().unwrap_or_default();
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(data)
@@ -67,6 +84,8 @@ pub(crate) async fn capture(
         mime_type: "image/png".to_string(),
         width,
         height,
+        viewport_width,
+        viewport_height,
         redacted_regions: request.redact_regions.len(),
     })
 }

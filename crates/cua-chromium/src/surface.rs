@@ -389,6 +389,10 @@ impl ChromiumSurface {
                 actions::mouse_click(session, *x, *y).await?;
                 Ok(format!("clicked at ({x:.0}, {y:.0})"))
             }
+            SurfaceAction::PointClick { x, y } => {
+                actions::mouse_click(session, *x, *y).await?;
+                Ok(format!("clicked at ({x:.1}, {y:.1}) in the viewport"))
+            }
             SurfaceAction::RawInput(RawInput::Text { text }) => {
                 actions::insert_text(session, text).await?;
                 Ok(format!("typed {} characters", text.chars().count()))

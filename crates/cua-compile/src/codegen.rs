@@ -801,6 +801,14 @@ impl<'c> SpecWriter<'c> {
                     action.kind().as_str()
                 ));
             }
+            Action::Screenshot {} | Action::ClickAt { .. } => {
+                return Err(format!(
+                    "a `{}` step acts by pixels under a single-use, 30-second observation ref \
+                     bound to its page and run; a Playwright test would click the coordinates \
+                     with none of those checks",
+                    action.kind().as_str()
+                ));
+            }
         }
         Ok(lines)
     }

@@ -468,6 +468,7 @@ impl Compiler {
             wait,
             postcondition,
             risk: action.risk,
+            via: None,
         });
         Ok(())
     }

@@ -65,6 +65,13 @@ pub enum SurfaceAction {
     Http(HttpRequest),
     /// A declared executable from an argv (the native-cli operator).
     Command(CommandInvocation),
+    /// A click at a point of the page's viewport, in CSS pixels (the visual-coordinate
+    /// operator). The replay engine builds one only from a claimed observation ref, after the
+    /// point was checked against the screenshot's bounds.
+    PointClick {
+        x: f64,
+        y: f64,
+    },
 }
 
 /// An HTTP request with every value bound. Header values and the body may hold secrets, so
@@ -130,6 +137,7 @@ impl SurfaceAction {
             Self::RawInput(_) => ActionKind::RawInput,
             Self::Http(_) => ActionKind::Http,
             Self::Command(_) => ActionKind::Command,
+            Self::PointClick { .. } => ActionKind::ClickAt,
         }
     }
 
@@ -166,6 +174,7 @@ impl std::fmt::Debug for SurfaceAction {
             Self::RawInput(raw) => write!(f, "RawInput({raw:?})"),
             Self::Http(request) => write!(f, "Http({request:?})"),
             Self::Command(command) => write!(f, "Command({command:?})"),
+            Self::PointClick { x, y } => write!(f, "PointClick({x}, {y})"),
         }
     }
 }

@@ -333,6 +333,10 @@ impl PolicyEngine {
         if let Some(by_action) = self.risk.tiers_by_action.get(&kind) {
             raise(*by_action, format!("action:{}", kind.as_str()));
         }
+        // A click at coordinates cannot see what it clicks: never safe, whatever the rules say.
+        if kind == ActionKind::ClickAt {
+            raise(RiskTier::Elevated, "coordinate_action".to_string());
+        }
         if let Some(target) = target
             && let Some((lexicon_tier, phrase)) =
                 self.risk.lexicon.classify(&target.role, &target.name)

@@ -5,10 +5,10 @@
 use cua_artifact::{Action, Capability, RiskTier, Step, SurfaceKind};
 use serde::Serialize;
 
-use crate::axes::{Effect, LogicalAction, Platform};
+use crate::axes::{Effect, LogicalAction, Platform, ProviderKind, RouteName, TargetScope};
 use crate::explain::{RouteExplanation, explain};
 use crate::registry::ProviderRegistry;
-use crate::request::{RouteRequest, TargetEvidence};
+use crate::request::{ObservationEvidence, RouteRequest, TargetEvidence};
 
 /// The schema version of a serialized capability explanation.
 pub const CAPABILITY_ROUTES_SCHEMA: &str = "cua.capability-routes/v1";
@@ -90,11 +90,8 @@ pub fn explain_capability(
             step: step.id.to_string(),
             action: step.action.kind().as_str(),
             route: match step_request(capability, step, platform) {
-                Some(request) => StepRouting::Explanation(explain(&request, registry)),
-                None => StepRouting::Unroutable(format!(
-                    "`{}` is an operator's gesture; no provider performs it for a capability",
-                    step.action.kind().as_str()
-                )),
+                Ok(request) => StepRouting::Explanation(explain(&request, registry)),
+                Err(reason) => StepRouting::Unroutable(reason),
             },
         })
         .collect();
@@ -106,16 +103,22 @@ pub fn explain_capability(
     })
 }
 
-/// The planning request of one step: its logical action, the effect the artifact declares
-/// (reads are reads; a step declared above `safe` is a mutation of unknown kind, left to the
-/// binding's default), and the target evidence the artifact names: the entrypoint's renderer
-/// and the described element for a web surface, the request URL for `http`, the declared
-/// executable for `command`. `None` for an action no provider performs (`raw_input`).
+/// The session name a capability's static explanation gives the observation a `click_at`
+/// claims; at run time the replay engine plans with the live observation's binding instead.
+pub const THIS_RUN: &str = "this-run";
+
+/// The planning request of one step: its logical action, its explicit route (`via`), the effect
+/// the artifact declares (reads are reads; a step declared above `safe` is a mutation of
+/// unknown kind, left to the binding's default), and the target evidence the artifact names:
+/// the entrypoint's renderer and the described element for a web surface, the request URL for
+/// `http`, the declared executable for `command`, and for `click_at` the visual observation it
+/// claims (issued in [`THIS_RUN`]) and its pixel coordinates. An error, saying why, for an
+/// action no provider performs (`raw_input`) or a `via` that names no route.
 pub fn step_request(
     capability: &Capability,
     step: &Step,
     platform: Platform,
-) -> Option<RouteRequest> {
+) -> Result<RouteRequest, String> {
     let web = matches!(
         capability.surface.kind,
         SurfaceKind::Web | SurfaceKind::LegacyWeb
@@ -153,17 +156,48 @@ pub fn step_request(
             TargetEvidence::default().executable(call.executable.clone()),
             call.read_only,
         ),
-        Action::RawInput { .. } => return None,
+        Action::Screenshot {} => (LogicalAction::Screenshot, renderer(), true),
+        Action::ClickAt { x, y, .. } => (
+            LogicalAction::PointClick,
+            renderer()
+                .observation(ObservationEvidence {
+                    issuer: ProviderKind::Visual,
+                    target_scope: TargetScope::BrowserRenderer,
+                    session: THIS_RUN.to_owned(),
+                })
+                .session(THIS_RUN)
+                .coordinates(*x, *y),
+            false,
+        ),
+        Action::RawInput { .. } => {
+            return Err(format!(
+                "`{}` is an operator's gesture; no provider performs it for a capability",
+                step.action.kind().as_str()
+            ));
+        }
     };
     let evidence = match (web, step.action.target()) {
         (true, Some(target)) => evidence.element(target.describe()),
         _ => evidence,
     };
     let mut request = RouteRequest::new(action, platform).evidence(evidence);
+    if let Some(via) = &step.via {
+        let route = RouteName::parse_alias(via.as_str()).map_err(|_| {
+            format!(
+                "`via: {via}` names no route; routes are {}",
+                RouteName::ALL
+                    .iter()
+                    .map(|route| route.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        request = request.via(route);
+    }
     if read && step.risk == RiskTier::Safe {
         request = request.effect(Effect::Read);
     }
-    Some(request)
+    Ok(request)
 }
 
 impl std::fmt::Display for CapabilityRoutes {

@@ -61,6 +61,10 @@ pub struct Screenshot {
     pub mime_type: String,
     pub width: u32,
     pub height: u32,
+    /// The viewport the image shows, in CSS pixels: the space input coordinates land in. It
+    /// differs from `width` × `height` when a device pixel is not a CSS pixel.
+    pub viewport_width: u32,
+    pub viewport_height: u32,
     /// Number of regions painted over before capture.
     pub redacted_regions: usize,
 }
@@ -72,6 +76,8 @@ impl std::fmt::Debug for Screenshot {
             .field("mime_type", &self.mime_type)
             .field("width", &self.width)
             .field("height", &self.height)
+            .field("viewport_width", &self.viewport_width)
+            .field("viewport_height", &self.viewport_height)
             .field("redacted_regions", &self.redacted_regions)
             .finish()
     }

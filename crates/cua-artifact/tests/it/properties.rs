@@ -340,6 +340,7 @@ prop_compose! {
                 // Irreversible steps need a postcondition; give every elevated-or-worse one.
                 postcondition: postcondition.or_else(|| (risks[index] == RiskTier::Irreversible).then(|| Predicate::TextPresent { value: ValueExpr::String("Done".into()) })),
                 risk: risks[index],
+                via: None,
             })
             .collect();
         let extract_id = Identifier::parse("read_result").expect("valid");
@@ -351,6 +352,7 @@ prop_compose! {
             wait: WaitPolicy::default(),
             postcondition: None,
             risk: RiskTier::Safe,
+            via: None,
         });
         let (first, second) = inputs;
         Capability {
