@@ -311,6 +311,9 @@ pub struct Effect {
     pub reason: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision_id: Option<String>,
+    /// The step's route and recovery trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<cua_artifact::RouteTrace>,
 }
 
 /// `recovery`: a declared recovery rule fired (an attempt of a remedy).

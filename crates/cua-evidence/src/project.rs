@@ -214,6 +214,7 @@ impl Projection {
                 };
                 if let Some(step) = position.and_then(|index| self.steps.get_mut(index)) {
                     step.effect = effect.verdict;
+                    step.route.clone_from(&effect.route);
                 }
             }
             Event::Escalate(escalate) => {
@@ -314,6 +315,7 @@ impl Projection {
             error_code: (!dispatch.ok).then_some(FailureCode::ActionFailed),
             snapshot_ref: self.snapshot_ref.clone(),
             screenshot_ref: None,
+            route: None,
         }
     }
 }

@@ -18,7 +18,9 @@ use serde_json::Value;
 
 use crate::clock::RunClock;
 use crate::error::ReplayError;
-use crate::ports::{CapabilityLoader, EscalationRequest, EscalationSink, PreparedCapability};
+use crate::ports::{
+    CapabilityLoader, Entropy, EscalationRequest, EscalationSink, PreparedCapability, SystemEntropy,
+};
 use crate::report::{ReplayReport, StepReport, run_verdict};
 use crate::resume::Supervision;
 use crate::stop::{Halt, Stop};
@@ -44,6 +46,8 @@ pub struct ReplayConfig {
     /// The operators `http` and `command` steps dispatch through; a run without one refuses
     /// those steps (`surface_unavailable`) before anything is sent.
     pub operators: Operators,
+    /// The source of each visual observation ref's 256 random bits.
+    pub entropy: Arc<dyn Entropy>,
 }
 
 /// The structured-api and native-cli operators, injected by the binary (replay itself links
@@ -73,6 +77,7 @@ impl Default for ReplayConfig {
             backoff_cap: Duration::from_secs(4),
             screenshot_on_failure: true,
             operators: Operators::default(),
+            entropy: Arc::new(SystemEntropy),
         }
     }
 }
@@ -156,6 +161,10 @@ pub(crate) struct Frame<'c> {
     pub(crate) attempts: BTreeMap<Identifier, u32>,
     /// Whether the caller opted in to irreversible steps (remedies inherit it).
     pub(crate) allow_irreversible: bool,
+    /// Each step's route, planned before the frame's first action.
+    pub(crate) routes: Vec<cua_route::RoutePlan>,
+    /// The observation ref each `screenshot` step issued, until a `click_at` claims it.
+    pub(crate) observations: BTreeMap<StepId, cua_route::ObservationRef>,
 }
 
 /// What the whole run accumulates, across its remedies.
@@ -181,6 +190,8 @@ pub(crate) struct Tally {
     /// A supervised escalation that was opened (and its `escalate` emitted) but never handed
     /// back: the run ends as `needs_human` on it without opening another.
     pub(crate) open_intervention: Option<String>,
+    /// The run's live visual observation refs.
+    pub(crate) observations: cua_route::ObservationLedger,
 }
 
 /// How a capability's execution ended.
@@ -426,6 +437,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             Stop::new(FailureCode::InputValidationFailed, message)
                 .expected("inputs that satisfy every input spec of the capability")
         })?;
+        let routes = crate::route::plan_steps(capability)?;
         let grant = prepared.grant(allow_irreversible);
         engine
             .preflight_irreversible(capability, &grant)
@@ -449,6 +461,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             started: self.clock.elapsed(),
             attempts: BTreeMap::new(),
             allow_irreversible,
+            routes,
+            observations: BTreeMap::new(),
         })
     }
 
@@ -504,6 +518,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                     .to_owned()
             },
             risk: dispatched.risk,
+            route: None,
         });
         Ok(())
     }
@@ -736,26 +751,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         {
             return Ok(None);
         }
-        let redactor = self.bus.redactor();
-        let regions = tally
-            .last_snapshot
-            .as_ref()
-            .map(|snapshot| {
-                snapshot
-                    .nodes
-                    .iter()
-                    .filter(|node| {
-                        tally.sensitive_nodes.contains(&node.id)
-                            || !redactor.is_clean(&node.name)
-                            || node
-                                .value
-                                .as_deref()
-                                .is_some_and(|value| !redactor.is_clean(value))
-                    })
-                    .filter_map(|node| node.bounds)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let regions = self.sensitive_regions(tally);
         let shot = match self
             .driver
             .screenshot(ScreenshotRequest {
@@ -795,6 +791,31 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             }
             Err(error) => Err(error.into()),
         }
+    }
+
+    /// The boxes of the last snapshot's nodes that hold a secret or a sensitive value, to be
+    /// painted over before any screenshot.
+    pub(crate) fn sensitive_regions(&self, tally: &Tally) -> Vec<cua_snapshot::Bounds> {
+        let redactor = self.bus.redactor();
+        tally
+            .last_snapshot
+            .as_ref()
+            .map(|snapshot| {
+                snapshot
+                    .nodes
+                    .iter()
+                    .filter(|node| {
+                        tally.sensitive_nodes.contains(&node.id)
+                            || !redactor.is_clean(&node.name)
+                            || node
+                                .value
+                                .as_deref()
+                                .is_some_and(|value| !redactor.is_clean(value))
+                    })
+                    .filter_map(|node| node.bounds)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Emits a `note` as the system.

@@ -83,17 +83,20 @@ mod ports;
 mod recovery;
 mod report;
 mod resume;
+mod route;
 mod step;
 mod stop;
 mod transform;
 mod values;
+mod visual;
 
 pub use clock::{ManualClock, RunClock, Sleep, TokioClock};
 pub use error::ReplayError;
 pub use executor::{ContinueAt, Operators, ReplayConfig, Replayer, RunRequest};
 pub use ports::{
-    CapabilityList, CapabilityLoader, EscalationRequest, EscalationSink, INVOCATION_TENANT,
-    NoCapabilities, PreparedCapability, RecordedEscalations, TenantOverlay,
+    CapabilityList, CapabilityLoader, Entropy, EscalationRequest, EscalationSink,
+    INVOCATION_TENANT, NoCapabilities, PreparedCapability, RecordedEscalations, SystemEntropy,
+    TenantOverlay,
 };
 pub use report::{ReplayReport, StepReport, StepResolution, run_verdict};
 pub use resume::{Handback, HandbackFuture, Reanchor, reanchor};

@@ -21,11 +21,12 @@ use cua_artifact::{
 };
 use cua_evidence::Dispatch;
 use cua_policy::{CommandInvocation, HttpRequest, SurfaceAction};
-use cua_route::{DispatchPhase, ProviderClaim};
+use cua_route::{AttemptOutcome, DispatchPhase, ProviderClaim, ProviderFailure, RecoveryEdge};
 use cua_surface::SurfaceDriver;
 use serde_json::Value;
 
 use crate::executor::{Frame, Replayer, Tally};
+use crate::route::RouteWalk;
 use crate::step::{DispatchFailure, StepRecordInput};
 use crate::stop::{Halt, Position, Stop};
 
@@ -50,6 +51,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             verdict: pre_dispatch_verdict(mutates),
             reason,
             risk: step.risk,
+            route: None,
         };
         let Some(client) = self.config.operators.http.clone() else {
             let stop = Stop::new(
@@ -87,47 +89,36 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         let decision_id = authorized.decision_id().to_owned();
         let risk = authorized.risk();
         let epoch = authorized.lease_epoch();
-        // The planner's recovery policy for this step: a read may be sent once more after a
-        // retryable failure, same provider, request and target; a mutation is sent once.
-        let recovery = route_recovery(frame.capability, step, mutates);
+        // The step walks its route's recovery graph: `open` sends the request once; a failure
+        // settles the walk, and only the edge the route offers next (a retry of a read after a
+        // retryable failure: same provider, same authorized request, same target) sends again.
+        let mut walk = RouteWalk::start(&frame.routes[position.index as usize]);
         tally.fresh = None;
         let mut attempts: u8 = 0;
+        walk.take(RecoveryEdge::Open);
         let sent = loop {
             attempts = attempts.saturating_add(1);
             let result = client.send(authorized.clone()).await;
             tally.dispatches += 1;
-            match &result {
-                Err(error)
-                    if retryable(error)
-                        && recovery.permits_retry(
-                            cua_route::FailureKind::RetryableReadFailure,
-                            attempts,
-                        ) =>
-                {
-                    self.emit_operator_dispatch(
-                        epoch,
-                        position,
-                        &decision_id,
-                        kind,
-                        false,
-                        None,
-                        0,
-                        format!("attempt {attempts}: {error}; {recovery}"),
-                    )?;
-                }
-                _ => break result,
+            let Err(error) = &result else {
+                break result;
+            };
+            walk.settle(AttemptOutcome::Failed(provider_failure(error)));
+            if !walk.take(RecoveryEdge::Retry) {
+                break result;
             }
+            self.emit_operator_dispatch(
+                epoch,
+                position,
+                &decision_id,
+                kind,
+                false,
+                None,
+                0,
+                format!("attempt {attempts}: {error}; the route retries the same request"),
+            )?;
         };
         self.mark_mutation(tally, &position.id, risk, false);
-        let record = |verdict, reason: String| StepRecordInput {
-            kind,
-            resolution: None,
-            decision_id: Some(decision_id.clone()),
-            dispatched: true,
-            verdict,
-            reason,
-            risk,
-        };
         let response = match sent {
             Ok(response) => response,
             Err(error) => {
@@ -147,7 +138,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                     "the service could not be reached; nothing was sent",
                     "the request failed part-way; nothing proves what happened",
                 );
-                self.record_step(frame, tally, position, record(verdict, reason))?;
+                let input = dispatched_record(kind, &decision_id, risk, verdict, reason, walk);
+                self.record_step(frame, tally, position, input)?;
                 return Err(Stop::surface(
                     &error,
                     &format!("step `{}` sending {} {url}", position.id, method.as_str()),
@@ -168,8 +160,11 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         )?;
         let settled = cua_route::EffectVerdict::from_http(route_method(method), response.status);
         let verdict = artifact_verdict(&settled);
+        let reason = settled.reason();
+        walk.settle(AttemptOutcome::Settled(settled));
+        let record = dispatched_record(kind, &decision_id, risk, verdict, reason, walk);
         if !expected {
-            self.record_step(frame, tally, position, record(verdict, settled.reason()))?;
+            self.record_step(frame, tally, position, record)?;
             return Err(Stop::new(
                 FailureCode::ActionFailed,
                 format!(
@@ -188,7 +183,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             parse_json(&response.body, "the response")
                 .and_then(|document| self.extract_outputs(frame, &call.extract, &document))
         };
-        self.record_step(frame, tally, position, record(verdict, settled.reason()))?;
+        self.record_step(frame, tally, position, record)?;
         extracted.map_err(|problem| {
             Stop::new(
                 FailureCode::ActionFailed,
@@ -218,6 +213,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             verdict: pre_dispatch_verdict(mutates),
             reason,
             risk: step.risk,
+            route: None,
         };
         let Some(runner) = self.config.operators.command.clone() else {
             let stop = Stop::new(
@@ -273,18 +269,12 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         let risk = authorized.risk();
         let epoch = authorized.lease_epoch();
         tally.fresh = None;
+        // A command is sent once, whatever it does: its route never retries.
+        let mut walk = RouteWalk::start(&frame.routes[position.index as usize]);
+        walk.take(RecoveryEdge::Open);
         let ran = runner.run(authorized).await;
         tally.dispatches += 1;
         self.mark_mutation(tally, &position.id, risk, false);
-        let record = |verdict, reason: String| StepRecordInput {
-            kind,
-            resolution: None,
-            decision_id: Some(decision_id.clone()),
-            dispatched: true,
-            verdict,
-            reason,
-            risk,
-        };
         let output = match ran {
             Ok(output) => output,
             Err(error) => {
@@ -304,7 +294,9 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                     "the program could not be started",
                     "the command failed part-way; nothing proves what happened",
                 );
-                self.record_step(frame, tally, position, record(verdict, reason))?;
+                walk.settle(AttemptOutcome::Failed(provider_failure(&error)));
+                let input = dispatched_record(kind, &decision_id, risk, verdict, reason, walk);
+                self.record_step(frame, tally, position, input)?;
                 return Err(Stop::surface(
                     &error,
                     &format!("step `{}` running `{}`", position.id, call.executable),
@@ -346,8 +338,10 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         if let Some(defect) = settlement.discarded_claim {
             reason = format!("{reason} (the command's effect claim was discarded: {defect})");
         }
+        walk.settle(AttemptOutcome::Settled(settlement.verdict));
+        let record = dispatched_record(kind, &decision_id, risk, verdict, reason, walk);
         if !expected {
-            self.record_step(frame, tally, position, record(verdict, reason))?;
+            self.record_step(frame, tally, position, record)?;
             let code = if output.timed_out {
                 FailureCode::Timeout
             } else {
@@ -380,7 +374,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         } else {
             document.and_then(|document| self.extract_outputs(frame, &call.extract, &document))
         };
-        self.record_step(frame, tally, position, record(verdict, reason))?;
+        self.record_step(frame, tally, position, record)?;
         extracted.map_err(|problem| {
             Stop::new(
                 FailureCode::ActionFailed,
@@ -577,32 +571,44 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     }
 }
 
-/// The recovery policy the route planner gives this step; none when it cannot be planned, and
-/// never any for a mutation.
-fn route_recovery(
-    capability: &cua_artifact::Capability,
-    step: &Step,
-    mutates: bool,
-) -> cua_route::RecoveryPolicy {
-    if mutates {
-        return cua_route::RecoveryPolicy::NoAutomaticRecovery;
+/// A failed operator dispatch as the route's walk sees it. Nothing listening (or no program
+/// to start) failed before anything was sent; anything else may have reached the service. A
+/// read may be retried after a timeout or nothing listening; an answer, even an error status,
+/// is never a failure here, and a mutation is never retried whatever this says.
+fn provider_failure(error: &cua_surface::SurfaceError) -> ProviderFailure {
+    ProviderFailure {
+        phase: match error {
+            cua_surface::SurfaceError::Unavailable { .. } => DispatchPhase::PreDispatch,
+            _ => DispatchPhase::Dispatched,
+        },
+        retryable: matches!(
+            error,
+            cua_surface::SurfaceError::Timeout { .. }
+                | cua_surface::SurfaceError::Unavailable { .. }
+        ),
+        reason: error.to_string(),
     }
-    // A request's route does not depend on the host platform (the http provider runs on all),
-    // so any platform plans it the same.
-    cua_route::step_request(capability, step, cua_route::Platform::Linux)
-        .and_then(|request| cua_route::plan(&request, &cua_route::ProviderRegistry::builtin()).ok())
-        .map_or(cua_route::RecoveryPolicy::NoAutomaticRecovery, |plan| {
-            plan.selection().recovery()
-        })
 }
 
-/// Failures a read may be retried after: the service did not answer in time, or could not be
-/// reached. An answer, even an error status, is never retried.
-fn retryable(error: &cua_surface::SurfaceError) -> bool {
-    matches!(
-        error,
-        cua_surface::SurfaceError::Timeout { .. } | cua_surface::SurfaceError::Unavailable { .. }
-    )
+/// The record of a dispatched operator step, with the trace of the route it walked.
+fn dispatched_record(
+    kind: cua_artifact::ActionKind,
+    decision_id: &str,
+    risk: cua_artifact::RiskTier,
+    verdict: EffectVerdict,
+    reason: String,
+    walk: RouteWalk,
+) -> StepRecordInput {
+    StepRecordInput {
+        kind,
+        resolution: None,
+        decision_id: Some(decision_id.to_owned()),
+        dispatched: true,
+        verdict,
+        reason,
+        risk,
+        route: Some(walk.finish()),
+    }
 }
 
 /// The verdict of a step refused before anything was sent.

@@ -214,3 +214,21 @@ impl EscalationSink for RecordedEscalations {
         format!("int-{}-{}", request.run_id, requests.len())
     }
 }
+
+/// Where the executor draws the random bytes it needs (the 256 bits of a visual observation
+/// ref). Injected, so the executor itself draws no randomness.
+pub trait Entropy: Send + Sync + std::fmt::Debug {
+    /// Fills `bytes` from a cryptographically secure source.
+    fn fill(&self, bytes: &mut [u8; 32]) -> std::io::Result<()>;
+}
+
+/// The operating system's CSPRNG, read from `/dev/urandom`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemEntropy;
+
+impl Entropy for SystemEntropy {
+    fn fill(&self, bytes: &mut [u8; 32]) -> std::io::Result<()> {
+        use std::io::Read;
+        std::fs::File::open("/dev/urandom")?.read_exact(bytes)
+    }
+}

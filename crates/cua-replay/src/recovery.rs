@@ -219,6 +219,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 reason: "a remedy's dispatch receipt; the next classification judges the screen"
                     .to_owned(),
                 decision_id: Some(dispatched.decision_id.clone()),
+                route: None,
             },
         )?;
         tally.steps.push(StepReport {
@@ -235,6 +236,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             verdict_reason:
                 "a remedy's dispatch receipt; the next classification judges the screen".to_owned(),
             risk: dispatched.risk,
+            route: None,
         });
         if !dispatched.receipt.ok {
             return Err(Stop::new(

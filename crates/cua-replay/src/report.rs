@@ -98,6 +98,9 @@ pub struct StepReport {
     /// The risk tier the policy assessed (or the declared one, when the step never reached
     /// policy). Steps above `safe` are the run's mutations; only they decide its verdict.
     pub risk: RiskTier,
+    /// The operator and provider the planner routed the step to, and its recovery trace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<cua_artifact::RouteTrace>,
 }
 
 /// How a step's target was found.

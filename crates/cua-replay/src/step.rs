@@ -168,6 +168,10 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 into,
                 transform,
             } => self.extract_step(frame, tally, &position, target, into, *transform, &before),
+            Action::Screenshot {} => {
+                self.screenshot_step(frame, tally, &position, step, &before)
+                    .await
+            }
             Action::Http(call) => self.http_step(frame, tally, &position, step, call).await,
             Action::Command(call) => self.command_step(frame, tally, &position, step, call).await,
             _ => return self.act_step(frame, tally, &position, step, before).await,
@@ -175,7 +179,10 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         done.map_err(|halt| placed(halt, &position))?;
         // A read or an assertion acts on nothing, so the screen it was judged on is still the
         // freshest observation (a wait step leaves its own last one when it held).
-        if matches!(step.action, Action::Assert { .. } | Action::Extract { .. }) {
+        if matches!(
+            step.action,
+            Action::Assert { .. } | Action::Extract { .. } | Action::Screenshot {}
+        ) {
             tally.fresh = Some(*before);
         }
         Ok(None)
@@ -489,6 +496,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             verdict: EffectVerdict::SuspectedNoop,
             reason,
             risk: step.risk,
+            route: None,
         };
         let (target, resolved) = match step.action.target() {
             Some(descriptor) => match self.resolve(frame, tally, position, descriptor, &before)? {
@@ -509,8 +517,15 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             },
             None => (None, None),
         };
-        // Values, secrets included, are bound now and not a moment earlier.
-        let (action, sensitive) = match self.bind(frame, &step.action) {
+        // Values, secrets included, are bound now and not a moment earlier; a coordinate click
+        // claims its observation ref now, and its point is checked against the screenshot.
+        let bound = match &step.action {
+            Action::ClickAt { observation, x, y } => self
+                .claim_point(frame, tally, position, observation, (*x, *y), &before)
+                .map(|action| (action, false)),
+            action => self.bind(frame, action),
+        };
+        let (action, sensitive) = match bound {
             Ok(bound) => bound,
             Err(stop) => {
                 let reason = format!("refused before dispatch: {}", stop.code.as_str());
@@ -579,6 +594,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                         verdict,
                         reason,
                         risk,
+                        route: None,
                     },
                 )?;
                 return Err(placed(stop.into(), position));
@@ -599,6 +615,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             verdict,
             reason,
             risk: dispatched.risk,
+            route: None,
         };
         if !dispatched.receipt.ok {
             let after = self
@@ -1136,7 +1153,10 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                     format!("`{}` is never dispatched", action.kind().as_str()),
                 ));
             }
-            Action::Http(_) | Action::Command(_) => {
+            Action::Http(_)
+            | Action::Command(_)
+            | Action::Screenshot {}
+            | Action::ClickAt { .. } => {
                 return Err(Stop::new(
                     FailureCode::PolicyDenied,
                     format!(
@@ -1435,6 +1455,17 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         position: &Position,
         input: StepRecordInput,
     ) -> Result<(), cua_evidence::EvidenceError> {
+        // A step whose operator walked its own route brings its trace; any other step's walk is
+        // the one its dispatch and settled verdict stand for.
+        let route = input.route.or_else(|| {
+            frame
+                .routes
+                .get(position.index as usize)
+                .filter(|_| !position.checkpoint)
+                .map(|plan| {
+                    crate::route::settled_walk(plan, input.dispatched, input.verdict, &input.reason)
+                })
+        });
         self.bus.emit(
             Actor::Automation,
             tally.epoch,
@@ -1443,6 +1474,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 verdict: input.verdict,
                 reason: input.reason.clone(),
                 decision_id: input.decision_id.clone(),
+                route: route.clone(),
             },
         )?;
         tally.steps.push(StepReport {
@@ -1458,6 +1490,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             verdict: input.verdict,
             verdict_reason: input.reason,
             risk: input.risk,
+            route,
         });
         Ok(())
     }
@@ -1472,6 +1505,8 @@ pub(crate) struct StepRecordInput {
     pub(crate) verdict: EffectVerdict,
     pub(crate) reason: String,
     pub(crate) risk: RiskTier,
+    /// The route trace of an operator that walked its route itself.
+    pub(crate) route: Option<cua_artifact::RouteTrace>,
 }
 
 impl StepRecordInput {
@@ -1485,6 +1520,7 @@ impl StepRecordInput {
             verdict: EffectVerdict::NotApplicable,
             reason: reason.to_owned(),
             risk: RiskTier::Safe,
+            route: None,
         }
     }
 }

@@ -58,6 +58,7 @@ fn stopped(
                 verdict: EffectVerdict::Unverifiable,
                 verdict_reason: String::new(),
                 risk,
+                route: None,
             })
             .into_iter()
             .collect(),

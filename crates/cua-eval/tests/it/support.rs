@@ -223,6 +223,7 @@ fn step(
         verdict: EffectVerdict::NotApplicable,
         verdict_reason: String::new(),
         risk: RiskTier::Safe,
+        route: None,
     }
 }
 

@@ -256,6 +256,17 @@ fn replay_run(bus: &EvidenceBus) {
             verdict: EffectVerdict::Confirmed,
             reason: "the textbox holds the typed value".into(),
             decision_id: Some("dec-000002".into()),
+            route: Some(cua_artifact::RouteTrace {
+                operator: "browser-semantic".into(),
+                provider: "cdp-browser".into(),
+                physical_action: "dom_type".into(),
+                selected_by: "exact target evidence: browser renderer".into(),
+                strategy: "none".into(),
+                max_attempts: 1,
+                attempts: 1,
+                path: vec!["planned".into(), "dispatched".into(), "confirmed".into()],
+                failures: vec![],
+            }),
         },
     )
     .expect("effect is written");
@@ -364,6 +375,7 @@ fn replay_run(bus: &EvidenceBus) {
             verdict: EffectVerdict::Confirmed,
             reason: "postcondition observed".into(),
             decision_id: Some("dec-000005".into()),
+            route: None,
         },
     )
     .expect("effect is written");

@@ -315,6 +315,7 @@ fn one_of_each_event() -> Vec<Event> {
             verdict: EffectVerdict::SuspectedNoop,
             reason: "state unchanged".into(),
             decision_id: Some("dec-12345678".into()),
+            route: None,
         }
         .into(),
         Recovery {

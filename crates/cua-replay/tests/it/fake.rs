@@ -113,6 +113,8 @@ impl SurfaceDriver for FakeSurface {
             mime_type: "image/png".to_owned(),
             width: 1,
             height: 1,
+            viewport_width: 1,
+            viewport_height: 1,
             redacted_regions: request.redact_regions.len(),
         })
     }

@@ -15,3 +15,4 @@ mod preflight;
 mod scenarios;
 mod support;
 mod transfer;
+mod visual;

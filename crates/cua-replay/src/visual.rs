@@ -1,0 +1,283 @@
+//! The visual operators, only ever on an explicit `via: visual` route: `screenshot` issues a
+//! 256-bit observation ref bound to the visual provider, the page it was taken on, this run and
+//! the image's bounds; `click_at` claims that ref (once, within 30 seconds) and turns its pixel
+//! point into a viewport point. Every check of the claim happens before the policy is asked,
+//! and a rejected claim dispatches nothing.
+
+use cua_artifact::{ActionKind, EffectVerdict, FailureCode, Step, StepId};
+use cua_policy::SurfaceAction;
+use cua_route::{
+    AttemptOutcome, CoordinateClaim, DispatchReceipt, Millis, ObservationBinding,
+    ObservationEvidence, ObservationScope, PixelPoint, ProviderKind, RecoveryEdge, RouteError,
+    TargetScope,
+};
+use cua_snapshot::UiSnapshot;
+use cua_surface::{ScreenshotRequest, SurfaceDriver};
+use serde_json::Value;
+
+use crate::executor::{Frame, Replayer, Tally, millis};
+use crate::route::RouteWalk;
+use crate::step::StepRecordInput;
+use crate::stop::{Halt, Position, Stop};
+
+impl<D: SurfaceDriver> Replayer<'_, D> {
+    /// `screenshot`: capture the viewport (sensitive regions painted over), keep the image as
+    /// evidence, and issue the observation ref a later `click_at` claims. The capture walks its
+    /// route: a capture that timed out is taken once more, as the visual route permits for a
+    /// read; nothing else is retried.
+    pub(crate) async fn screenshot_step(
+        &self,
+        frame: &mut Frame<'_>,
+        tally: &mut Tally,
+        position: &Position,
+        step: &Step,
+        before: &UiSnapshot,
+    ) -> Result<(), Halt> {
+        let plan = &frame.routes[position.index as usize];
+        let mut walk = RouteWalk::start(plan);
+        walk.take(RecoveryEdge::Open);
+        let shot = loop {
+            let request = ScreenshotRequest {
+                redact_regions: self.sensitive_regions(tally),
+            };
+            let error = match self.driver.screenshot(request).await {
+                Ok(shot) => break shot,
+                Err(error) => error,
+            };
+            walk.settle(AttemptOutcome::Failed(cua_route::ProviderFailure {
+                phase: cua_route::DispatchPhase::Dispatched,
+                retryable: matches!(error, cua_surface::SurfaceError::Timeout { .. }),
+                reason: error.to_string(),
+            }));
+            if !walk.take(RecoveryEdge::Retry) {
+                let input = capture_record(step.risk, "no observation was issued", walk);
+                self.record_step(frame, tally, position, input)?;
+                return Err(Stop::surface(
+                    &error,
+                    &format!("step `{}` taking a screenshot", position.id),
+                )
+                .into());
+            }
+        };
+        let issued = self.issue_observation(tally, position, before, &shot);
+        let (reference, written) = match issued {
+            Ok(issued) => issued,
+            Err(stop) => {
+                let input = capture_record(step.risk, "no observation was issued", walk);
+                self.record_step(frame, tally, position, input)?;
+                return Err(stop.into());
+            }
+        };
+        walk.settle(AttemptOutcome::Receipt(DispatchReceipt {
+            provider: plan.selection().provider(),
+            physical_action: plan.selection().physical_action().clone(),
+        }));
+        self.note(
+            "visual observation issued",
+            [
+                ("step", Value::from(position.id.to_string())),
+                // The ref is a bearer capability: the evidence names it by its prefix only.
+                ("observation", Value::from(format!("{reference:?}"))),
+                ("screenshot_ref", Value::from(written)),
+                (
+                    "pixels",
+                    Value::from(format!("{}x{}", shot.width, shot.height)),
+                ),
+                (
+                    "viewport",
+                    Value::from(format!("{}x{}", shot.viewport_width, shot.viewport_height)),
+                ),
+                ("valid_ms", Value::from(cua_route::OBSERVATION_TTL_MILLIS)),
+            ],
+        )?;
+        frame.observations.insert(position.id.clone(), reference);
+        let input = capture_record(
+            step.risk,
+            "a screenshot: an observation, not an action",
+            walk,
+        );
+        self.record_step(frame, tally, position, input)?;
+        Ok(())
+    }
+
+    /// Keeps the image as evidence and issues its observation ref. A screenshot that cannot be
+    /// kept (it would carry a secret) confers no authority.
+    fn issue_observation(
+        &self,
+        tally: &mut Tally,
+        position: &Position,
+        before: &UiSnapshot,
+        shot: &cua_surface::Screenshot,
+    ) -> Result<(cua_route::ObservationRef, String), Stop> {
+        let written = self
+            .bus
+            .write_screenshot(&format!("{}-observation", position.id), &shot.bytes)
+            .map_err(|error| {
+                Stop::new(
+                    FailureCode::PolicyDenied,
+                    format!(
+                        "step `{}`: the screenshot cannot be kept as evidence ({error}), so it \
+                         confers no coordinate authority",
+                        position.id
+                    ),
+                )
+            })?;
+        let binding = ObservationBinding::new(
+            ProviderKind::Visual,
+            page_scope(before),
+            self.bus.run_id().to_string(),
+            (shot.width, shot.height),
+            (shot.viewport_width, shot.viewport_height),
+        )
+        .map_err(|error| {
+            Stop::new(
+                FailureCode::ActionFailed,
+                format!("step `{}`: {error}", position.id),
+            )
+        })?;
+        let mut random = [0u8; 32];
+        self.config.entropy.fill(&mut random).map_err(|error| {
+            Stop::new(
+                FailureCode::Internal,
+                format!(
+                    "step `{}`: no random bytes for an observation ref: {error}",
+                    position.id
+                ),
+            )
+        })?;
+        let reference = tally
+            .observations
+            .issue(random, self.now(), binding)
+            .map_err(|error| {
+                Stop::new(
+                    FailureCode::Internal,
+                    format!("step `{}`: {error}", position.id),
+                )
+            })?;
+        Ok((reference, written.path))
+    }
+
+    /// `click_at`: re-plans the step with the live observation's binding (the exact target
+    /// evidence now exists), claims the ref for this provider, page, run and point, and returns
+    /// the viewport click the policy is asked to authorize. The ref is spent by the attempt,
+    /// whether or not the claim succeeds.
+    pub(crate) fn claim_point(
+        &self,
+        frame: &mut Frame<'_>,
+        tally: &mut Tally,
+        position: &Position,
+        observation: &StepId,
+        (x, y): (u32, u32),
+        before: &UiSnapshot,
+    ) -> Result<SurfaceAction, Stop> {
+        let now = self.now();
+        let session = self.bus.run_id().to_string();
+        let reference = frame.observations.remove(observation);
+        let rejected = |why: String| {
+            Stop::new(
+                FailureCode::PolicyDenied,
+                format!(
+                    "step `{}`: the observation of step `{observation}` confers no authority \
+                     for ({x}, {y}): {why}; nothing was clicked",
+                    position.id
+                ),
+            )
+            .expected(format!(
+                "a screenshot from step `{observation}` of this page, in this run, under {} s \
+                 old, never claimed before, containing the point",
+                cua_route::OBSERVATION_TTL_MILLIS / 1000
+            ))
+        };
+        let Some(reference) = reference else {
+            return Err(rejected(
+                "that step issued no observation in this run, or another click claimed it"
+                    .to_owned(),
+            ));
+        };
+        // While the ref is live, the step is planned again with the exact evidence it now has
+        // (who issued the observation, for which scope and session); a ref that is no longer
+        // live is refused by the claim below, which says why.
+        let provider = match tally.observations.peek(&reference, now) {
+            Some(binding) => {
+                let step = &frame.capability.steps[position.index as usize];
+                let mut request =
+                    cua_route::step_request(frame.capability, step, crate::route::host_platform())
+                        .map_err(|reason| Stop::new(FailureCode::RouteUnavailable, reason))?;
+                request.evidence.observation = Some(ObservationEvidence::from(binding));
+                request.evidence.session = Some(session.clone());
+                let plan =
+                    cua_route::plan(&request, crate::route::registry()).map_err(|refusal| {
+                        Stop::new(
+                            FailureCode::RouteUnavailable,
+                            format!(
+                                "step `{}` has no route with the observation it holds: {}",
+                                position.id,
+                                refusal.reason()
+                            ),
+                        )
+                    })?;
+                plan.selection().provider()
+            }
+            None => frame.routes[position.index as usize].selection().provider(),
+        };
+        let claim = CoordinateClaim {
+            provider,
+            scope: page_scope(before),
+            session,
+            point: PixelPoint { x, y },
+        };
+        let claimed =
+            tally
+                .observations
+                .claim(&reference, &claim, now)
+                .map_err(|error| match error {
+                    RouteError::ObservationRejected(rejection) => {
+                        rejected(rejection_reason(rejection).to_owned())
+                    }
+                    other => rejected(other.to_string()),
+                })?;
+        Ok(SurfaceAction::PointClick {
+            x: claimed.action_point.x,
+            y: claimed.action_point.y,
+        })
+    }
+
+    /// The run clock as the observation ledger reads it.
+    fn now(&self) -> Millis {
+        Millis(millis(self.clock.elapsed()))
+    }
+}
+
+/// The page an observation is bound to: the top-level document it was taken on. A click after
+/// a navigation finds another page and is refused.
+fn page_scope(snapshot: &UiSnapshot) -> ObservationScope {
+    ObservationScope {
+        target_scope: TargetScope::BrowserRenderer,
+        target: snapshot.url.clone(),
+    }
+}
+
+fn rejection_reason(rejection: cua_route::ObservationRejection) -> &'static str {
+    use cua_route::ObservationRejection as R;
+    match rejection {
+        R::NotFound => "the observation ref is unknown or was already claimed",
+        R::Expired => "the observation is older than its 30-second lifetime",
+        R::ProviderMismatch => "the observation was issued by another provider",
+        R::ScopeMismatch => "the page changed since the screenshot",
+        R::SessionMismatch => "the observation belongs to another run",
+        R::OutOfBounds => "the point lies outside the screenshot",
+    }
+}
+
+fn capture_record(risk: cua_artifact::RiskTier, reason: &str, walk: RouteWalk) -> StepRecordInput {
+    StepRecordInput {
+        kind: ActionKind::Screenshot,
+        resolution: None,
+        decision_id: None,
+        dispatched: false,
+        verdict: EffectVerdict::NotApplicable,
+        reason: reason.to_owned(),
+        risk,
+        route: Some(walk.finish()),
+    }
+}
