@@ -46,6 +46,11 @@ pub(crate) fn router(handle: FixtureHandle) -> Router {
             get(transfer_page).post(transfer_review),
         )
         .route("/member/{id}/transfer/confirm", post(transfer_confirm))
+        .route("/signature", get(crate::signature::lookup_page))
+        .route(
+            "/signature/card",
+            get(crate::signature::card_page).post(crate::signature::capture),
+        )
         .route_layer(middleware::from_fn_with_state(handle.clone(), guard));
     Router::new()
         .route("/", get(frameset))

@@ -27,6 +27,7 @@ mod fault;
 mod html;
 mod money;
 mod pages;
+mod signature;
 mod state;
 mod variant;
 
@@ -38,6 +39,7 @@ use tokio::task::JoinHandle;
 pub use error::FixtureError;
 pub use fault::{Fault, FaultCount};
 pub use money::Money;
+pub use signature::{PAD_ORIGIN, PAD_SIZE, SIGN_BOX, SIGNATURE_ON_FILE};
 pub use state::{
     AS_OF, Account, AccountStatus, AccountType, FixtureHandle, MINIMUM_DEPOSIT, Member, StateView,
     TransferRecord,

@@ -242,6 +242,17 @@ impl FixtureHandle {
         self.with(|state| state.transfers.clone())
     }
 
+    /// How many signatures were captured for a member since the last reset.
+    pub fn signature_count(&self, member_id: &str) -> usize {
+        self.with(|state| {
+            state
+                .signatures
+                .iter()
+                .filter(|signed| *signed == member_id)
+                .count()
+        })
+    }
+
     /// The texts of a member's notes made through the API, oldest first.
     pub fn note_texts(&self, member_id: &str) -> Vec<String> {
         self.with(|state| {
@@ -276,6 +287,8 @@ pub(crate) struct DeskState {
     transfers: Vec<TransferRecord>,
     notes: Vec<MemberNote>,
     notes_issued: u64,
+    /// Captured signatures, by member, in capture order.
+    signatures: Vec<String>,
 }
 
 /// A free-text note on a member, made through the JSON API.
@@ -390,6 +403,7 @@ impl DeskState {
             transfers: Vec::new(),
             notes: Vec::new(),
             notes_issued: 0,
+            signatures: Vec::new(),
         }
     }
 
@@ -399,6 +413,14 @@ impl DeskState {
         self.transfers.clear();
         self.notes.clear();
         self.notes_issued = 0;
+        self.signatures.clear();
+    }
+
+    /// Records a signature for a member (looked up by the caller); references are
+    /// `SIG-0001`, … within a reset.
+    pub(crate) fn capture_signature(&mut self, member_id: &str) -> String {
+        self.signatures.push(member_id.to_owned());
+        format!("SIG-{:04}", self.signatures.len())
     }
 
     /// Adds a note to a member (looked up by the caller); ids are `NT-000001`, … and never
