@@ -5,6 +5,7 @@
 use std::process::Command;
 
 const MIXED: &str = "tests/fixtures/operators/corebank.member.account_review@1.0.0.yaml";
+const VISUAL: &str = "tests/fixtures/visual/corebank.member.sign_card@1.0.0.yaml";
 
 /// Runs the binary in the repository: exit code, stdout, stderr.
 fn cua(args: &[&str]) -> (i32, String, String) {
@@ -81,6 +82,59 @@ fn a_catalog_capability_is_all_browser_routes() {
             "read_as_of cdp-browser",
         ]
     );
+}
+
+#[test]
+fn coordinates_route_only_through_the_explicit_visual_route() {
+    let (code, stdout, stderr) = cua(&[
+        "route",
+        "explain",
+        VISUAL,
+        "--platform",
+        "linux",
+        "--step",
+        "sign",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    insta::assert_snapshot!("route_explain_visual_sign_text", stdout);
+
+    let rewritten = |from: &str, to: &str| {
+        let text = std::fs::read_to_string(VISUAL).expect("the visual fixture");
+        assert!(text.contains(from), "the fixture holds {from:?}");
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("edited.yaml");
+        std::fs::write(&path, text.replacen(from, to, 1)).expect("writable");
+        (dir, path.to_string_lossy().into_owned())
+    };
+    // The click without `via: visual` is refused as a document, naming the rule.
+    let (_dir, implicit) = rewritten(
+        "    via: visual\n    action:\n      type: click_at",
+        "    action:\n      type: click_at",
+    );
+    let (code, stdout, stderr) = cua(&["route", "explain", &implicit, "--step", "sign"]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stderr.contains("cua::explicit_route_required"), "{stderr}");
+    // A semantic click sent down the visual route has no route: the visual provider clicks
+    // only at coordinates.
+    let (_dir, misrouted) = rewritten(
+        "  - id: open_card\n    action:",
+        "  - id: open_card\n    via: visual\n    action:",
+    );
+    let (code, stdout, stderr) = cua(&[
+        "route",
+        "explain",
+        &misrouted,
+        "--platform",
+        "linux",
+        "--step",
+        "open_card",
+    ]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("route_unavailable: route visual does not implement click"),
+        "{stdout}"
+    );
+    insta::assert_snapshot!("route_explain_visual_misrouted_click", stdout);
 }
 
 #[test]
