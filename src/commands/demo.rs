@@ -6,7 +6,9 @@
 //! batch. Then an operator takes over a supervised run through the console's broker and hands
 //! it back; a reviewer approves the capability from an evaluation; an agent calls it as a typed
 //! MCP tool (and is refused the irreversible transfer without a plan approval); codegen writes
-//! it as a Playwright spec.
+//! it as a Playwright spec; and one route planner runs a capability mixing `http`, browser and
+//! `command` steps, and signs a canvas by a screenshot and a click at its pixels on the explicit
+//! visual route.
 //!
 //! Stages are a list ([`STAGES`]): each runs, checks the fact that proves it and prints one line
 //! of evidence (number, name, `ok` or `FAIL`, the fact, elapsed ms). Later issues append stages.
@@ -16,6 +18,7 @@
 
 mod agents;
 mod handoff;
+mod operators;
 mod review;
 mod rig;
 mod stages;
@@ -107,6 +110,10 @@ const STAGES: &[Stage] = &[
     Stage {
         name: "codegen Playwright spec",
         run: agents::codegen_playwright_spec,
+    },
+    Stage {
+        name: "one route planner across operators",
+        run: operators::one_planner_across_operators,
     },
 ];
 

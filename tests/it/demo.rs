@@ -218,6 +218,37 @@ fn the_demo_tells_the_whole_story_and_every_stage_holds() {
             );
         }
     }
+    // One planner across operators: the visual click's route and verdict are in its record,
+    // and the screenshot it claimed is evidence beside it.
+    let signed = out.join("runs/s17-sign-card");
+    let (code, stdout, _) = cua(&["evidence", "verify", &signed.display().to_string()]);
+    assert_eq!(code, 0, "the signature run's evidence verifies: {stdout}");
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(signed.join("run_record.json")).expect("a run record"),
+    )
+    .expect("JSON");
+    let sign = record["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .find(|step| step["step_id"] == "sign")
+        .expect("the sign step was dispatched");
+    assert_eq!(
+        (sign["route"]["provider"].as_str(), sign["effect"].as_str()),
+        (Some("visual"), Some("confirmed")),
+        "{sign}"
+    );
+    assert!(
+        signed
+            .join("screenshots")
+            .read_dir()
+            .is_ok_and(
+                |mut entries| entries.any(|entry| entry.is_ok_and(|entry| entry
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with("-look-observation.png")))
+            )
+    );
     assert_eq!(
         before,
         catalog_bytes(),

@@ -205,19 +205,38 @@ impl Demo {
         run_id: &str,
         request: RunRequest,
     ) -> Result<ReplayReport, StageFailure> {
+        self.replay_wired(supervision, &Wiring::default(), base_url, run_id, request)
+            .await
+    }
+
+    /// [`Demo::replay_on`] with more wired in: another policy, the operators, more secrets.
+    pub(super) async fn replay_wired(
+        &self,
+        supervision: Supervision<'_>,
+        wiring: &Wiring<'_>,
+        base_url: &str,
+        run_id: &str,
+        request: RunRequest,
+    ) -> Result<ReplayReport, StageFailure> {
         let remedies = self.remedies(base_url)?;
-        let secrets = self.secrets(supervision.bus.redactor().clone());
+        let secrets = wiring.secrets.iter().fold(
+            self.secrets(supervision.bus.redactor().clone()),
+            |secrets, (name, value)| secrets.with_override(name.clone(), value.clone()),
+        );
         let clock = TokioClock::new();
         let replayer = Replayer {
             driver: supervision.surface,
-            policy: &self.policy.engine,
+            policy: wiring.policy.unwrap_or(&self.policy.engine),
             bus: supervision.bus,
             clock: &clock,
             secrets: &secrets,
             capabilities: &remedies,
             escalations: supervision.escalations,
             lease: supervision.lease,
-            config: ReplayConfig::default(),
+            config: ReplayConfig {
+                operators: wiring.operators.clone(),
+                ..ReplayConfig::default()
+            },
         };
         replayer
             .run(request)
@@ -255,6 +274,17 @@ impl Demo {
         }
         environment
     }
+}
+
+/// What a replay is wired with beyond the demo's defaults.
+#[derive(Default)]
+pub(super) struct Wiring<'a> {
+    /// A policy other than the demo's.
+    pub(super) policy: Option<&'a cua_policy::PolicyEngine>,
+    /// The structured-api and native-cli operators (none by default).
+    pub(super) operators: cua_replay::Operators,
+    /// Secrets on top of the environment's and the fixture operator's.
+    pub(super) secrets: Vec<(SecretName, String)>,
 }
 
 /// How one replay is wired to the session it runs on.
