@@ -248,12 +248,18 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     }
 }
 
-/// The page an observation is bound to: the top-level document it was taken on. A click after
-/// a navigation finds another page and is refused.
+/// The page an observation is bound to: the top-level document's URL and the title of every
+/// document in it, frames included. A click after a navigation (of the page or of one of its
+/// frames) finds another page and is refused.
 fn page_scope(snapshot: &UiSnapshot) -> ObservationScope {
+    let mut target = snapshot.url.clone();
+    for document in snapshot.nodes.iter().filter(|node| node.role == "document") {
+        let frame = document.scope.frame.as_deref().unwrap_or("top");
+        target.push_str(&format!(" | {frame}: {}", document.name));
+    }
     ObservationScope {
         target_scope: TargetScope::BrowserRenderer,
-        target: snapshot.url.clone(),
+        target,
     }
 }
 
@@ -279,5 +285,58 @@ fn capture_record(risk: cua_artifact::RiskTier, reason: &str, walk: RouteWalk) -
         reason: reason.to_owned(),
         risk,
         route: Some(walk.finish()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cua_snapshot::{NodeId, NodeScope, UiNode};
+
+    use super::*;
+
+    fn page(url: &str, documents: &[(Option<&str>, &str)]) -> UiSnapshot {
+        UiSnapshot {
+            url: url.to_owned(),
+            title: String::new(),
+            http_status: None,
+            nodes: documents
+                .iter()
+                .enumerate()
+                .map(|(index, (frame, title))| UiNode {
+                    id: NodeId::new(format!("main:/document[{index}]")),
+                    role: "document".to_owned(),
+                    name: (*title).to_owned(),
+                    value: None,
+                    states: Vec::new(),
+                    bounds: None,
+                    scope: NodeScope {
+                        frame: frame.map(str::to_owned),
+                        region: None,
+                    },
+                    depth: u32::from(frame.is_some()),
+                    parent: None,
+                    children: Vec::new(),
+                    css_hint: None,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_frame_that_navigated_is_another_page() {
+        let search = page(
+            "http://desk/",
+            &[(None, "MemberDesk"), (Some("content"), "Member Search")],
+        );
+        let detail = page(
+            "http://desk/",
+            &[(None, "MemberDesk"), (Some("content"), "Member Details")],
+        );
+        assert_eq!(page_scope(&search), page_scope(&search.clone()));
+        assert_ne!(page_scope(&search), page_scope(&detail));
+        assert_ne!(
+            page_scope(&page("http://desk/a", &[])),
+            page_scope(&page("http://desk/b", &[]))
+        );
     }
 }
