@@ -163,6 +163,8 @@ pub(crate) struct Frame<'c> {
     pub(crate) allow_irreversible: bool,
     /// Each step's route, planned before the frame's first action.
     pub(crate) routes: Vec<cua_route::RoutePlan>,
+    /// The entrypoint navigation's route, planned with the steps'.
+    pub(crate) entry_route: cua_route::RoutePlan,
     /// The observation ref each `screenshot` step issued, until a `click_at` claims it.
     pub(crate) observations: BTreeMap<StepId, cua_route::ObservationRef>,
 }
@@ -438,6 +440,13 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 .expected("inputs that satisfy every input spec of the capability")
         })?;
         let routes = crate::route::plan_steps(capability)?;
+        let entry_route = crate::route::plan_action(
+            capability,
+            &cua_artifact::Action::Navigate {
+                url: capability.entrypoint.url.clone(),
+            },
+            "the entrypoint",
+        )?;
         let grant = prepared.grant(allow_irreversible);
         engine
             .preflight_irreversible(capability, &grant)
@@ -462,6 +471,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             attempts: BTreeMap::new(),
             allow_irreversible,
             routes,
+            entry_route,
             observations: BTreeMap::new(),
         })
     }
@@ -499,6 +509,18 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         if settled {
             tally.fresh = Some(landed);
         }
+        let verdict_reason = if settled {
+            "navigation receipt; the first step's classification checks where it landed".to_owned()
+        } else {
+            "navigation receipt; the page did not settle in time, the first step's classification checks it"
+                .to_owned()
+        };
+        let route = crate::route::settled_walk(
+            &frame.entry_route,
+            true,
+            EffectVerdict::Unverifiable,
+            &verdict_reason,
+        );
         tally.steps.push(StepReport {
             capability: None,
             step: "entrypoint".to_owned(),
@@ -510,15 +532,9 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             dispatched: true,
             decision_id: Some(dispatched.decision_id),
             verdict: EffectVerdict::Unverifiable,
-            verdict_reason: if settled {
-                "navigation receipt; the first step's classification checks where it landed"
-                    .to_owned()
-            } else {
-                "navigation receipt; the page did not settle in time, the first step's classification checks it"
-                    .to_owned()
-            },
+            verdict_reason,
             risk: dispatched.risk,
-            route: None,
+            route: Some(route),
         });
         Ok(())
     }

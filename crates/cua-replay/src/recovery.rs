@@ -191,6 +191,12 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             }
             None => None,
         };
+        // The remedy's route is fixed before it is dispatched, like a step's.
+        let plan = crate::route::plan_action(
+            frame.capability,
+            action,
+            &format!("the remedy of rule `{}`", rule.id),
+        )?;
         let (bound, _) = self.bind(frame, action)?;
         let kind = action.kind();
         let dispatched = match self
@@ -210,16 +216,17 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             dispatched.risk,
             dispatched.receipt.navigated,
         );
+        let reason = "a remedy's dispatch receipt; the next classification judges the screen";
+        let route = crate::route::settled_walk(&plan, true, EffectVerdict::Unverifiable, reason);
         self.bus.emit(
             cua_artifact::Actor::Automation,
             tally.epoch,
             cua_evidence::Effect {
                 step: position.id.clone(),
                 verdict: EffectVerdict::Unverifiable,
-                reason: "a remedy's dispatch receipt; the next classification judges the screen"
-                    .to_owned(),
+                reason: reason.to_owned(),
                 decision_id: Some(dispatched.decision_id.clone()),
-                route: None,
+                route: Some(route.clone()),
             },
         )?;
         tally.steps.push(StepReport {
@@ -233,10 +240,9 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             dispatched: true,
             decision_id: Some(dispatched.decision_id),
             verdict: EffectVerdict::Unverifiable,
-            verdict_reason:
-                "a remedy's dispatch receipt; the next classification judges the screen".to_owned(),
+            verdict_reason: reason.to_owned(),
             risk: dispatched.risk,
-            route: None,
+            route: Some(route),
         });
         if !dispatched.receipt.ok {
             return Err(Stop::new(

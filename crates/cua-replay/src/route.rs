@@ -6,7 +6,10 @@
 
 use std::sync::LazyLock;
 
-use cua_artifact::{Capability, EffectVerdict, FailureCode, RouteFailure, RouteTrace};
+use cua_artifact::{
+    Action, Capability, EffectVerdict, FailureCode, Identifier, RiskTier, RouteFailure, RouteTrace,
+    Step, WaitPolicy,
+};
 use cua_route::{
     AttemptOutcome, DispatchReceipt, NoopEvidence, ObservedPostcondition, Platform,
     ProviderRegistry, RecoveryEdge, RecoveryResult, RecoveryWalk, RoutePlan, Selection,
@@ -35,27 +38,48 @@ pub(crate) fn host_platform() -> Platform {
 /// Plans every step of `capability`, in order. The first step without a route stops the run
 /// with the planner's reason.
 pub(crate) fn plan_steps(capability: &Capability) -> Result<Vec<RoutePlan>, Stop> {
-    let platform = host_platform();
     capability
         .steps
         .iter()
-        .map(|step| {
-            let unavailable = |reason: String| {
-                Stop::new(
-                    FailureCode::RouteUnavailable,
-                    format!("step `{}` has no route: {reason}", step.id),
-                )
-                .expected(format!(
-                    "a provider that may perform `{}` (see `cua route explain`)",
-                    step.action.kind().as_str()
-                ))
-            };
-            let request =
-                cua_route::step_request(capability, step, platform).map_err(&unavailable)?;
-            cua_route::plan(&request, registry())
-                .map_err(|refusal| unavailable(refusal.reason().to_string()))
-        })
+        .map(|step| plan_step(capability, step, &format!("step `{}`", step.id)))
         .collect()
+}
+
+/// Plans an action that is not one of the capability's steps (the entrypoint's navigation, a
+/// recovery rule's remedy) as a step with that action, no explicit route and no declared risk.
+pub(crate) fn plan_action(
+    capability: &Capability,
+    action: &Action,
+    what: &str,
+) -> Result<RoutePlan, Stop> {
+    let step = Step {
+        id: Identifier::parse("unlisted").expect("`unlisted` is an identifier"),
+        description: String::new(),
+        action: action.clone(),
+        precondition: None,
+        wait: WaitPolicy::default(),
+        postcondition: None,
+        risk: RiskTier::Safe,
+        via: None,
+    };
+    plan_step(capability, &step, what)
+}
+
+fn plan_step(capability: &Capability, step: &Step, what: &str) -> Result<RoutePlan, Stop> {
+    let unavailable = |reason: String| {
+        Stop::new(
+            FailureCode::RouteUnavailable,
+            format!("{what} has no route: {reason}"),
+        )
+        .expected(format!(
+            "a provider that may perform `{}` (see `cua route explain`)",
+            step.action.kind().as_str()
+        ))
+    };
+    let request =
+        cua_route::step_request(capability, step, host_platform()).map_err(&unavailable)?;
+    cua_route::plan(&request, registry())
+        .map_err(|refusal| unavailable(refusal.reason().to_string()))
 }
 
 /// One dispatch's walk through its route's recovery graph.

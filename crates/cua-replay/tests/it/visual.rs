@@ -112,7 +112,12 @@ async fn a_canvas_is_signed_by_a_coordinate_click_on_the_explicit_visual_route()
     assert_eq!(
         steps,
         [
-            ("entrypoint", true, Unverifiable, None),
+            (
+                "entrypoint",
+                true,
+                Unverifiable,
+                Some(("cdp-browser", "page_navigate", "ambiguous"))
+            ),
             (
                 "enter_member_id",
                 true,
