@@ -113,6 +113,18 @@ impl Harness {
         driver: &D,
         request: RunRequest,
     ) -> (Result<ReplayReport, ReplayError>, PathBuf) {
+        // Manual time: backoff returns at once, so decisions never depend on machine speed.
+        self.run_with_clock(driver, request, &ManualClock::new())
+            .await
+    }
+
+    /// [`Harness::run`] on a clock the caller holds.
+    pub(crate) async fn run_with_clock<D: SurfaceDriver>(
+        &self,
+        driver: &D,
+        request: RunRequest,
+        clock: &dyn cua_replay::RunClock,
+    ) -> (Result<ReplayReport, ReplayError>, PathBuf) {
         let number = self.runs.fetch_add(1, Ordering::Relaxed) + 1;
         let run_id = RunId::parse(&format!("run-{number}")).unwrap();
         let redactor = Redactor::from_policy(&self.policy_config.redaction).unwrap();
@@ -124,13 +136,11 @@ impl Harness {
         )
         .unwrap();
         let secrets = SecretResolver::new("CUA_SECRET_", self.secrets.clone(), redactor);
-        // Manual time: backoff returns at once, so decisions never depend on machine speed.
-        let clock = ManualClock::new();
         let replayer = Replayer {
             driver,
             policy: &self.policy,
             bus: &bus,
-            clock: &clock,
+            clock,
             secrets: &secrets,
             capabilities: self.loader.as_ref(),
             escalations: &self.escalations,

@@ -294,3 +294,129 @@ async fn coordinates_without_an_explicit_route_never_run() {
     );
     assert_eq!(live.fixture.handle().signature_count(MEMBER), 0);
 }
+
+/// A run clock on which time jumps by `shutter` right after the first reading that follows a
+/// screenshot: the reading that dates the observation ref. Anything that reads the clock later
+/// (the claim) finds the observation `shutter` old.
+struct ShutterClock {
+    time: cua_replay::ManualClock,
+    armed: std::sync::atomic::AtomicBool,
+    shutter: std::time::Duration,
+}
+
+impl cua_replay::RunClock for ShutterClock {
+    fn elapsed(&self) -> std::time::Duration {
+        let now = self.time.elapsed();
+        if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            self.time.advance(self.shutter);
+        }
+        now
+    }
+
+    fn sleep(&self, duration: std::time::Duration) -> cua_replay::Sleep<'_> {
+        self.time.sleep(duration)
+    }
+}
+
+/// Chromium, arming the clock at every screenshot.
+struct Shutter<'a> {
+    surface: &'a cua_chromium::ChromiumSurface,
+    clock: &'a ShutterClock,
+}
+
+impl cua_surface::SurfaceDriver for Shutter<'_> {
+    async fn observe(&self) -> Result<cua_snapshot::UiSnapshot, cua_surface::SurfaceError> {
+        self.surface.observe().await
+    }
+
+    async fn dispatch(
+        &self,
+        action: cua_policy::AuthorizedAction,
+    ) -> Result<cua_surface::DispatchReceipt, cua_surface::SurfaceError> {
+        self.surface.dispatch(action).await
+    }
+
+    async fn wait(
+        &self,
+        condition: cua_surface::WaitCondition,
+        timeout: std::time::Duration,
+    ) -> Result<cua_surface::WaitOutcome, cua_surface::SurfaceError> {
+        self.surface.wait(condition, timeout).await
+    }
+
+    async fn wait_until<P>(
+        &self,
+        predicate: P,
+        timeout: std::time::Duration,
+    ) -> Result<cua_surface::WaitOutcome, cua_surface::SurfaceError>
+    where
+        P: Fn(&cua_snapshot::UiSnapshot) -> bool + Send + Sync,
+    {
+        self.surface.wait_until(predicate, timeout).await
+    }
+
+    async fn screenshot(
+        &self,
+        request: cua_surface::ScreenshotRequest,
+    ) -> Result<cua_surface::Screenshot, cua_surface::SurfaceError> {
+        let shot = self.surface.screenshot(request).await;
+        self.clock
+            .armed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        shot
+    }
+
+    fn take_blocked_requests(&self) -> Vec<cua_surface::BlockedRequest> {
+        self.surface.take_blocked_requests()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observation_is_good_for_thirty_seconds_of_run_time() {
+    let live = start().await;
+    let run = |shutter_ms: u64| {
+        let live = &live;
+        async move {
+            let clock = ShutterClock {
+                time: cua_replay::ManualClock::new(),
+                armed: std::sync::atomic::AtomicBool::new(false),
+                shutter: std::time::Duration::from_millis(shutter_ms),
+            };
+            let driver = Shutter {
+                surface: &live.surface,
+                clock: &clock,
+            };
+            let (report, run_dir) = live
+                .harness
+                .run_with_clock(&driver, request(live, sign_card()), &clock)
+                .await;
+            (report.unwrap(), run_dir)
+        }
+    };
+    // Claimed 29.999 s after it was issued: signed.
+    let (report, run_dir) = run(29_999).await;
+    assert_eq!(
+        report.result.status,
+        RunStatus::Success,
+        "{}: {:?}",
+        run_dir.display(),
+        report.result
+    );
+    assert_eq!(live.fixture.handle().signature_count(MEMBER), 1);
+    // Claimed 30 s after: expired, refused before the click.
+    let (report, run_dir) = run(30_000).await;
+    let error = report.result.error.as_ref().unwrap();
+    assert_eq!(
+        error.code,
+        FailureCode::PolicyDenied,
+        "{}",
+        run_dir.display()
+    );
+    assert!(
+        error.message.contains("older than its 30-second lifetime"),
+        "{}",
+        error.message
+    );
+    assert_eq!(dispatches_of(&run_dir, "sign"), 0);
+    assert_eq!(live.fixture.handle().signature_count(MEMBER), 1);
+}
