@@ -353,6 +353,28 @@ pub struct Step {
     pub via: Option<Identifier>,
 }
 
+/// The names a step's `via` may give a route, aliases included. `cua-route` parses every one
+/// (a test there holds the two lists together).
+pub const ROUTE_NAMES: &[&str] = &[
+    "api",
+    "http",
+    "structured",
+    "browser",
+    "cdp",
+    "process",
+    "subprocess",
+    "cli",
+    "command",
+    "native",
+    "desktop",
+    "accessibility",
+    "driver",
+    "visual",
+    "pixel",
+    "pixels",
+    "coordinates",
+];
+
 /// The closed set of step actions, discriminated on the wire by `type`. The target lives on the
 /// action, not the step. New kinds of step (an `http` call, a `command`) are new variants here.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

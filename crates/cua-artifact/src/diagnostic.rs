@@ -49,6 +49,7 @@ pub enum DiagnosticCode {
     EmptyList,
     ExplicitRouteRequired,
     ObservationReused,
+    ObservationStale,
     Tampered,
     // Tenant bindings.
     OverlayCapabilityMismatch,
@@ -100,6 +101,7 @@ impl DiagnosticCode {
             Self::EmptyList => "cua::empty_list",
             Self::ExplicitRouteRequired => "cua::explicit_route_required",
             Self::ObservationReused => "cua::observation_reused",
+            Self::ObservationStale => "cua::observation_stale",
             Self::Tampered => "cua::tampered",
             Self::OverlayCapabilityMismatch => "cua::overlay_capability_mismatch",
             Self::OverlayUnknownStep => "cua::overlay_unknown_step",

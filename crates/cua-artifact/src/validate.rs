@@ -297,6 +297,16 @@ impl<'a> Checker<'a> {
     /// implicit), and a `click_at` claims the observation of an earlier `screenshot` that no
     /// other `click_at` claims: a ref is single-use.
     fn visual(&mut self, path: &DocPath, index: usize, step: &'a Step) {
+        if let Some(via) = &step.via
+            && !crate::capability::ROUTE_NAMES.contains(&via.as_str())
+        {
+            self.report(
+                DiagnosticCode::InvalidValue,
+                path.key("via"),
+                format!("`via: {via}` names no route"),
+                format!("use one of: {}", crate::capability::ROUTE_NAMES.join(", ")),
+            );
+        }
         if !matches!(step.action, Action::Screenshot {} | Action::ClickAt { .. }) {
             return;
         }
@@ -333,6 +343,34 @@ impl<'a> Checker<'a> {
                 format!("`click_at` claims the observation of step `{observation}`, which is not an earlier step"),
                 "take the screenshot in an earlier step and name it here",
             ),
+        }
+        // Between the screenshot and the click only reads may run: anything else changes the
+        // screen the coordinates were read from (replay refuses such a claim anyway).
+        if let Some(start) = self.capability.steps[..index]
+            .iter()
+            .position(|candidate| candidate.id == *observation)
+            && let Some(actor) = self.capability.steps[start + 1..index]
+                .iter()
+                .find(|between| {
+                    !matches!(
+                        between.action,
+                        Action::Assert { .. }
+                            | Action::Extract { .. }
+                            | Action::WaitFor { .. }
+                            | Action::Screenshot {}
+                    )
+                })
+        {
+            self.report(
+                DiagnosticCode::ObservationStale,
+                path.key("action").key("observation"),
+                format!(
+                    "step `{}` (`{}`) acts between the screenshot `{observation}` and this click",
+                    actor.id,
+                    actor.action.kind().as_str()
+                ),
+                "take the screenshot right before the click; only reads may run in between",
+            );
         }
         let claimed_before = self.capability.steps[..index].iter().any(|other| {
             matches!(&other.action, Action::ClickAt { observation: claimed, .. } if claimed == observation)

@@ -18,6 +18,21 @@ pub(crate) async fn capture(
     session: &Session,
     request: &ScreenshotRequest,
 ) -> Result<Screenshot, SurfaceError> {
+    // The image is in device pixels and includes any scrollbar; input lands in CSS pixels. The
+    // ratio between them is the device pixel ratio, read before the capture.
+    let ratio = session
+        .call(
+            "Runtime.evaluate",
+            json!({ "expression": "window.devicePixelRatio", "returnByValue": true }),
+        )
+        .await
+        .map_err(|error| error.into_surface("reading the device pixel ratio"))?;
+    let ratio = ratio["result"]["value"]
+        .as_f64()
+        .filter(|ratio| ratio.is_finite() && *ratio > 0.0)
+        .ok_or_else(|| SurfaceError::ActionFailed {
+            reason: "Chromium reported no device pixel ratio for the screenshot".to_string(),
+        })?;
     let mut painted = Vec::new();
     let outcome = async {
         if !request.redact_regions.is_empty() {
@@ -53,23 +68,6 @@ pub(crate) async fn capture(
             .await;
     }
     let answer = outcome?;
-    let metrics = session
-        .call("Page.getLayoutMetrics", json!({}))
-        .await
-        .map_err(|error| error.into_surface("reading the viewport size"))?;
-    let viewport = &metrics["cssVisualViewport"];
-    let css = |key: &str| {
-        viewport[key]
-            .as_f64()
-            .filter(|size| size.is_finite() && *size >= 1.0)
-            .map(|size| size.round() as u32)
-    };
-    let (Some(viewport_width), Some(viewport_height)) = (css("clientWidth"), css("clientHeight"))
-    else {
-        return Err(SurfaceError::ActionFailed {
-            reason: "Chromium reported no viewport size with the screenshot".to_string(),
-        });
-    };
     let data = answer["data"].as_str().unwrap_or_default();
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(data)
@@ -84,8 +82,8 @@ pub(crate) async fn capture(
         mime_type: "image/png".to_string(),
         width,
         height,
-        viewport_width,
-        viewport_height,
+        viewport_width: css_size(width, ratio),
+        viewport_height: css_size(height, ratio),
         redacted_regions: request.redact_regions.len(),
     })
 }
@@ -201,5 +199,31 @@ mod tests {
         bytes[1] = b'X';
         assert_eq!(png_size(&bytes), None);
         assert_eq!(png_size(b"short"), None);
+    }
+}
+
+/// A device-pixel length in CSS pixels, at least 1.
+fn css_size(device: u32, ratio: f64) -> u32 {
+    let css = (f64::from(device) / ratio).round();
+    if css >= f64::from(u32::MAX) {
+        u32::MAX
+    } else if css >= 1.0 {
+        // In range and integral: the conversion is exact.
+        css as u32
+    } else {
+        1
+    }
+}
+
+#[cfg(test)]
+mod css_tests {
+    use super::css_size;
+
+    #[test]
+    fn device_pixels_become_css_pixels() {
+        assert_eq!(css_size(1280, 1.0), 1280);
+        assert_eq!(css_size(2560, 2.0), 1280);
+        assert_eq!(css_size(1921, 1.5), 1281);
+        assert_eq!(css_size(0, 1.0), 1);
     }
 }

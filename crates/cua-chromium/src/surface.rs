@@ -400,13 +400,16 @@ impl ChromiumSurface {
             SurfaceAction::RawInput(RawInput::Key { key }) => {
                 actions::press_key(session, None, key).await
             }
-            // Requests and commands have operators of their own; a browser never performs one.
-            SurfaceAction::Http(_) | SurfaceAction::Command(_) => Err(SurfaceError::ActionFailed {
-                reason: format!(
-                    "the browser does not perform `{}`; it has its own operator",
-                    action.action().kind().as_str()
-                ),
-            }),
+            // Requests and commands have operators of their own, and a screenshot is taken
+            // through `screenshot`: the browser never dispatches one.
+            SurfaceAction::Http(_) | SurfaceAction::Command(_) | SurfaceAction::Screenshot => {
+                Err(SurfaceError::ActionFailed {
+                    reason: format!(
+                        "the browser does not perform `{}`; it has its own operator",
+                        action.action().kind().as_str()
+                    ),
+                })
+            }
         }
     }
 

@@ -72,6 +72,10 @@ pub enum SurfaceAction {
         x: f64,
         y: f64,
     },
+    /// A capture of the page's viewport (the visual-observation operator): a read, authorized
+    /// like any action so the policy and the lease decide it, then taken through
+    /// `SurfaceDriver::screenshot`, never dispatched.
+    Screenshot,
 }
 
 /// An HTTP request with every value bound. Header values and the body may hold secrets, so
@@ -138,6 +142,7 @@ impl SurfaceAction {
             Self::Http(_) => ActionKind::Http,
             Self::Command(_) => ActionKind::Command,
             Self::PointClick { .. } => ActionKind::ClickAt,
+            Self::Screenshot => ActionKind::Screenshot,
         }
     }
 
@@ -175,6 +180,7 @@ impl std::fmt::Debug for SurfaceAction {
             Self::Http(request) => write!(f, "Http({request:?})"),
             Self::Command(command) => write!(f, "Command({command:?})"),
             Self::PointClick { x, y } => write!(f, "PointClick({x}, {y})"),
+            Self::Screenshot => f.write_str("Screenshot"),
         }
     }
 }

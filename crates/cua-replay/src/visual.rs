@@ -35,7 +35,22 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     ) -> Result<(), Halt> {
         let plan = &frame.routes[position.index as usize];
         let mut walk = RouteWalk::start(plan);
+        // A capture is a read, but the policy and the lease decide it like any action.
+        if let Err(failure) = self.authorize_action(
+            frame,
+            tally,
+            Some(&position.id),
+            SurfaceAction::Screenshot,
+            None,
+            Some(step.risk),
+        ) {
+            let input = capture_record(step.risk, "refused before capture", walk);
+            self.record_step(frame, tally, position, input)?;
+            return Err(failure.into_halt());
+        }
         walk.take(RecoveryEdge::Open);
+        // The ref's lifetime runs from the moment the pixels are asked for.
+        let captured_at = self.now();
         let shot = loop {
             let request = ScreenshotRequest {
                 redact_regions: self.sensitive_regions(tally),
@@ -59,7 +74,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 .into());
             }
         };
-        let issued = self.issue_observation(tally, position, before, &shot);
+        let issued = self.issue_observation(tally, position, before, &shot, captured_at);
         let (reference, written) = match issued {
             Ok(issued) => issued,
             Err(stop) => {
@@ -108,6 +123,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         position: &Position,
         before: &UiSnapshot,
         shot: &cua_surface::Screenshot,
+        captured_at: Millis,
     ) -> Result<(cua_route::ObservationRef, String), Stop> {
         let written = self
             .bus
@@ -124,7 +140,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             })?;
         let binding = ObservationBinding::new(
             ProviderKind::Visual,
-            page_scope(before),
+            screen_scope(before, tally),
             self.bus.run_id().to_string(),
             (shot.width, shot.height),
             (shot.viewport_width, shot.viewport_height),
@@ -147,7 +163,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         })?;
         let reference = tally
             .observations
-            .issue(random, self.now(), binding)
+            .issue(random, captured_at, binding)
             .map_err(|error| {
                 Stop::new(
                     FailureCode::Internal,
@@ -172,7 +188,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     ) -> Result<SurfaceAction, Stop> {
         let now = self.now();
         let session = self.bus.run_id().to_string();
-        let reference = frame.observations.remove(observation);
+        // The ledger, not this map, decides single use: a claimed ref is gone from it.
+        let reference = frame.observations.get(observation).cloned();
         let rejected = |why: String| {
             Stop::new(
                 FailureCode::PolicyDenied,
@@ -190,8 +207,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         };
         let Some(reference) = reference else {
             return Err(rejected(
-                "that step issued no observation in this run, or another click claimed it"
-                    .to_owned(),
+                "that step issued no observation in this frame of the run".to_owned(),
             ));
         };
         // While the ref is live, the step is planned again with the exact evidence it now has
@@ -222,7 +238,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         };
         let claim = CoordinateClaim {
             provider,
-            scope: page_scope(before),
+            scope: screen_scope(before, tally),
             session,
             point: PixelPoint { x, y },
         };
@@ -248,6 +264,21 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     }
 }
 
+/// The screen an observation is bound to: the page (see [`page_scope`]), the exact observation
+/// the step was judged on, how many actions the run has dispatched and under which lease
+/// epoch. Anything dispatched after the screenshot (a scroll, a remedy), any change the next
+/// observation shows, and a hand-back to a human and back, all void the observation.
+fn screen_scope(snapshot: &UiSnapshot, tally: &Tally) -> ObservationScope {
+    let mut scope = page_scope(snapshot);
+    scope.target.push_str(&format!(
+        " | {} | after {} dispatches at epoch {}",
+        snapshot.digest(),
+        tally.dispatches,
+        tally.epoch
+    ));
+    scope
+}
+
 /// The page an observation is bound to: the top-level document's URL and the title of every
 /// document in it, frames included. A click after a navigation (of the page or of one of its
 /// frames) finds another page and is refused.
@@ -269,7 +300,7 @@ fn rejection_reason(rejection: cua_route::ObservationRejection) -> &'static str 
         R::NotFound => "the observation ref is unknown or was already claimed",
         R::Expired => "the observation is older than its 30-second lifetime",
         R::ProviderMismatch => "the observation was issued by another provider",
-        R::ScopeMismatch => "the page changed since the screenshot",
+        R::ScopeMismatch => "the screen changed, or something was dispatched, since the screenshot",
         R::SessionMismatch => "the observation belongs to another run",
         R::OutOfBounds => "the point lies outside the screenshot",
     }

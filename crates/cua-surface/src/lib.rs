@@ -61,8 +61,9 @@ pub struct Screenshot {
     pub mime_type: String,
     pub width: u32,
     pub height: u32,
-    /// The viewport the image shows, in CSS pixels: the space input coordinates land in. It
-    /// differs from `width` × `height` when a device pixel is not a CSS pixel.
+    /// The image's size in CSS pixels (the device pixel ratio divided out): the space input
+    /// coordinates land in. It differs from `width` × `height` when a device pixel is not a CSS
+    /// pixel.
     pub viewport_width: u32,
     pub viewport_height: u32,
     /// Number of regions painted over before capture.

@@ -93,4 +93,10 @@ fn operator_step_rules_report_placed_diagnostics() {
         r#"  - id: api
     action: {type: http, method: TRACE, url: "{base_url}/api"}"#,
     );
+    check(
+        "unknown_route",
+        r#"  - id: api
+    via: carrier_pigeon
+    action: {type: http, method: GET, url: "{base_url}/api"}"#,
+    );
 }

@@ -520,3 +520,19 @@ fn step_action_names_parse_as_logical_actions() {
         })
     );
 }
+
+#[test]
+fn every_route_name_a_step_may_give_parses() {
+    // `cua validate` accepts a step's `via` from cua-artifact's list; each must name a route.
+    for name in cua_artifact::ROUTE_NAMES {
+        assert!(
+            RouteName::parse_alias(name).is_ok(),
+            "`via: {name}` validates but names no route"
+        );
+    }
+    assert_eq!(
+        RouteName::parse_alias("visual"),
+        Ok(RouteName::Visual),
+        "the visual route is named `visual`"
+    );
+}
