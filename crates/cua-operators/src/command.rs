@@ -60,28 +60,22 @@ impl CommandRunner for ProcessCommandRunner {
                     ),
                 })?;
             let started = Instant::now();
-            let mut stdout = child
-                .stdout
-                .take()
-                .map(|out| out.take(MAX_OUTPUT_BYTES + 1));
-            let mut stderr = child
-                .stderr
-                .take()
-                .map(|err| err.take(MAX_OUTPUT_BYTES + 1));
+            let mut stdout = child.stdout.take();
+            let mut stderr = child.stderr.take();
             let collect = async {
                 let mut out = Vec::new();
                 let mut err = Vec::new();
                 let read_out = async {
-                    if let Some(stream) = stdout.as_mut() {
-                        stream.read_to_end(&mut out).await?;
+                    match stdout.as_mut() {
+                        Some(stream) => read_bounded(stream, &mut out).await,
+                        None => Ok(()),
                     }
-                    Ok::<_, std::io::Error>(())
                 };
                 let read_err = async {
-                    if let Some(stream) = stderr.as_mut() {
-                        stream.read_to_end(&mut err).await?;
+                    match stderr.as_mut() {
+                        Some(stream) => read_bounded(stream, &mut err).await,
+                        None => Ok(()),
                     }
-                    Ok::<_, std::io::Error>(())
                 };
                 let (read_out, read_err) = tokio::join!(read_out, read_err);
                 read_out?;
@@ -128,5 +122,24 @@ impl CommandRunner for ProcessCommandRunner {
                 }
             }
         })
+    }
+}
+
+/// Reads `stream` to its end, keeping at most one byte past the limit (enough to tell that the
+/// program wrote too much) and discarding the rest, so a program that writes a lot is never
+/// blocked on a full pipe and still ends on its own or at its timeout.
+async fn read_bounded<R: tokio::io::AsyncRead + Unpin>(
+    stream: &mut R,
+    kept: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    let keep = usize::try_from(MAX_OUTPUT_BYTES + 1).unwrap_or(usize::MAX);
+    let mut buffer = [0u8; 8192];
+    loop {
+        let read = stream.read(&mut buffer).await?;
+        if read == 0 {
+            return Ok(());
+        }
+        let room = keep.saturating_sub(kept.len());
+        kept.extend_from_slice(&buffer[..read.min(room)]);
     }
 }

@@ -20,7 +20,7 @@ use cua_artifact::{
     Template, TemplatePart, TemplateRef, ValueExpr, ValueType,
 };
 use cua_evidence::Dispatch;
-use cua_policy::{CommandInvocation, HttpRequest, SurfaceAction};
+use cua_policy::{AuthorizedAction, CommandInvocation, HttpRequest, SurfaceAction};
 use cua_route::{AttemptOutcome, DispatchPhase, ProviderClaim, ProviderFailure, RecoveryEdge};
 use cua_surface::SurfaceDriver;
 use serde_json::Value;
@@ -43,49 +43,23 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     ) -> Result<(), Halt> {
         let kind = step.action.kind();
         let mutates = !call.method.is_safe();
-        let refused = |reason: String| StepRecordInput {
-            kind,
-            resolution: None,
-            decision_id: None,
-            dispatched: false,
-            verdict: pre_dispatch_verdict(mutates),
-            reason,
-            risk: step.risk,
-            route: None,
-        };
         let Some(client) = self.config.operators.http.clone() else {
-            let stop = Stop::new(
-                FailureCode::SurfaceUnavailable,
-                format!(
-                    "step `{}` is an http step but no HTTP client is wired into this run",
-                    position.id
-                ),
-            );
-            self.record_step(frame, tally, position, refused(refusal(&stop)))?;
-            return Err(stop.into());
+            let stop = unwired(position, "an http step", "HTTP client");
+            return Err(self.refuse_operator_step(frame, tally, position, step, mutates, stop));
         };
-        let request = match self.bind_http(frame, call) {
-            Ok(request) => request,
-            Err(stop) => {
-                self.record_step(frame, tally, position, refused(refusal(&stop)))?;
-                return Err(stop.into());
-            }
-        };
+        let bound = self.bind_http(frame, call);
         let method = call.method;
-        let url = request.url.clone();
-        let authorized = match self.authorize_action(
+        let url = bound
+            .as_ref()
+            .map_or_else(|_| String::new(), |request| request.url.clone());
+        let authorized = self.admit(
             frame,
             tally,
-            Some(&position.id),
-            SurfaceAction::Http(request),
-            None,
-            Some(step.risk),
-        ) {
-            Ok(authorized) => authorized,
-            Err(failure) => {
-                return self.refused_by_policy(frame, tally, position, refused, failure);
-            }
-        };
+            position,
+            step,
+            mutates,
+            bound.map(SurfaceAction::Http),
+        )?;
         let decision_id = authorized.decision_id().to_owned();
         let risk = authorized.risk();
         let epoch = authorized.lease_epoch();
@@ -205,66 +179,34 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     ) -> Result<(), Halt> {
         let kind = step.action.kind();
         let mutates = !call.read_only;
-        let refused = |reason: String| StepRecordInput {
-            kind,
-            resolution: None,
-            decision_id: None,
-            dispatched: false,
-            verdict: pre_dispatch_verdict(mutates),
-            reason,
-            risk: step.risk,
-            route: None,
-        };
         let Some(runner) = self.config.operators.command.clone() else {
-            let stop = Stop::new(
-                FailureCode::SurfaceUnavailable,
-                format!(
-                    "step `{}` is a command step but no command runner is wired into this run",
-                    position.id
-                ),
-            );
-            self.record_step(frame, tally, position, refused(refusal(&stop)))?;
-            return Err(stop.into());
+            let stop = unwired(position, "a command step", "command runner");
+            return Err(self.refuse_operator_step(frame, tally, position, step, mutates, stop));
         };
-        let mut args = Vec::with_capacity(call.args.len());
-        for value in &call.args {
-            let bound = if value.secret().is_some() {
-                Err(Stop::new(
-                    FailureCode::PolicyDenied,
-                    format!(
-                        "step `{}` would pass a secret on a command line, where every process can read it",
-                        position.id
-                    ),
-                ))
-            } else {
-                self.bind_value(frame, value, &mut false)
-            };
-            match bound {
-                Ok(text) => args.push(text),
-                Err(stop) => {
-                    self.record_step(frame, tally, position, refused(refusal(&stop)))?;
-                    return Err(stop.into());
+        let args: Result<Vec<String>, Stop> = call
+            .args
+            .iter()
+            .map(|value| {
+                if value.secret().is_some() {
+                    return Err(Stop::new(
+                        FailureCode::PolicyDenied,
+                        format!(
+                            "step `{}` would pass a secret on a command line, where every process can read it",
+                            position.id
+                        ),
+                    ));
                 }
-            }
-        }
-        let invocation = CommandInvocation {
-            executable: call.executable.clone(),
-            args,
-            timeout_ms: call.timeout_ms,
-        };
-        let authorized = match self.authorize_action(
-            frame,
-            tally,
-            Some(&position.id),
-            SurfaceAction::Command(invocation),
-            None,
-            Some(step.risk),
-        ) {
-            Ok(authorized) => authorized,
-            Err(failure) => {
-                return self.refused_by_policy(frame, tally, position, refused, failure);
-            }
-        };
+                self.bind_value(frame, value, &mut false)
+            })
+            .collect();
+        let bound = args.map(|args| {
+            SurfaceAction::Command(CommandInvocation {
+                executable: call.executable.clone(),
+                args,
+                timeout_ms: call.timeout_ms,
+            })
+        });
+        let authorized = self.admit(frame, tally, position, step, mutates, bound)?;
         let decision_id = authorized.decision_id().to_owned();
         let risk = authorized.risk();
         let epoch = authorized.lease_epoch();
@@ -502,16 +444,30 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         Ok(())
     }
 
-    /// Records a step the policy (or a stale lease) refused, and stops.
-    fn refused_by_policy(
+    /// The chokepoint every operator step passes before its operator sees it: the values the
+    /// caller bound (or why they could not be), then `PolicyEngine` and the lease. A refusal at
+    /// either is recorded (nothing was sent) and stops the run.
+    fn admit(
         &self,
         frame: &Frame<'_>,
         tally: &mut Tally,
         position: &Position,
-        refused: impl Fn(String) -> StepRecordInput,
-        failure: DispatchFailure,
-    ) -> Result<(), Halt> {
-        match failure {
+        step: &Step,
+        mutates: bool,
+        bound: Result<SurfaceAction, Stop>,
+    ) -> Result<AuthorizedAction, Halt> {
+        let action = bound.map_err(|stop| {
+            self.refuse_operator_step(frame, tally, position, step, mutates, stop)
+        })?;
+        self.authorize_action(
+            frame,
+            tally,
+            Some(&position.id),
+            action,
+            None,
+            Some(step.risk),
+        )
+        .map_err(|failure| match failure {
             DispatchFailure::Refused {
                 stop,
                 decision_id,
@@ -523,13 +479,32 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 risk,
                 ..
             } => {
-                let mut input = refused(refusal(&stop));
+                let mut input = refused_record(step, mutates, refusal(&stop));
                 input.decision_id = Some(decision_id);
                 input.risk = risk;
-                self.record_step(frame, tally, position, input)?;
-                Err(stop.into())
+                match self.record_step(frame, tally, position, input) {
+                    Ok(()) => stop.into(),
+                    Err(error) => error.into(),
+                }
             }
-            DispatchFailure::Fatal(error) => Err(Halt::Fatal(error)),
+            DispatchFailure::Fatal(error) => Halt::Fatal(error),
+        })
+    }
+
+    /// Records an operator step refused before anything was sent, and the stop it ends on.
+    fn refuse_operator_step(
+        &self,
+        frame: &Frame<'_>,
+        tally: &mut Tally,
+        position: &Position,
+        step: &Step,
+        mutates: bool,
+        stop: Stop,
+    ) -> Halt {
+        let input = refused_record(step, mutates, refusal(&stop));
+        match self.record_step(frame, tally, position, input) {
+            Ok(()) => stop.into(),
+            Err(error) => error.into(),
         }
     }
 
@@ -638,6 +613,31 @@ fn pre_dispatch_verdict(mutates: bool) -> EffectVerdict {
         mutates,
         DispatchPhase::PreDispatch,
     ))
+}
+
+/// The record of an operator step refused before anything was sent.
+fn refused_record(step: &Step, mutates: bool, reason: String) -> StepRecordInput {
+    StepRecordInput {
+        kind: step.action.kind(),
+        resolution: None,
+        decision_id: None,
+        dispatched: false,
+        verdict: pre_dispatch_verdict(mutates),
+        reason,
+        risk: step.risk,
+        route: None,
+    }
+}
+
+/// The stop of an operator step whose operator this run was not given.
+fn unwired(position: &Position, what: &str, operator: &str) -> Stop {
+    Stop::new(
+        FailureCode::SurfaceUnavailable,
+        format!(
+            "step `{}` is {what} but no {operator} is wired into this run",
+            position.id
+        ),
+    )
 }
 
 fn refusal(stop: &Stop) -> String {

@@ -7,9 +7,8 @@
 use cua_artifact::{ActionKind, EffectVerdict, FailureCode, Step, StepId};
 use cua_policy::SurfaceAction;
 use cua_route::{
-    AttemptOutcome, CoordinateClaim, DispatchReceipt, Millis, ObservationBinding,
-    ObservationEvidence, ObservationScope, PixelPoint, ProviderKind, RecoveryEdge, RouteError,
-    TargetScope,
+    AttemptOutcome, CoordinateClaim, DispatchReceipt, Millis, ObservationBinding, ObservationScope,
+    PixelPoint, ProviderKind, RecoveryEdge, RouteError, TargetScope,
 };
 use cua_snapshot::UiSnapshot;
 use cua_surface::{ScreenshotRequest, SurfaceDriver};
@@ -51,9 +50,10 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         walk.take(RecoveryEdge::Open);
         // The ref's lifetime runs from the moment the pixels are asked for.
         let captured_at = self.now();
+        let redact_regions = self.sensitive_regions(tally);
         let shot = loop {
             let request = ScreenshotRequest {
-                redact_regions: self.sensitive_regions(tally),
+                redact_regions: redact_regions.clone(),
             };
             let error = match self.driver.screenshot(request).await {
                 Ok(shot) => break shot,
@@ -173,13 +173,12 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         Ok((reference, written.path))
     }
 
-    /// `click_at`: re-plans the step with the live observation's binding (the exact target
-    /// evidence now exists), claims the ref for this provider, page, run and point, and returns
-    /// the viewport click the policy is asked to authorize. The ref is spent by the attempt,
+    /// `click_at`: claims the ref for the step's planned provider, this screen, this run and the
+    /// point, and returns the viewport click the policy is asked to authorize. The ref is spent by the attempt,
     /// whether or not the claim succeeds.
     pub(crate) fn claim_point(
         &self,
-        frame: &mut Frame<'_>,
+        frame: &Frame<'_>,
         tally: &mut Tally,
         position: &Position,
         observation: &StepId,
@@ -210,32 +209,9 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 "that step issued no observation in this frame of the run".to_owned(),
             ));
         };
-        // While the ref is live, the step is planned again with the exact evidence it now has
-        // (who issued the observation, for which scope and session); a ref that is no longer
-        // live is refused by the claim below, which says why.
-        let provider = match tally.observations.peek(&reference, now) {
-            Some(binding) => {
-                let step = &frame.capability.steps[position.index as usize];
-                let mut request =
-                    cua_route::step_request(frame.capability, step, crate::route::host_platform())
-                        .map_err(|reason| Stop::new(FailureCode::RouteUnavailable, reason))?;
-                request.evidence.observation = Some(ObservationEvidence::from(binding));
-                request.evidence.session = Some(session.clone());
-                let plan =
-                    cua_route::plan(&request, crate::route::registry()).map_err(|refusal| {
-                        Stop::new(
-                            FailureCode::RouteUnavailable,
-                            format!(
-                                "step `{}` has no route with the observation it holds: {}",
-                                position.id,
-                                refusal.reason()
-                            ),
-                        )
-                    })?;
-                plan.selection().provider()
-            }
-            None => frame.routes[position.index as usize].selection().provider(),
-        };
+        // The step's route was planned before the run's first action; the claim checks that
+        // the ref was issued by that provider, for this screen and this run.
+        let provider = frame.routes[position.index as usize].selection().provider();
         let claim = CoordinateClaim {
             provider,
             scope: screen_scope(before, tally),

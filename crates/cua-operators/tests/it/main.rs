@@ -22,7 +22,7 @@ fn root() -> PathBuf {
 fn engine() -> PolicyEngine {
     let text = std::fs::read_to_string(root().join("config/policy.yaml")).unwrap();
     let mut config = PolicyConfig::from_yaml(&text).unwrap();
-    for name in ["member-risk", "spin"] {
+    for name in ["member-risk", "spin", "flood"] {
         config.commands.allowed.push(DeclaredCommand {
             name: name.to_owned(),
             path: format!("tests/fixtures/operators/{name}"),
@@ -183,6 +183,19 @@ async fn commands_take_an_argv_never_a_shell_and_die_at_their_timeout() {
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{:?}",
+        started.elapsed()
+    );
+
+    // Too much output: the program still runs to its end, and is refused for it, not timed out.
+    let started = Instant::now();
+    let flooded = runner.run(run("flood", &[], 20_000)).await;
+    assert!(
+        matches!(&flooded, Err(SurfaceError::ActionFailed { reason }) if reason.contains("wrote more than")),
+        "{flooded:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the flood was blocked on its pipe: {:?}",
         started.elapsed()
     );
 
