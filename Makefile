@@ -23,8 +23,8 @@ help: ## List the targets
 
 deps: deps-chromium ## Install what is missing: Chromium (Debian), rustfmt and clippy
 	@command -v $(CARGO) >/dev/null || { echo "cargo is missing: install the Rust toolchain (https://rustup.rs) first" >&2; exit 1; }
-	@rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
-	@rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
 
 deps-chromium:
 	@if [ ! -x $(CHROMIUM) ]; then \

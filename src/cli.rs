@@ -59,8 +59,10 @@ pub(crate) enum Command {
     Eval(EvalArgs),
     /// The whole story in one run against in-process MemberDesk fixtures and Chromium:
     /// discovery, the compiled draft, review, replays with outcomes, recovery, refusals, a
-    /// second tenant, the irreversible gate and a batch. One line of evidence per stage; exits 0
-    /// only when every stage holds (1 otherwise, 69 without Chromium).
+    /// second tenant, the irreversible gate, a batch, a human handoff, approval from an
+    /// evaluation, a typed MCP tool, codegen and the operators beside the browser. One line of
+    /// evidence per stage; exits 0 only when every stage holds (1 otherwise, 69 without
+    /// Chromium).
     Demo(DemoArgs),
     /// Write a capability as a runnable Playwright Test file (TypeScript). Exits 0 when
     /// written, 1 when a step cannot be expressed (every refusal is listed), 2 for a usage

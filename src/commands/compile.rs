@@ -7,6 +7,7 @@ use cua_compile::{CompileConfig, CompileError, Compiled, compile, load_run};
 use serde::Serialize;
 
 use crate::cli::{CompileArgs, Format};
+use crate::commands::chain;
 use crate::output::{self, EnvelopeError, Exit};
 
 /// What `cua compile` and `cua discover` report about a written draft.
@@ -139,14 +140,4 @@ fn join(items: &[String]) -> String {
     } else {
         items.join(", ")
     }
-}
-
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        message.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    message
 }

@@ -17,6 +17,7 @@ use cua_mcp::{CapabilityServer, McpConfig, PlanKey, SurfaceFactory, SurfaceUnava
 use cua_policy::Allowlist;
 
 use crate::cli::McpArgs;
+use crate::commands::chain;
 use crate::output::Exit;
 
 /// Runs `cua mcp` until the client closes stdin.
@@ -144,17 +145,6 @@ impl SurfaceFactory for ChromiumSurfaces {
     async fn close(&self, surface: ChromiumSurface) {
         surface.close().await;
     }
-}
-
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn display(path: &Path) -> String {

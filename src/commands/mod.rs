@@ -62,3 +62,15 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
     };
     exit.into()
 }
+
+/// An error and its sources on one line, `outer: cause: root`.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}

@@ -4,7 +4,8 @@
 use cua_mcp::HttpConfig;
 
 use crate::cli::ServeArgs;
-use crate::commands::mcp::{chain, runtime, server};
+use crate::commands::chain;
+use crate::commands::mcp::{runtime, server};
 use crate::output::Exit;
 
 /// Runs `cua serve` until interrupted.

@@ -18,6 +18,7 @@ use cua_replay::{
 use memberdesk::RunningFixture;
 use serde_json::Value;
 
+use crate::commands::chain;
 use crate::commands::discover::{LoadedPolicy, Model};
 
 /// The sign-on capability every `session_expired` remedy names.
@@ -378,17 +379,6 @@ pub(super) fn describe(report: &ReplayReport) -> String {
         ),
         (None, None) => result.status.as_str().to_owned(),
     }
-}
-
-/// The error and its sources on one line.
-pub(super) fn chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        message.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    message
 }
 
 fn tenant_parts<'t>(

@@ -309,7 +309,7 @@ async fn no_surface_is_a_refusal_that_names_the_install_step() {
 }
 
 #[tokio::test]
-async fn plan_approvals_expire_on_the_injected_clock_only() {
+async fn a_plan_approval_is_honoured_until_the_last_second_of_its_lifetime() {
     let catalog = TempCatalog::with_approved(&[SAVINGS, TRANSFER]);
     let harness = Harness::new(&catalog);
     let token = plan(&harness, &transfer_inputs()).await;

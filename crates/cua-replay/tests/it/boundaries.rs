@@ -119,3 +119,17 @@ fn replay_reaches_no_model_http_or_browser_crate() {
     assert!(!operators.contains("async-openai"), "{operators:?}");
     assert!(!operators.contains("cua-agent"), "{operators:?}");
 }
+
+#[test]
+fn eval_reaches_no_model_http_or_browser_crate() {
+    // The evaluator runs capabilities through replay with the surface and operators injected by
+    // the binary, so it is held to replay's boundary.
+    let metadata = metadata();
+    let reachable = closure(&metadata, "cua-eval");
+    assert!(reachable.contains("cua-replay"), "{reachable:?}");
+    let found: Vec<&&str> = FORBIDDEN
+        .iter()
+        .filter(|name| reachable.contains(**name))
+        .collect();
+    assert!(found.is_empty(), "cua-eval can reach {found:?}");
+}
