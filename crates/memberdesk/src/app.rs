@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, Request, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::header::{AUTHORIZATION, COOKIE, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
@@ -16,8 +16,8 @@ use axum::routing::{delete, get, post};
 use axum::{Form, Json};
 use serde_json::json;
 
-use crate::pages::{self, Notice, TransferFields};
-use crate::state::{DeskState, GuardVerdict, Lookup, Member};
+use crate::pages::{self, Notice, TransferSearch};
+use crate::state::{DeskState, GuardVerdict, Lookup, Member, TransferFields, TransferRecord};
 use crate::variant::Skin;
 use crate::{Fault, FaultCount, FixtureHandle, OPERATOR_ID, OPERATOR_PASSWORD};
 
@@ -46,6 +46,7 @@ pub(crate) fn router(handle: FixtureHandle) -> Router {
             get(transfer_page).post(transfer_review),
         )
         .route("/member/{id}/transfer/confirm", post(transfer_confirm))
+        .route("/transfers/lookup", get(transfer_lookup))
         .route("/signature", get(crate::signature::lookup_page))
         .route(
             "/signature/card",
@@ -65,6 +66,7 @@ pub(crate) fn router(handle: FixtureHandle) -> Router {
         .route("/_control/arm", post(control_arm))
         .route("/_control/reset", post(control_reset))
         .route("/_control/state", get(control_state))
+        .route("/_control/transfers", get(control_transfers))
         .merge(protected)
         .fallback(not_found)
         .with_state(handle)
@@ -196,7 +198,8 @@ async fn member_detail(State(handle): State<FixtureHandle>, Path(id): Path<Strin
     let skin = handle.variant().skin();
     with_member(&handle, &id, |state, member| {
         let lookalike = state.faults.take(Fault::LookalikeRow);
-        pages::member_detail(skin, member, lookalike)
+        let recent_transfers = state.recent_transfers(&member.id);
+        pages::member_detail(skin, member, lookalike, &recent_transfers)
     })
 }
 
@@ -250,7 +253,7 @@ async fn transfer_review(
     let skin = handle.variant().skin();
     let fields = transfer_fields(skin, &form);
     with_member(&handle, &id, |state, member| {
-        match state.review_transfer(&id, fields.from, fields.to, fields.amount) {
+        match state.review_transfer(&id, fields) {
             Ok(reviewed) => pages::transfer_review(skin, member, &reviewed),
             Err(refusal) => pages::transfer_form(skin, member, fields, Some(refusal.message())),
         }
@@ -265,13 +268,33 @@ async fn transfer_confirm(
     let skin = handle.variant().skin();
     let fields = transfer_fields(skin, &form);
     with_member(&handle, &id, |state, _| {
-        let posted = state.post_transfer(&id, fields.from, fields.to, fields.amount);
+        let posted = state.post_transfer(&id, fields);
         let member = current_member(state, &id);
         match posted {
             Ok(record) => pages::transfer_done(skin, &member, &record),
             Err(refusal) => pages::transfer_failed(skin, &member, refusal),
         }
     })
+}
+
+/// `GET /transfers/lookup[?{client reference field}=REF]`: every member's transfers carrying
+/// exactly `REF` (surrounding spaces ignored), oldest first.
+async fn transfer_lookup(
+    State(handle): State<FixtureHandle>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Html<String> {
+    let skin = handle.variant().skin();
+    let page = match query.get(skin.field_client_reference) {
+        None => pages::transfer_lookup(skin, "", TransferSearch::NotAsked),
+        Some(typed) if typed.trim().is_empty() => {
+            pages::transfer_lookup(skin, typed, TransferSearch::Blank)
+        }
+        Some(typed) => {
+            let found = handle.transfers_with_client_reference(typed.trim());
+            pages::transfer_lookup(skin, typed, TransferSearch::Found(&found))
+        }
+    };
+    Html(page)
 }
 
 // ---- JSON read API ----
@@ -437,6 +460,25 @@ async fn control_state(State(handle): State<FixtureHandle>) -> Response {
     Json(handle.view()).into_response()
 }
 
+/// `GET /_control/transfers[?client_reference=REF]`: the posted transfers (only those carrying
+/// exactly `REF` when given), oldest first, with their count and the count per client reference,
+/// so a harness can assert that no reference was posted twice.
+async fn control_transfers(
+    State(handle): State<FixtureHandle>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let transfers: Vec<TransferRecord> = match query.get("client_reference") {
+        Some(reference) => handle.transfers_with_client_reference(reference),
+        None => handle.transfers(),
+    };
+    Json(json!({
+        "count": transfers.len(),
+        "by_client_reference": crate::state::client_reference_counts(&transfers),
+        "transfers": transfers,
+    }))
+    .into_response()
+}
+
 // ---- helpers ----
 
 /// Renders a member-scoped page, or the search page with "No records found" / not authorized
@@ -479,6 +521,7 @@ fn transfer_fields<'a>(skin: &Skin, form: &'a HashMap<String, String>) -> Transf
         from: field(form, skin.field_from_account),
         to: field(form, skin.field_to_account),
         amount: field(form, skin.field_amount),
+        client_reference: field(form, skin.field_client_reference),
     }
 }
 

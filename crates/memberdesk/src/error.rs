@@ -36,6 +36,13 @@ pub enum FixtureError {
         /// What was given.
         given: String,
     },
+    /// A client reference that is empty, longer than 40 characters, or holds anything but ASCII
+    /// letters, digits and dashes.
+    #[error("invalid client reference `{given}` (up to 40 letters, digits and dashes)")]
+    InvalidClientReference {
+        /// What was given.
+        given: String,
+    },
     /// No account with this number exists.
     #[error("unknown account `{account}`")]
     UnknownAccount {

@@ -22,6 +22,7 @@
 //! HTTP, like any legacy app.
 
 mod app;
+mod client_reference;
 mod error;
 mod fault;
 mod html;
@@ -36,6 +37,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub use client_reference::ClientReference;
 pub use error::FixtureError;
 pub use fault::{Fault, FaultCount};
 pub use money::Money;

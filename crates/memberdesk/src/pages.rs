@@ -7,8 +7,8 @@
 
 use crate::html::{content_page, esc, label_row, paragraph, value_row};
 use crate::state::{
-    AS_OF, Account, AccountType, Member, OpenedAccount, ReviewedTransfer, TransferRecord,
-    TransferRefusal, seeded_members,
+    AS_OF, Account, AccountType, Member, OpenedAccount, ReviewedTransfer, TransferFields,
+    TransferRecord, TransferRefusal, seeded_members,
 };
 use crate::variant::Skin;
 
@@ -22,6 +22,23 @@ pub(crate) const BAD_CREDENTIALS: &str = "Invalid operator ID or password.";
 pub(crate) const ENTER_MEMBER_NUMBER: &str = "Enter a member number.";
 /// Text shown instead of the summary for a member with no savings account.
 const NO_SAVINGS: &str = "No savings account on file for this member.";
+/// Text shown under "Recent Transfers" for a member with none.
+const NO_TRANSFERS: &str = "No transfers";
+/// Text the transfer lookup shows when no transfer carries the reference.
+const NO_TRANSFER_WITH_REFERENCE: &str = "No transfer with that client reference";
+/// Text the transfer lookup shows when submitted blank.
+const ENTER_CLIENT_REFERENCE: &str = "Enter a client reference.";
+
+/// What the transfer lookup page answers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum TransferSearch<'a> {
+    /// No reference was submitted: the form alone.
+    NotAsked,
+    /// The form was submitted blank.
+    Blank,
+    /// The transfers carrying the submitted reference, oldest first (possibly none).
+    Found(&'a [TransferRecord]),
+}
 
 /// A message under the search form, and whether it is an error.
 #[derive(Clone, Copy, Debug)]
@@ -57,6 +74,7 @@ pub(crate) fn nav(skin: &Skin) -> String {
          <table class=\"{layout}\" width=\"100%\" border=\"0\" cellpadding=\"4\" cellspacing=\"0\">\n\
          <tr><td class=\"{banner}\">{product}</td></tr>\n\
          <tr><td><a href=\"#\" class=\"{link}\" onclick=\"parent.content.location='/search';return false;\">{search}</a></td></tr>\n\
+         <tr><td><a href=\"#\" class=\"{link}\" onclick=\"parent.content.location='/transfers/lookup';return false;\">{find_transfer}</a></td></tr>\n\
          <tr><td><a href=\"/reports\" class=\"{disabled}\" aria-disabled=\"true\" onclick=\"return false;\">{reports}</a></td></tr>\n\
          <tr><td><a href=\"/admin\" class=\"{disabled}\" aria-disabled=\"true\" onclick=\"return false;\">{administration}</a></td></tr>\n\
          <tr><td><a href=\"/logout\" class=\"{link}\" target=\"_top\">{sign_off}</a></td></tr>\n\
@@ -68,6 +86,7 @@ pub(crate) fn nav(skin: &Skin) -> String {
         link = esc(skin.class_nav_link),
         disabled = esc(skin.class_nav_disabled),
         search = esc(skin.nav_member_search),
+        find_transfer = esc(skin.nav_find_transfer),
         reports = esc(skin.nav_reports),
         administration = esc(skin.nav_administration),
         sign_off = esc(skin.nav_sign_off),
@@ -139,10 +158,16 @@ pub(crate) fn search(skin: &Skin, typed: &str, notice: Option<Notice<'_>>) -> St
     content_page(skin, skin.heading_search, &body)
 }
 
-/// `GET /member/{id}`: the member table, the accounts grid and the savings summary. With
-/// `lookalike`, the grid gains a row before the real first one whose Member cell differs by one
-/// character (the `lookalike_row` fault).
-pub(crate) fn member_detail(skin: &Skin, member: &Member, lookalike: bool) -> String {
+/// `GET /member/{id}`: the member table, the accounts grid, the savings summary, the action
+/// links, and last the member's recent transfers (newest first). With `lookalike`, the grid gains
+/// a row before the real first one whose Member cell differs by one character (the
+/// `lookalike_row` fault).
+pub(crate) fn member_detail(
+    skin: &Skin,
+    member: &Member,
+    lookalike: bool,
+    recent_transfers: &[TransferRecord],
+) -> String {
     let mut body = member_table(skin, member);
     body += &section(skin, skin.heading_accounts);
     body += &format!(
@@ -192,6 +217,14 @@ pub(crate) fn member_detail(skin: &Skin, member: &Member, lookalike: bool) -> St
         esc(skin.class_link),
         esc(skin.link_new_search),
     );
+    // Last on the page, under its own heading, so it is a section of its own after everything
+    // the page showed before it existed.
+    body += &section(skin, skin.heading_recent_transfers);
+    if recent_transfers.is_empty() {
+        body += &paragraph(skin.class_message, NO_TRANSFERS);
+    } else {
+        body += &transfer_table(skin, recent_transfers, MemberColumn::Omitted);
+    }
     content_page(skin, skin.heading_detail, &body)
 }
 
@@ -257,14 +290,6 @@ pub(crate) fn subaccount_done(skin: &Skin, member: &Member, opened: &OpenedAccou
     content_page(skin, skin.heading_subaccount_done, &body)
 }
 
-/// The values a transfer form was filled with, echoed back on a re-render.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct TransferFields<'a> {
-    pub(crate) from: &'a str,
-    pub(crate) to: &'a str,
-    pub(crate) amount: &'a str,
-}
-
 /// `GET /member/{id}/transfer`, and its re-render after a refusal at review.
 pub(crate) fn transfer_form(
     skin: &Skin,
@@ -301,6 +326,17 @@ pub(crate) fn transfer_form(
         skin.label_amount,
         &text_input(skin, skin.field_amount, None, fields.amount),
     );
+    // Built exactly like the Amount row: an unnamed textbox beside its label cell.
+    body += &label_row(
+        skin,
+        skin.label_client_reference,
+        &text_input(
+            skin,
+            skin.field_client_reference,
+            None,
+            fields.client_reference,
+        ),
+    );
     body += &label_row(skin, "", &submit(skin, skin.button_review_transfer));
     body += "</table>\n</form>\n";
     if let Some(error) = error {
@@ -317,8 +353,7 @@ pub(crate) fn transfer_review(skin: &Skin, member: &Member, reviewed: &ReviewedT
         "<form method=\"post\" action=\"/member/{}/transfer/confirm\">\n\
          <input type=\"hidden\" name=\"{}\" value=\"{}\">\n\
          <input type=\"hidden\" name=\"{}\" value=\"{}\">\n\
-         <input type=\"hidden\" name=\"{}\" value=\"{}\">\n\
-         <table class=\"{}\" border=\"0\" cellpadding=\"3\" cellspacing=\"0\">\n",
+         <input type=\"hidden\" name=\"{}\" value=\"{}\">\n",
         esc(&member.id),
         esc(skin.field_from_account),
         esc(&reviewed.from.number),
@@ -326,6 +361,17 @@ pub(crate) fn transfer_review(skin: &Skin, member: &Member, reviewed: &ReviewedT
         esc(&reviewed.to.number),
         esc(skin.field_amount),
         esc(&reviewed.amount.decimal()),
+    );
+    // A transfer without a client reference reviews exactly as it did before references.
+    if let Some(reference) = &reviewed.client_reference {
+        body += &format!(
+            "<input type=\"hidden\" name=\"{}\" value=\"{}\">\n",
+            esc(skin.field_client_reference),
+            esc(reference.as_str()),
+        );
+    }
+    body += &format!(
+        "<table class=\"{}\" border=\"0\" cellpadding=\"3\" cellspacing=\"0\">\n",
         esc(skin.class_form_table),
     );
     body += &value_row(
@@ -335,6 +381,9 @@ pub(crate) fn transfer_review(skin: &Skin, member: &Member, reviewed: &ReviewedT
     );
     body += &value_row(skin, skin.label_to_account, &account_option(&reviewed.to));
     body += &value_row(skin, skin.label_amount, &reviewed.amount.to_string());
+    if let Some(reference) = &reviewed.client_reference {
+        body += &value_row(skin, skin.label_client_reference, reference.as_str());
+    }
     body += &label_row(
         skin,
         "",
@@ -361,9 +410,46 @@ pub(crate) fn transfer_done(skin: &Skin, member: &Member, record: &TransferRecor
     body += &value_row(skin, skin.label_from_account, &record.from_account);
     body += &value_row(skin, skin.label_to_account, &record.to_account);
     body += &value_row(skin, skin.label_amount, &record.amount.to_string());
+    if let Some(reference) = &record.client_reference {
+        body += &value_row(skin, skin.label_client_reference, reference.as_str());
+    }
     body += "</table>\n";
     body += &return_link(skin, member);
     content_page(skin, skin.heading_transfer_done, &body)
+}
+
+/// `GET /transfers/lookup`: a GET form for a client reference, and what it found: every
+/// member's transfers carrying it, or a message.
+pub(crate) fn transfer_lookup(skin: &Skin, typed: &str, search: TransferSearch<'_>) -> String {
+    let mut body = format!(
+        "<form method=\"get\" action=\"/transfers/lookup\">\n\
+         <table class=\"{table}\" border=\"0\" cellpadding=\"3\" cellspacing=\"0\">\n",
+        table = esc(skin.class_form_table),
+    );
+    body += &format!(
+        "<tr><td class=\"{}\">{}</td><td>{}</td><td>{}</td></tr>\n",
+        esc(skin.class_label_cell),
+        esc(skin.label_client_reference),
+        text_input(
+            skin,
+            skin.field_client_reference,
+            Some(skin.label_client_reference),
+            typed,
+        ),
+        submit(skin, skin.button_find_transfer),
+    );
+    body += "</table>\n</form>\n";
+    match search {
+        TransferSearch::NotAsked => {}
+        TransferSearch::Blank => body += &paragraph(skin.class_error, ENTER_CLIENT_REFERENCE),
+        TransferSearch::Found([]) => {
+            body += &paragraph(skin.class_message, NO_TRANSFER_WITH_REFERENCE);
+        }
+        TransferSearch::Found(transfers) => {
+            body += &transfer_table(skin, transfers, MemberColumn::Shown)
+        }
+    }
+    content_page(skin, skin.heading_find_transfer, &body)
 }
 
 /// The page after a refused confirm ("Insufficient funds", "Account is closed").
@@ -495,6 +581,60 @@ fn grid_row(account: &Account) -> String {
         esc(&account.balance.to_string()),
         esc(account.status.label()),
     )
+}
+
+/// Whether a transfer grid has a Member column: the lookup spans members, the member record
+/// does not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MemberColumn {
+    Shown,
+    Omitted,
+}
+
+/// A grid of posted transfers. Amounts are plain decimals (`100.00`), never `$100.00`, so no
+/// cell here is money-shaped the way the Accounts grid's balances are.
+fn transfer_table(
+    skin: &Skin,
+    transfers: &[TransferRecord],
+    member_column: MemberColumn,
+) -> String {
+    let with_member = member_column == MemberColumn::Shown;
+    let member_header = if with_member {
+        format!("<th>{}</th>", esc(skin.label_member))
+    } else {
+        String::new()
+    };
+    let mut table = format!(
+        "<table class=\"{}\" border=\"1\" cellpadding=\"3\" cellspacing=\"0\">\n\
+         <tr><th>{}</th>{member_header}<th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr>\n",
+        esc(skin.class_grid),
+        esc(skin.label_confirmation_number),
+        esc(skin.label_from_account),
+        esc(skin.label_to_account),
+        esc(skin.label_amount),
+        esc(skin.label_client_reference),
+    );
+    for record in transfers {
+        let member_cell = if with_member {
+            format!("<td>{}</td>", esc(&record.member_id))
+        } else {
+            String::new()
+        };
+        let reference = record
+            .client_reference
+            .as_ref()
+            .map_or("", |reference| reference.as_str());
+        table += &format!(
+            "<tr><td>{}</td>{member_cell}<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            esc(&record.confirmation),
+            esc(&record.from_account),
+            esc(&record.to_account),
+            esc(&record.amount.decimal()),
+            esc(reference),
+        );
+    }
+    table += "</table>\n";
+    table
 }
 
 /// `S-12345-01 Savings`: how comboboxes and the review page name an account.

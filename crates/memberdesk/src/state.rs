@@ -9,13 +9,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::Serialize;
 
 use crate::fault::ArmedFaults;
-use crate::{Fault, FaultCount, FixtureError, Money, Variant};
+use crate::{ClientReference, Fault, FaultCount, FixtureError, Money, Variant};
 
 /// The fixed "as of" date every page shows; the app never reads a clock.
 pub const AS_OF: &str = "09/11/2026";
 
 /// The smallest initial deposit a sub-account accepts.
 pub const MINIMUM_DEPOSIT: Money = Money::from_cents(2_500);
+
+/// How many transfers the member record's "Recent Transfers" table lists, newest first.
+pub(crate) const RECENT_TRANSFERS: usize = 50;
 
 /// Member numbers that exist but that the operator may not view.
 const RESTRICTED_MEMBERS: &[&str] = &["55555"];
@@ -149,6 +152,11 @@ pub struct TransferRecord {
     pub to_account: String,
     /// The amount moved.
     pub amount: Money,
+    /// The caller's client reference, when the form carried one. Omitted from JSON when absent,
+    /// so a transfer without one serializes as it always did. Never unique by itself: the core
+    /// system does not deduplicate by it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_reference: Option<ClientReference>,
 }
 
 /// What `GET /_control/state` returns, and what [`FixtureHandle::view`] gives tests.
@@ -240,6 +248,18 @@ impl FixtureHandle {
     /// Posted transfers, oldest first.
     pub fn transfers(&self) -> Vec<TransferRecord> {
         self.with(|state| state.transfers.clone())
+    }
+
+    /// The posted transfers whose client reference is exactly `client_reference`, oldest
+    /// first. More than one means the same reference was posted more than once.
+    pub fn transfers_with_client_reference(&self, client_reference: &str) -> Vec<TransferRecord> {
+        self.with(|state| state.transfers_with_client_reference(client_reference))
+    }
+
+    /// How many posted transfers carry each client reference (transfers without one are not
+    /// counted). A count above 1 is a reference posted more than once.
+    pub fn client_reference_counts(&self) -> BTreeMap<String, usize> {
+        self.with(|state| client_reference_counts(&state.transfers))
     }
 
     /// How many signatures were captured for a member since the last reset.
@@ -367,6 +387,7 @@ pub(crate) enum TransferRefusal {
     UnknownAccount,
     SameAccount,
     InvalidAmount,
+    InvalidClientReference,
     AccountClosed,
     InsufficientFunds,
 }
@@ -379,10 +400,23 @@ impl TransferRefusal {
             TransferRefusal::InvalidAmount => {
                 "Enter the amount as a positive amount, for example 100.00."
             }
+            TransferRefusal::InvalidClientReference => {
+                "Client reference may hold up to 40 letters, digits and dashes"
+            }
             TransferRefusal::AccountClosed => "Account is closed",
             TransferRefusal::InsufficientFunds => "Insufficient funds",
         }
     }
+}
+
+/// The values a transfer form was filled with, as typed; echoed back on a re-render.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct TransferFields<'a> {
+    pub(crate) from: &'a str,
+    pub(crate) to: &'a str,
+    pub(crate) amount: &'a str,
+    /// Optional: blank (or only spaces) means no reference.
+    pub(crate) client_reference: &'a str,
 }
 
 /// A transfer that passed the form checks, ready to review.
@@ -391,6 +425,7 @@ pub(crate) struct ReviewedTransfer {
     pub(crate) from: Account,
     pub(crate) to: Account,
     pub(crate) amount: Money,
+    pub(crate) client_reference: Option<ClientReference>,
 }
 
 impl DeskState {
@@ -542,15 +577,21 @@ impl DeskState {
         })
     }
 
-    /// The checks the review page makes: both accounts belong to the member, they differ, and
-    /// the amount is positive. Balances and statuses are checked only when posting.
+    /// The checks the review page makes: both accounts belong to the member, they differ, the
+    /// amount is positive, and the client reference, if any, is valid (checked last, so the
+    /// older refusals keep their precedence). Balances and statuses are checked only when
+    /// posting.
     pub(crate) fn review_transfer(
         &self,
         member_id: &str,
-        from: &str,
-        to: &str,
-        amount: &str,
+        fields: TransferFields<'_>,
     ) -> Result<ReviewedTransfer, TransferRefusal> {
+        let TransferFields {
+            from,
+            to,
+            amount,
+            client_reference,
+        } = fields;
         let Lookup::Found(member) = self.lookup(member_id) else {
             return Err(TransferRefusal::UnknownAccount);
         };
@@ -570,19 +611,31 @@ impl DeskState {
         if amount <= Money::default() {
             return Err(TransferRefusal::InvalidAmount);
         }
-        Ok(ReviewedTransfer { from, to, amount })
+        let client_reference = match client_reference.trim() {
+            "" => None,
+            typed => Some(
+                typed
+                    .parse::<ClientReference>()
+                    .map_err(|_| TransferRefusal::InvalidClientReference)?,
+            ),
+        };
+        Ok(ReviewedTransfer {
+            from,
+            to,
+            amount,
+            client_reference,
+        })
     }
 
-    /// Posts a transfer: every call that passes the checks moves the money again (the app has
-    /// no idempotency key, so a double submit is visible in the balances).
+    /// Posts a transfer: every call that passes the checks moves the money again. The client
+    /// reference is stored, never used to deduplicate, so a double submit is visible in the
+    /// balances whether or not it carries the same reference.
     pub(crate) fn post_transfer(
         &mut self,
         member_id: &str,
-        from: &str,
-        to: &str,
-        amount: &str,
+        fields: TransferFields<'_>,
     ) -> Result<TransferRecord, TransferRefusal> {
-        let reviewed = self.review_transfer(member_id, from, to, amount)?;
+        let reviewed = self.review_transfer(member_id, fields)?;
         if reviewed.from.status == AccountStatus::Closed
             || reviewed.to.status == AccountStatus::Closed
         {
@@ -613,9 +666,39 @@ impl DeskState {
             from_account: reviewed.from.number,
             to_account: reviewed.to.number,
             amount: reviewed.amount,
+            client_reference: reviewed.client_reference,
         };
         self.transfers.push(record.clone());
         Ok(record)
+    }
+
+    /// The member's [`RECENT_TRANSFERS`] most recent transfers, newest first.
+    pub(crate) fn recent_transfers(&self, member_id: &str) -> Vec<TransferRecord> {
+        self.transfers
+            .iter()
+            .rev()
+            .filter(|record| record.member_id == member_id)
+            .take(RECENT_TRANSFERS)
+            .cloned()
+            .collect()
+    }
+
+    /// Every member's transfers whose client reference is exactly `client_reference`, oldest
+    /// first.
+    pub(crate) fn transfers_with_client_reference(
+        &self,
+        client_reference: &str,
+    ) -> Vec<TransferRecord> {
+        self.transfers
+            .iter()
+            .filter(|record| {
+                record
+                    .client_reference
+                    .as_ref()
+                    .is_some_and(|reference| reference.as_str() == client_reference)
+            })
+            .cloned()
+            .collect()
     }
 
     fn account(&self, number: &str) -> Option<&Account> {
@@ -654,6 +737,18 @@ impl DeskState {
             sessions: self.sessions.len(),
         }
     }
+}
+
+/// How many of `transfers` carry each client reference.
+pub(crate) fn client_reference_counts(transfers: &[TransferRecord]) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for reference in transfers
+        .iter()
+        .filter_map(|record| record.client_reference.as_ref())
+    {
+        *counts.entry(reference.as_str().to_owned()).or_insert(0) += 1;
+    }
+    counts
 }
 
 /// The seeded members, as of [`AS_OF`]. The search page's training table lists these seeded
@@ -814,8 +909,14 @@ mod tests {
 
     fn check_transfer(from: &str, to: &str, amount: &str, expect: Result<&str, TransferRefusal>) {
         let mut state = DeskState::seeded();
+        let fields = TransferFields {
+            from,
+            to,
+            amount,
+            client_reference: "",
+        };
         let posted = state
-            .post_transfer("12345", from, to, amount)
+            .post_transfer("12345", fields)
             .map(|record| record.confirmation);
         assert_eq!(posted, expect.map(str::to_owned), "{from} -> {to} {amount}");
     }
@@ -856,6 +957,79 @@ mod tests {
         );
     }
 
+    fn check_client_reference(
+        amount: &str,
+        typed: &str,
+        expect: Result<Option<&str>, TransferRefusal>,
+    ) {
+        let state = DeskState::seeded();
+        let fields = TransferFields {
+            from: "S-12345-01",
+            to: "C-12345-02",
+            amount,
+            client_reference: typed,
+        };
+        let reviewed = state.review_transfer("12345", fields).map(|reviewed| {
+            reviewed
+                .client_reference
+                .map(|reference| reference.as_str().to_owned())
+        });
+        assert_eq!(
+            reviewed,
+            expect.map(|reference| reference.map(str::to_owned)),
+            "{amount} {typed:?}"
+        );
+    }
+
+    #[test]
+    fn client_references_are_optional_trimmed_and_checked_after_the_amount() {
+        let refused = Err(TransferRefusal::InvalidClientReference);
+        check_client_reference("1", "", Ok(None));
+        check_client_reference("1", "   ", Ok(None));
+        check_client_reference("1", "idem-7f3a", Ok(Some("idem-7f3a")));
+        check_client_reference("1", " idem-7f3a ", Ok(Some("idem-7f3a")));
+        check_client_reference("1", &"9".repeat(40), Ok(Some(&"9".repeat(40))));
+        check_client_reference("1", &"9".repeat(41), refused);
+        check_client_reference("1", "idem 7f3a", refused);
+        check_client_reference("1", "idem_7f3a", refused);
+        check_client_reference("0", "idem_7f3a", Err(TransferRefusal::InvalidAmount));
+    }
+
+    #[test]
+    fn recent_transfers_are_the_members_last_50_newest_first() {
+        let mut state = DeskState::seeded();
+        for index in 0..52 {
+            let (from, to) = if index % 2 == 0 {
+                ("S-12345-01", "C-12345-02")
+            } else {
+                ("C-12345-02", "S-12345-01")
+            };
+            let reference = format!("r{index}");
+            let fields = TransferFields {
+                from,
+                to,
+                amount: "1.00",
+                client_reference: &reference,
+            };
+            state.post_transfer("12345", fields).expect("funds suffice");
+        }
+        let recent = state.recent_transfers("12345");
+        assert_eq!(recent.len(), RECENT_TRANSFERS);
+        assert_eq!(recent[0].confirmation, "TF-000052");
+        assert_eq!(recent[49].confirmation, "TF-000003");
+        assert!(state.recent_transfers("67890").is_empty());
+        assert_eq!(
+            state
+                .transfers_with_client_reference("r7")
+                .iter()
+                .map(|record| record.confirmation.as_str())
+                .collect::<Vec<_>>(),
+            ["TF-000008"]
+        );
+        assert!(state.transfers_with_client_reference("R7").is_empty());
+        assert_eq!(client_reference_counts(&state.transfers).len(), 52);
+    }
+
     #[test]
     fn closed_accounts_refuse_transfers_both_ways() {
         let mut state = DeskState::seeded();
@@ -865,8 +1039,14 @@ mod tests {
         assert_eq!(opened.reference, "SA-24680-CHE");
         assert_eq!(opened.account.number, "C-24680-02");
         for (from, to) in [("S-24680-01", "C-24680-02"), ("C-24680-02", "S-24680-01")] {
+            let fields = TransferFields {
+                from,
+                to,
+                amount: "1.00",
+                client_reference: "",
+            };
             assert_eq!(
-                state.post_transfer("24680", from, to, "1.00"),
+                state.post_transfer("24680", fields),
                 Err(TransferRefusal::AccountClosed)
             );
         }
@@ -902,9 +1082,13 @@ mod tests {
     fn reset_restores_seeded_data_and_keeps_sessions() {
         let mut state = state_with(&[(Fault::LookalikeRow, FaultCount::Indefinite)]);
         let token = state.sign_on();
-        state
-            .post_transfer("12345", "S-12345-01", "C-12345-02", "10")
-            .expect("funds suffice");
+        let fields = TransferFields {
+            from: "S-12345-01",
+            to: "C-12345-02",
+            amount: "10",
+            client_reference: "idem-1",
+        };
+        state.post_transfer("12345", fields).expect("funds suffice");
         state.reset();
         assert_eq!(
             state.view(Variant::FirstValley),

@@ -93,6 +93,8 @@ pub(crate) struct Skin {
     pub(crate) heading_review: &'static str,
     pub(crate) heading_transfer_done: &'static str,
     pub(crate) heading_transfer_failed: &'static str,
+    pub(crate) heading_recent_transfers: &'static str,
+    pub(crate) heading_find_transfer: &'static str,
 
     pub(crate) label_operator_id: &'static str,
     pub(crate) label_password: &'static str,
@@ -109,6 +111,8 @@ pub(crate) struct Skin {
     pub(crate) label_to_account: &'static str,
     pub(crate) label_amount: &'static str,
     pub(crate) label_confirmation_number: &'static str,
+    pub(crate) label_client_reference: &'static str,
+    pub(crate) label_member: &'static str,
     pub(crate) caption_training: &'static str,
 
     pub(crate) button_sign_on: &'static str,
@@ -116,6 +120,7 @@ pub(crate) struct Skin {
     pub(crate) button_open_account: &'static str,
     pub(crate) button_review_transfer: &'static str,
     pub(crate) button_post_transfer: &'static str,
+    pub(crate) button_find_transfer: &'static str,
 
     pub(crate) link_open_subaccount: &'static str,
     pub(crate) link_transfer: &'static str,
@@ -123,6 +128,7 @@ pub(crate) struct Skin {
     pub(crate) link_cancel: &'static str,
     pub(crate) link_return_to_member: &'static str,
     pub(crate) nav_member_search: &'static str,
+    pub(crate) nav_find_transfer: &'static str,
     pub(crate) nav_reports: &'static str,
     pub(crate) nav_administration: &'static str,
     pub(crate) nav_sign_off: &'static str,
@@ -135,6 +141,8 @@ pub(crate) struct Skin {
     pub(crate) field_from_account: &'static str,
     pub(crate) field_to_account: &'static str,
     pub(crate) field_amount: &'static str,
+    /// The client reference, on the transfer form and the lookup form alike.
+    pub(crate) field_client_reference: &'static str,
 
     /// The text input class (`frmfld` in the base markup).
     pub(crate) class_input: &'static str,
@@ -189,6 +197,8 @@ static FIRST_VALLEY: Skin = Skin {
     heading_review: "Review Transfer",
     heading_transfer_done: "Transfer Complete",
     heading_transfer_failed: "Transfer Not Completed",
+    heading_recent_transfers: "Recent Transfers",
+    heading_find_transfer: "Find Transfer",
 
     label_operator_id: "Operator ID",
     label_password: "Password",
@@ -205,6 +215,8 @@ static FIRST_VALLEY: Skin = Skin {
     label_to_account: "To Account",
     label_amount: "Amount",
     label_confirmation_number: "Confirmation Number",
+    label_client_reference: "Client Reference",
+    label_member: "Member",
     caption_training: "Training members",
 
     button_sign_on: "Sign On",
@@ -212,6 +224,7 @@ static FIRST_VALLEY: Skin = Skin {
     button_open_account: "Open Account",
     button_review_transfer: "Review Transfer",
     button_post_transfer: "Transfer Funds",
+    button_find_transfer: "Find Transfer",
 
     link_open_subaccount: "Open Sub-Account",
     link_transfer: "Transfer Funds",
@@ -219,6 +232,7 @@ static FIRST_VALLEY: Skin = Skin {
     link_cancel: "Cancel",
     link_return_to_member: "Return to Member",
     nav_member_search: "Member Search",
+    nav_find_transfer: "Find Transfer",
     nav_reports: "Reports",
     nav_administration: "Administration",
     nav_sign_off: "Sign Off",
@@ -231,6 +245,7 @@ static FIRST_VALLEY: Skin = Skin {
     field_from_account: "fromacct",
     field_to_account: "toacct",
     field_amount: "amt",
+    field_client_reference: "clientref",
 
     class_input: "frmfld",
     class_select: "frmsel",
@@ -274,6 +289,8 @@ static NORTHGATE_FCU: Skin = Skin {
     heading_review: "Review Funds Transfer",
     heading_transfer_done: "Transfer Posted",
     heading_transfer_failed: "Transfer Rejected",
+    heading_recent_transfers: "Recent Transfers",
+    heading_find_transfer: "Find Transfer",
 
     label_operator_id: "Operator ID",
     label_password: "Password",
@@ -290,6 +307,8 @@ static NORTHGATE_FCU: Skin = Skin {
     label_to_account: "To Account",
     label_amount: "Amount",
     label_confirmation_number: "Confirmation Number",
+    label_client_reference: "Client Reference",
+    label_member: "Member",
     caption_training: "Training members",
 
     button_sign_on: "Sign On",
@@ -297,6 +316,7 @@ static NORTHGATE_FCU: Skin = Skin {
     button_open_account: "Submit Request",
     button_review_transfer: "Continue to Review",
     button_post_transfer: "Post Transfer",
+    button_find_transfer: "Find Transfer",
 
     link_open_subaccount: "Open Sub-Account",
     link_transfer: "Transfer Funds",
@@ -304,6 +324,7 @@ static NORTHGATE_FCU: Skin = Skin {
     link_cancel: "Cancel",
     link_return_to_member: "Return to Member",
     nav_member_search: "Member Search",
+    nav_find_transfer: "Find Transfer",
     nav_reports: "Reports",
     nav_administration: "Administration",
     nav_sign_off: "Sign Off",
@@ -316,6 +337,7 @@ static NORTHGATE_FCU: Skin = Skin {
     field_from_account: "src_acct",
     field_to_account: "dst_acct",
     field_amount: "xfer_amt",
+    field_client_reference: "xfer_memo",
 
     class_input: "ng-inp",
     class_select: "ng-sel",
@@ -389,6 +411,7 @@ mod tests {
             (base.field_from_account, other.field_from_account),
             (base.field_to_account, other.field_to_account),
             (base.field_amount, other.field_amount),
+            (base.field_client_reference, other.field_client_reference),
             (base.class_input, other.class_input),
             (base.class_select, other.class_select),
             (base.class_button, other.class_button),

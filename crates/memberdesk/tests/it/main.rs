@@ -2,6 +2,7 @@
 //! both variants.
 
 mod api;
+mod client_references;
 mod faults;
 mod pages;
 mod sign_on;

@@ -261,6 +261,7 @@ async fn hostile_input_is_escaped_wherever_it_is_echoed() {
                 ("fromacct", hostile),
                 ("toacct", "C-12345-02"),
                 ("amt", hostile),
+                ("clientref", hostile),
             ],
         )
         .await;
@@ -298,7 +299,15 @@ async fn hostile_input_is_escaped_wherever_it_is_echoed() {
 async fn every_page(variant: Variant) -> Vec<(&'static str, Reply)> {
     let fixture = start(variant).await;
     let skin = match variant {
-        Variant::FirstValley => ["memno", "accttype", "initdep", "fromacct", "toacct", "amt"],
+        Variant::FirstValley => [
+            "memno",
+            "accttype",
+            "initdep",
+            "fromacct",
+            "toacct",
+            "amt",
+            "clientref",
+        ],
         Variant::NorthgateFcu => [
             "member_num",
             "acct_kind",
@@ -306,9 +315,10 @@ async fn every_page(variant: Variant) -> Vec<(&'static str, Reply)> {
             "src_acct",
             "dst_acct",
             "xfer_amt",
+            "xfer_memo",
         ],
     };
-    let [member, account_type, deposit, from, to, amount] = skin;
+    let [member, account_type, deposit, from, to, amount, reference] = skin;
     let mut anonymous = Session::new(&fixture);
     let mut pages = vec![
         ("frameset", anonymous.get("/").await),
@@ -385,6 +395,55 @@ async fn every_page(variant: Variant) -> Vec<(&'static str, Reply)> {
         };
         pages.push((name, session.get("/member/12345").await));
     }
+    let with_reference = [
+        (from, "C-12345-02"),
+        (to, "S-12345-01"),
+        (amount, "12.5"),
+        (reference, "idem-7f3a"),
+    ];
+    pages.push((
+        "transfer_review_reference",
+        session
+            .post_form("/member/12345/transfer", &with_reference)
+            .await,
+    ));
+    pages.push((
+        "transfer_complete_reference",
+        session
+            .post_form("/member/12345/transfer/confirm", &with_reference)
+            .await,
+    ));
+    pages.push((
+        "transfer_reference_refused",
+        session
+            .post_form(
+                "/member/12345/transfer",
+                &[
+                    (from, "C-12345-02"),
+                    (to, "S-12345-01"),
+                    (amount, "12.5"),
+                    (reference, "idem 7f3a"),
+                ],
+            )
+            .await,
+    ));
+    pages.push((
+        "detail_recent_transfers",
+        session.get("/member/12345").await,
+    ));
+    pages.push(("transfer_lookup", session.get("/transfers/lookup").await));
+    pages.push((
+        "transfer_lookup_found",
+        session
+            .get(&format!("/transfers/lookup?{reference}=idem-7f3a"))
+            .await,
+    ));
+    pages.push((
+        "transfer_lookup_none",
+        session
+            .get(&format!("/transfers/lookup?{reference}=idem-none"))
+            .await,
+    ));
     fixture.shutdown().await.expect("clean shutdown");
     pages
 }
