@@ -273,6 +273,12 @@ pub struct InputSpec {
     /// Masked in every sink and blacked out in screenshots.
     #[serde(default, skip_serializing_if = "is_false")]
     pub sensitive: bool,
+    /// This input carries the run's idempotency key: the engine fills it when the caller gives
+    /// none, with a key that is the same for every attempt of one batch row, so a mutation can
+    /// pass it to the application (a client reference, a memo) and a `reconcile` capability can
+    /// look for it after a crash. At most one input per capability, of type `string`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idempotency_key: bool,
 }
 
 impl InputSpec {
@@ -351,6 +357,30 @@ pub struct Step {
     /// the named route can perform the action; absent, the planner picks the implicit route.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<Identifier>,
+    /// How to find out whether this step's mutation happened when a run stopped between its
+    /// write-ahead intent and its verdict (a crash, a kill, a lost connection). Required on
+    /// every irreversible step: without it an in-doubt mutation can only go to a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconcile: Option<Reconcile>,
+}
+
+/// A step's reconciliation: a read-only capability, run through the same chokepoint as any
+/// replay, whose ending answers whether the step's mutation happened. `success` means *done*;
+/// one of the `not_done` business outcomes means *not done*; anything else (a failure, another
+/// outcome, a refusal) means *unknown*, and the row goes to a person.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Reconcile {
+    /// The read-only capability to run, pinned by version. Every one of its steps must be
+    /// `safe`; replay refuses it otherwise.
+    pub capability: CapabilityRef,
+    /// Its inputs, from this capability's inputs (`{$input: name}`) or literals. Outputs are
+    /// not available to a reconciliation (the run that made them may be gone) and secrets are
+    /// never passed on.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub inputs: BTreeMap<Identifier, ValueExpr>,
+    /// The reconciling capability's business outcomes that mean the mutation did not happen.
+    pub not_done: Vec<Identifier>,
 }
 
 /// The names a step's `via` may give a route, aliases included. `cua-route` parses every one

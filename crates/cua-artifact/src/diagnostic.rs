@@ -50,6 +50,8 @@ pub enum DiagnosticCode {
     ExplicitRouteRequired,
     ObservationReused,
     ObservationStale,
+    ReconcileRequired,
+    ReconcileInvalid,
     Tampered,
     // Tenant bindings.
     OverlayCapabilityMismatch,
@@ -102,6 +104,8 @@ impl DiagnosticCode {
             Self::ExplicitRouteRequired => "cua::explicit_route_required",
             Self::ObservationReused => "cua::observation_reused",
             Self::ObservationStale => "cua::observation_stale",
+            Self::ReconcileRequired => "cua::reconcile_required",
+            Self::ReconcileInvalid => "cua::reconcile_invalid",
             Self::Tampered => "cua::tampered",
             Self::OverlayCapabilityMismatch => "cua::overlay_capability_mismatch",
             Self::OverlayUnknownStep => "cua::overlay_unknown_step",

@@ -33,9 +33,9 @@ pub use approval::{ApprovalScope, ApprovalState, CapabilityApproval, CapabilityE
 pub use capability::{
     Action, AppIdentity, Backoff, Capability, CapabilityPolicy, CommandCall, DiscoveredBy,
     DriverCapability, Entrypoint, Escalation, EscalationPolicy, HttpCall, HttpMethod, InputSpec,
-    Outcome, OutputSource, OutputSpec, Provenance, ROUTE_NAMES, RawInputKind, RecoveryRule,
-    RecoveryScope, Remedy, RunCapability, RunCapabilityTag, ScrollDirection, Step, Surface,
-    SurfaceKind, Transform, WaitCondition, WaitPolicy,
+    Outcome, OutputSource, OutputSpec, Provenance, ROUTE_NAMES, RawInputKind, Reconcile,
+    RecoveryRule, RecoveryScope, Remedy, RunCapability, RunCapabilityTag, ScrollDirection, Step,
+    Surface, SurfaceKind, Transform, WaitCondition, WaitPolicy,
 };
 pub use check::{
     Checked, Document, SealedText, check_binding, check_source, check_source_with, seal_source,

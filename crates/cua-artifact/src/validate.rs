@@ -173,8 +173,35 @@ impl<'a> Checker<'a> {
     }
 
     fn inputs(&mut self, root: &DocPath) {
+        let mut idempotency_key: Option<&str> = None;
         for (index, input) in self.capability.inputs.iter().enumerate() {
             let path = root.key("inputs").index(index);
+            if input.idempotency_key {
+                if let Some(first) = idempotency_key {
+                    self.report(
+                        DiagnosticCode::InvalidInputSpec,
+                        path.key("idempotency_key"),
+                        format!(
+                            "inputs `{first}` and `{}` both carry the idempotency key",
+                            input.name
+                        ),
+                        "a run has one idempotency key: mark one input",
+                    );
+                }
+                idempotency_key.get_or_insert(input.name.as_str());
+                if input.value_type != ValueType::String || input.sensitive {
+                    self.report(
+                        DiagnosticCode::InvalidInputSpec,
+                        path.key("idempotency_key"),
+                        format!(
+                            "input `{}` carries the idempotency key but is not a plain string",
+                            input.name
+                        ),
+                        "an idempotency key is a non-sensitive `type: string` input (the engine \
+                         fills it with letters, digits and dashes)",
+                    );
+                }
+            }
             let pattern = input.pattern.as_ref().and_then(|pattern| {
                 self.regex(&path.key("pattern"), pattern)
                     .and_then(|_| Regex::new(&format!("^(?:{pattern})$")).ok())
@@ -291,6 +318,70 @@ impl<'a> Checker<'a> {
         self.wait(&path.key("wait"), &step.wait, index);
         self.declared_risk(path, step);
         self.visual(path, index, step);
+        self.reconcile(path, index, step);
+    }
+
+    /// An irreversible step declares how to find out, after a crash between its write-ahead
+    /// intent and its verdict, whether it happened; the reconciliation reads only inputs and
+    /// literals (the outputs of a run that died are gone, and a secret never leaves its step).
+    fn reconcile(&mut self, path: &DocPath, index: usize, step: &'a Step) {
+        let Some(reconcile) = &step.reconcile else {
+            if step.risk == RiskTier::Irreversible {
+                self.report(
+                    DiagnosticCode::ReconcileRequired,
+                    path.key("risk"),
+                    format!("irreversible step `{}` declares no `reconcile`", step.id),
+                    "a run killed between this step's dispatch and its verdict leaves the mutation \
+                     in doubt, and it is never dispatched again blindly: name a read-only \
+                     capability under `reconcile` (`capability`, `inputs`, `not_done`) that \
+                     answers whether it happened, e.g. by looking up the client reference the \
+                     step passed (an input with `idempotency_key: true`)",
+                );
+            }
+            return;
+        };
+        let path = path.key("reconcile");
+        if reconcile.capability.id() == &self.capability.id {
+            self.report(
+                DiagnosticCode::ReconcileInvalid,
+                path.key("capability"),
+                format!("step `{}` reconciles through its own capability", step.id),
+                "name a separate read-only capability that looks the effect up",
+            );
+        }
+        if reconcile.not_done.is_empty() {
+            self.report(
+                DiagnosticCode::EmptyList,
+                path.key("not_done"),
+                format!(
+                    "the reconciliation of step `{}` names no `not_done` outcome",
+                    step.id
+                ),
+                "list the reconciling capability's business outcome(s) that mean the mutation \
+                 did not happen; without one a reconciliation can never allow a retry",
+            );
+        }
+        for (name, value) in &reconcile.inputs {
+            let value_path = path.key("inputs").key(name.as_str());
+            match value {
+                ValueExpr::Output(_) | ValueExpr::Secret(_) => self.report(
+                    DiagnosticCode::ReconcileInvalid,
+                    value_path,
+                    format!(
+                        "the reconciliation of step `{}` passes {} as `{name}`",
+                        step.id,
+                        if value.secret().is_some() {
+                            "a secret"
+                        } else {
+                            "an output"
+                        }
+                    ),
+                    "pass `{$input: …}` or a literal: a reconciliation runs after the run that \
+                     extracted outputs may be gone, and secrets are never passed on",
+                ),
+                _ => self.value(&value_path, value, SecretUse::Misplaced, Some(index)),
+            }
+        }
     }
 
     /// A `screenshot` or `click_at` names its route explicitly (visual routes are never

@@ -469,6 +469,7 @@ impl Compiler {
             postcondition,
             risk: action.risk,
             via: None,
+            reconcile: None,
         });
         Ok(())
     }
@@ -661,6 +662,7 @@ impl Compiler {
                 default: None,
                 example: Some(ValueExpr::String(text)),
                 sensitive: false,
+                idempotency_key: false,
             });
             return;
         }
@@ -689,6 +691,7 @@ impl Compiler {
                             default: None,
                             example: None,
                             sensitive: true,
+                            idempotency_key: false,
                         });
                         self.notes.push(format!("Input `{name}` is sensitive and was never seen, so it has no pattern; add one."));
                     }
@@ -736,6 +739,7 @@ impl Compiler {
                         default: None,
                         example: Some(ValueExpr::String(literal.clone())),
                         sensitive: false,
+                        idempotency_key: false,
                     });
                     return ValueExpr::Input(name);
                 }

@@ -61,6 +61,7 @@ pub(crate) fn plan_action(
         postcondition: None,
         risk: RiskTier::Safe,
         via: None,
+        reconcile: None,
     };
     plan_step(capability, &step, what)
 }

@@ -307,6 +307,7 @@ fn input(index: usize) -> BoxedStrategy<InputSpec> {
                 default: None,
                 example: None,
                 sensitive,
+                idempotency_key: false,
             },
         )
         .boxed()
@@ -341,6 +342,7 @@ prop_compose! {
                 postcondition: postcondition.or_else(|| (risks[index] == RiskTier::Irreversible).then(|| Predicate::TextPresent { value: ValueExpr::String("Done".into()) })),
                 risk: risks[index],
                 via: None,
+                reconcile: None,
             })
             .collect();
         let extract_id = Identifier::parse("read_result").expect("valid");
@@ -353,6 +355,7 @@ prop_compose! {
             postcondition: None,
             risk: RiskTier::Safe,
             via: None,
+            reconcile: None,
         });
         let (first, second) = inputs;
         Capability {

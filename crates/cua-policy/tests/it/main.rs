@@ -35,6 +35,9 @@ steps:
         name: {value: Transfer Funds, match: exact}
     postcondition: {assert: text_present, value: Transfer Complete}
     risk: irreversible
+    reconcile:
+      capability: corebank.member.find_transfer_test@1.0.0
+      not_done: [transfer_not_found]
 checkpoint: {assert: text_present, value: Transfer Complete}
 policy:
   allowed_domains: ["127.0.0.1:8811"]

@@ -73,6 +73,7 @@ async fn an_off_allowlist_navigation_is_blocked_and_the_browser_does_not_move() 
             postcondition: None,
             risk: cua_artifact::RiskTier::Safe,
             via: None,
+            reconcile: None,
         },
     );
     let capability = capability.sealed();
