@@ -23,6 +23,10 @@ pub(crate) enum Exit {
     NeedsHuman = 3,
     /// A surface or target is unavailable (no browser, dead app).
     Unavailable = 69,
+    /// Stopped by SIGINT (128 + 2): nothing more was dispatched.
+    Interrupted = 130,
+    /// Stopped by SIGTERM (128 + 15): nothing more was dispatched.
+    Terminated = 143,
 }
 
 impl From<Exit> for ExitCode {

@@ -20,8 +20,8 @@ use cua_evidence::{Clock, EvidenceBus, Redactor, RunId, SecretResolver, SystemCl
 use cua_operators::{HttpServiceClient, ProcessCommandRunner};
 use cua_policy::{Lease, PolicyEngine};
 use cua_replay::{
-    CapabilityLoader, ContinueAt, Operators, PreparedCapability, RecordedEscalations, ReplayConfig,
-    ReplayError, ReplayReport, Replayer, RunRequest, TokioClock,
+    Attempt, CapabilityLoader, ContinueAt, Operators, PreparedCapability, RecordedEscalations,
+    ReplayConfig, ReplayError, ReplayReport, Replayer, RunRequest, TokioClock,
 };
 use serde_json::Value;
 
@@ -62,11 +62,53 @@ pub(crate) fn run(format: Format, args: &ReplayArgs) -> Exit {
             .report(format);
         }
     };
+    runtime.spawn(watch_signals(settings.stop.clone()));
     let outcome = match &args.input_rows {
         Some(rows) => runtime.block_on(batch::run(format, &settings, args, rows)),
         None => runtime.block_on(single(format, &settings)),
     };
     outcome.unwrap_or_else(|failure| failure.report(format))
+}
+
+/// A stop asked of the process by a signal: the flag every run checks before its next
+/// dispatch, and the exit code the signal means.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Stop {
+    pub(crate) interrupt: cua_replay::Interrupt,
+    exit: Arc<std::sync::OnceLock<Exit>>,
+}
+
+impl Stop {
+    /// The exit code of the signal that asked to stop, if one did.
+    pub(crate) fn requested(&self) -> Option<Exit> {
+        self.exit.get().copied()
+    }
+}
+
+/// SIGINT and SIGTERM stop cleanly: the first raises the interrupt (the action in flight
+/// settles, nothing more is dispatched, the run ends `interrupted`); a second one exits at once
+/// (the browser's watchdog still takes Chromium down with the process).
+async fn watch_signals(stop: Stop) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return;
+    };
+    loop {
+        let (exit, name) = tokio::select! {
+            _ = interrupt.recv() => (Exit::Interrupted, "SIGINT"),
+            _ = terminate.recv() => (Exit::Terminated, "SIGTERM"),
+        };
+        if stop.exit.set(exit).is_err() {
+            std::process::exit(exit as i32);
+        }
+        eprintln!(
+            "cua: {name}: letting the action in flight settle and dispatching nothing more (send it again to stop at once)"
+        );
+        stop.interrupt.raise();
+    }
 }
 
 /// Everything a replay needs, read and checked before the browser starts.
@@ -84,6 +126,8 @@ pub(crate) struct Settings {
     pub(crate) assist: bool,
     /// `--base-url`, kept so an assist's candidate overlay can leave it out.
     pub(crate) base_url: Option<String>,
+    /// Raised by SIGINT or SIGTERM.
+    pub(crate) stop: Stop,
 }
 
 impl Settings {
@@ -152,6 +196,7 @@ impl Settings {
             loader,
             assist: args.assist,
             base_url: args.base_url.clone(),
+            stop: Stop::default(),
         })
     }
 
@@ -181,7 +226,7 @@ async fn single(format: Format, settings: &Settings) -> Result<Exit, Failure> {
         Some(run_id) => run_id.clone(),
         None => fresh_run_id(),
     };
-    let outcome = replay_once(settings, &surface, &run_id, settings.inputs.clone()).await;
+    let outcome = replay_once(settings, &surface, &run_id, settings.inputs.clone(), None).await;
     if let Some(model) = model {
         let assisted = match outcome {
             Ok(report) => assist::after(settings, &surface, &run_id, report, model).await,
@@ -193,17 +238,29 @@ async fn single(format: Format, settings: &Settings) -> Result<Exit, Failure> {
     surface.close().await;
     let report = outcome?;
     print_report(format, &report);
+    if let Some(exit) = settings.stop.requested() {
+        eprintln!(
+            "cua: stopped by a signal; the run's evidence is in {} (a run is never resumed: check \
+             any mutation it names, then replay again)",
+            report.evidence_dir.display()
+        );
+        return Ok(exit);
+    }
     Ok(exit_of(&report))
 }
 
-/// Replays once on `surface` into `<evidence>/<run_id>`.
+/// Replays once on `surface` into `<evidence>/<run_id>`, as `attempt` of a batch row when it
+/// is one.
 pub(crate) async fn replay_once(
     settings: &Settings,
     surface: &ChromiumSurface,
     run_id: &str,
     inputs: BTreeMap<String, Value>,
+    attempt: Option<Attempt>,
 ) -> Result<ReplayReport, Failure> {
-    replay_request(settings, surface, run_id, settings.request(inputs), None).await
+    let mut request = settings.request(inputs);
+    request.attempt = attempt;
+    replay_request(settings, surface, run_id, request, None).await
 }
 
 /// Runs `request` on `surface` into `<evidence>/<run_id>`: from the entrypoint, or, with `at`,
@@ -247,6 +304,7 @@ pub(crate) async fn replay_request(
             operators: operators().map_err(|message| {
                 Failure::new(Exit::Unavailable, "surface_unavailable", message)
             })?,
+            interrupt: settings.stop.interrupt.clone(),
             ..ReplayConfig::default()
         },
     };

@@ -129,10 +129,15 @@ async fn an_operator_takes_over_drives_and_hands_back_through_the_console_page()
         has(&snapshot, "button", "Review Transfer").then_some(snapshot)
     })
     .await;
-    let amount = form
+    // The amount field is the textbox in the row the "Amount" label cell starts.
+    let label = form
         .nodes
         .iter()
-        .rfind(|node| node.role == "textbox")
+        .position(|node| node.role == "cell" && node.name == "Amount")
+        .expect("the amount label");
+    let amount = form.nodes[label..]
+        .iter()
+        .find(|node| node.role == "textbox")
         .expect("the amount field");
     operator.click_page(&view, center(amount)).await;
     operator.type_keys("10.00").await;

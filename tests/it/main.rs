@@ -10,6 +10,7 @@ mod documents;
 mod draft_replay;
 mod eval;
 mod evidence;
+mod exactly_once;
 mod mcp;
 mod probe;
 mod replay;

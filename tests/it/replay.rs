@@ -13,14 +13,14 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 /// The fixture, served on a background runtime, and a scratch directory for evidence.
-struct Scene {
+pub(crate) struct Scene {
     runtime: tokio::runtime::Runtime,
     fixture: Option<memberdesk::RunningFixture>,
-    scratch: TempDir,
+    pub(crate) scratch: TempDir,
 }
 
 impl Scene {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let runtime = tokio::runtime::Runtime::new().expect("a runtime");
         let fixture = runtime
             .block_on(memberdesk::serve(memberdesk::FixtureConfig::loopback(
@@ -34,26 +34,26 @@ impl Scene {
         }
     }
 
-    fn fixture(&self) -> &memberdesk::RunningFixture {
+    pub(crate) fn fixture(&self) -> &memberdesk::RunningFixture {
         self.fixture.as_ref().expect("the fixture runs until drop")
     }
 
-    fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         self.fixture().base_url()
     }
 
-    fn evidence(&self) -> PathBuf {
+    pub(crate) fn evidence(&self) -> PathBuf {
         self.scratch.path().join("evidence")
     }
 
     /// Runs `cua replay ARGS` from the repository root with the operator's credentials as
     /// secrets; returns the exit code, stdout and stderr with volatile parts masked.
-    fn replay(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    pub(crate) fn replay(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
         let (code, stdout, stderr) = self.replay_raw(args, env);
         (code, self.mask(&stdout), self.mask(&stderr))
     }
 
-    fn replay_raw(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    pub(crate) fn replay_raw(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
         let evidence = self.evidence().display().to_string();
         let base_url = self.base_url();
         let mut command = Command::new(env!("CARGO_BIN_EXE_cua"));
@@ -83,7 +83,7 @@ impl Scene {
         )
     }
 
-    fn mask(&self, text: &str) -> String {
+    pub(crate) fn mask(&self, text: &str) -> String {
         let text = text
             .replace(&self.scratch.path().display().to_string(), "SCRATCH")
             .replace(&self.base_url(), "BASE_URL");
@@ -473,82 +473,7 @@ fn a_batch_prints_one_line_per_row_in_order_and_resumes_without_rerunning() {
     assert_eq!(runs(&scene), 4);
 }
 
-/// A batch of transfers killed after a row's mutation was dispatched: `--resume` must not run
-/// that row again (the money moved), but report it for inspection.
-#[test]
-fn resume_never_reruns_a_row_whose_mutation_was_dispatched() {
-    let scene = Scene::new();
-    let transfer = cua_artifact::Capability::from_yaml(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("capabilities/corebank.member.transfer_funds@1.0.0.yaml"),
-        )
-        .expect("the catalog capability"),
-    )
-    .expect("a sealed capability");
-    let approval = scene.scratch.path().join("transfer.approval.yaml");
-    std::fs::write(
-        &approval,
-        format!(
-            "schema: cua.capability_approval/v1\ncapability: {}\ncontent_hash: {}\nstate: approved\napproved_by: reviewer\n",
-            transfer.reference(),
-            transfer.content_hash.as_ref().expect("sealed")
-        ),
-    )
-    .expect("an approval file");
-    let rows = scene.scratch.path().join("transfers.jsonl");
-    let row = |amount: &str| {
-        format!(
-            "{{\"member_id\": \"12345\", \"from_account\": \"S-12345-01\", \"to_account\": \"C-12345-02\", \"amount\": \"{amount}\"}}\n"
-        )
-    };
-    std::fs::write(&rows, format!("{}{}", row("10.00"), row("20.00"))).expect("a rows file");
-    let approval = approval.display().to_string();
-    let rows = rows.display().to_string();
-    let args = [
-        "corebank.member.transfer_funds@1.0.0",
-        "--inputs",
-        rows.as_str(),
-        "--allow-irreversible",
-        "--approval",
-        approval.as_str(),
-        "--run-id",
-        "cli-transfers",
-    ];
-    let (code, stdout, stderr) = scene.replay(&args, &[]);
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
-    assert_eq!(scene.fixture().handle().transfers().len(), 2);
-    // Simulate a kill after row 2's confirm: its `done` line never reached the state file.
-    let state = scene.evidence().join("cli-transfers.batch.jsonl");
-    let kept: String = std::fs::read_to_string(&state)
-        .expect("the state file")
-        .lines()
-        .filter(|line| !(line.contains("\"state\":\"done\"") && line.contains("\"row\":2")))
-        .map(|line| format!("{line}\n"))
-        .collect();
-    std::fs::write(&state, kept).expect("the state file");
-    let mut resume = args.to_vec();
-    resume.push("--resume");
-    let (code, stdout, stderr) = scene.replay(&resume, &[]);
-    assert_eq!(code, 3, "{stdout}\n{stderr}");
-    let lines: Vec<Value> = stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("a JSON line"))
-        .collect();
-    assert_eq!(lines[0]["status"], "success");
-    assert_eq!(lines[1]["status"], "needs_inspection");
-    assert!(
-        lines[1]["error"]
-            .as_str()
-            .is_some_and(|reason| reason.contains("post_transfer")),
-        "{}",
-        lines[1]
-    );
-    // Still two transfers: nothing was posted again.
-    assert_eq!(scene.fixture().handle().transfers().len(), 2);
-}
-
-fn verify(run_dir: &Path) -> (i32, String, String) {
+pub(crate) fn verify(run_dir: &Path) -> (i32, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_cua"))
         .args(["evidence", "verify"])
         .arg(run_dir)

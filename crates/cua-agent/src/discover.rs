@@ -38,8 +38,8 @@ use std::time::{Duration, Instant};
 
 use cua_artifact::{Action, Actor, Capability, Identifier, RunKind, RunStatus, ValueExpr};
 use cua_evidence::{
-    Authorize, BlockedRequest, Dispatch, EvidenceBus, LlmCall, Note, Observe, Resolve, RunEnd,
-    RunStart, SecretResolver, Wait,
+    Authorize, BlockedRequest, Dispatch, EvidenceBus, Intent, LlmCall, Note, Observe, Resolve,
+    RunEnd, RunStart, SecretResolver, Wait,
 };
 use cua_policy::{ActionRequest, Lease, PolicyEngine, ResolvedTarget, SurfaceAction};
 use cua_snapshot::UiSnapshot;
@@ -827,6 +827,20 @@ impl<D: SurfaceDriver, L: LlmPort> Discovery<'_, D, L> {
             }
         };
         let decision_id = authorized.decision_id().to_owned();
+        // Write-ahead: the agent's mutation is durable in the trace before it leaves.
+        if Intent::required(authorized.risk()) {
+            self.bus.emit(
+                Actor::Agent,
+                session.lease.epoch,
+                Intent::of_run(
+                    self.bus.run_id().as_str(),
+                    None,
+                    &decision_id,
+                    kind,
+                    authorized.risk(),
+                ),
+            )?;
+        }
         let dispatched = self.driver.dispatch(authorized).await;
         let blocked = self.driver.take_blocked_requests();
         let (ok, navigated, http_status, duration_ms, message) = match &dispatched {

@@ -169,12 +169,15 @@ pub enum FailureCode {
     /// route that lacks the action, a coordinate action without an explicit visual route),
     /// decided by the route planner before anything is dispatched.
     RouteUnavailable,
+    /// The process was asked to stop (SIGINT, SIGTERM) and dispatched nothing more; an action
+    /// already handed over was let settle first.
+    Interrupted,
     Internal,
 }
 
 impl FailureCode {
     /// Every code, in declaration order.
-    pub const ALL: [FailureCode; 15] = [
+    pub const ALL: [FailureCode; 16] = [
         Self::TargetNotFound,
         Self::TargetAmbiguous,
         Self::PreconditionFailed,
@@ -189,6 +192,7 @@ impl FailureCode {
         Self::UnexpectedState,
         Self::LeaseLost,
         Self::RouteUnavailable,
+        Self::Interrupted,
         Self::Internal,
     ];
 
@@ -219,6 +223,7 @@ impl FailureCode {
             Self::UnexpectedState => "unexpected_state",
             Self::LeaseLost => "lease_lost",
             Self::RouteUnavailable => "route_unavailable",
+            Self::Interrupted => "interrupted",
             Self::Internal => "internal",
         }
     }

@@ -30,8 +30,8 @@ use std::time::Duration;
 
 use cua_artifact::{Actor, CapabilityRef, RunStatus};
 use cua_evidence::{
-    Authorize, BlockedRequest, Dispatch, EvidenceBus, LeaseTransition as EventTransition, Note,
-    Observe, Redactor, Resolve, RunEnd,
+    Authorize, BlockedRequest, Dispatch, EvidenceBus, Intent, LeaseTransition as EventTransition,
+    Note, Observe, Redactor, Resolve, RunEnd,
 };
 use cua_policy::{
     ActionRequest, AuthorizationContext, DenialCode, Lease, LeaseOperation, LeaseState,
@@ -1214,6 +1214,24 @@ impl Broker {
                     current.epoch
                 ),
             });
+        }
+        // Write-ahead: a human's mutation is announced durably before it leaves the process,
+        // in the attached run's trace; with no run attached there is nowhere to announce it.
+        if Intent::required(risk) {
+            let Some(bus) = session.bus() else {
+                return Err(ConsoleError::Conflict {
+                    reason: format!(
+                        "a {} action needs a run's evidence for its write-ahead intent, and this \
+                         session has no run attached",
+                        risk.as_str()
+                    ),
+                });
+            };
+            bus.emit(
+                Actor::Human,
+                epoch,
+                Intent::of_run(bus.run_id().as_str(), None, &decision_id, kind, risk),
+            )?;
         }
         let dispatched = session.surface.dispatch(authorized).await;
         let (ok, navigated, http_status, duration_ms, message) = match &dispatched {

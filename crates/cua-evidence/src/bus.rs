@@ -159,7 +159,8 @@ impl EvidenceBus {
     }
 
     /// Appends one event, redacted, and flushes it to the file before returning its `seq`.
-    /// `run_end` also syncs the file to disk and closes the trace to further events.
+    /// `intent` and `run_end` also sync the file to disk; `run_end` closes the trace to further
+    /// events.
     pub fn emit(
         &self,
         actor: Actor,
@@ -184,7 +185,10 @@ impl EvidenceBus {
             &payload,
         )?;
         let is_run_end = matches!(event, Event::RunEnd(_));
-        writer.append(&sealed.bytes, is_run_end)?;
+        // A write-ahead intent must survive a power cut, not just a killed process: it is the
+        // only record that a mutation may have been handed over.
+        let durable = is_run_end || matches!(event, Event::Intent(_));
+        writer.append(&sealed.bytes, durable)?;
         writer.prev_hash = sealed.line_hash;
         writer.next_seq += 1;
         writer.ended = is_run_end;

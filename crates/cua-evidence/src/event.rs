@@ -40,6 +40,7 @@ pub enum Event {
     Observe(Observe),
     Resolve(Resolve),
     Authorize(Authorize),
+    Intent(Intent),
     Dispatch(Dispatch),
     Classify(Classify),
     Wait(Wait),
@@ -56,11 +57,12 @@ pub enum Event {
 
 impl Event {
     /// Every event name, in declaration order.
-    pub const NAMES: [&'static str; 16] = [
+    pub const NAMES: [&'static str; 17] = [
         "run_start",
         "observe",
         "resolve",
         "authorize",
+        "intent",
         "dispatch",
         "classify",
         "wait",
@@ -82,6 +84,7 @@ impl Event {
             Self::Observe(_) => "observe",
             Self::Resolve(_) => "resolve",
             Self::Authorize(_) => "authorize",
+            Self::Intent(_) => "intent",
             Self::Dispatch(_) => "dispatch",
             Self::Classify(_) => "classify",
             Self::Wait(_) => "wait",
@@ -232,6 +235,55 @@ pub struct Authorize {
     pub approval: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_id: Option<NodeId>,
+}
+
+/// `intent`: the write-ahead record of a mutating dispatch (an action the policy assessed
+/// above `safe`), durable on disk before the action is handed to any surface or operator. An
+/// intent with no `effect` for its decision is *in doubt*: the action may or may not have
+/// happened, and it is never dispatched again blindly (see [`in_doubt`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Intent {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<StepId>,
+    /// The `authorize` decision this intent is for.
+    pub decision_id: String,
+    pub action_type: ActionKind,
+    pub risk: RiskTier,
+    /// The batch row the run serves, when it serves one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row: Option<u64>,
+    /// Which attempt at the row (or run) this is, from 1.
+    pub attempt: u32,
+    /// The same for every attempt at one row: what a `reconcile` looks the effect up by.
+    pub idempotency_key: String,
+}
+
+impl Intent {
+    /// The intent of a run that serves no batch row (discovery, a console gesture, a single
+    /// replay): attempt 1, keyed by the run id.
+    pub fn of_run(
+        run_id: &str,
+        step: Option<StepId>,
+        decision_id: &str,
+        action_type: ActionKind,
+        risk: RiskTier,
+    ) -> Self {
+        Self {
+            step,
+            decision_id: decision_id.to_owned(),
+            action_type,
+            risk,
+            row: None,
+            attempt: 1,
+            idempotency_key: crate::intent::idempotency_key(run_id, None),
+        }
+    }
+
+    /// Whether a dispatch at this risk needs a write-ahead intent: anything above `safe`.
+    pub fn required(risk: RiskTier) -> bool {
+        risk > RiskTier::Safe
+    }
 }
 
 /// `dispatch`: an authorized action was handed to the surface, or refused at the dispatch
@@ -522,6 +574,7 @@ event_from_payload!(
     Observe,
     Resolve,
     Authorize,
+    Intent,
     Dispatch,
     Classify,
     Wait,

@@ -62,6 +62,7 @@ mod chain;
 mod clock;
 mod error;
 mod event;
+mod intent;
 mod project;
 mod redact;
 mod secrets;
@@ -74,9 +75,11 @@ pub use chain::{ENVELOPE_KEYS, GENESIS_DOMAIN, HASH_PREFIX, genesis_hash};
 pub use clock::{Clock, FixedClock, SteppingClock, SystemClock, Timestamp};
 pub use error::EvidenceError;
 pub use event::{
-    Authorize, BlockedRequest, Classify, Dispatch, Effect, Escalate, Event, Lease, LeaseTransition,
-    LlmCall, Note, Observe, Recovery, Resolve, RunEnd, RunStart, TraceLine, Verify, Wait,
+    Authorize, BlockedRequest, Classify, Dispatch, Effect, Escalate, Event, Intent, Lease,
+    LeaseTransition, LlmCall, Note, Observe, Recovery, Resolve, RunEnd, RunStart, TraceLine,
+    Verify, Wait,
 };
+pub use intent::{IntentRecord, IntentState, idempotency_key, intents};
 pub use project::{project, unauthorized_dispatches};
 pub use redact::{MAX_REDACTABLE_BYTES, MIN_LITERAL_CHARS, Redactor, STRUCTURAL_KEYS};
 pub use secrets::{DEFAULT_ENV_PREFIX, SecretResolver, SecretValue, env_var};

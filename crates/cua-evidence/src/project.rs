@@ -246,6 +246,7 @@ impl Projection {
             }
             Event::RunEnd(end) => self.end = Some((line.at, end.clone())),
             Event::RunStart(_)
+            | Event::Intent(_)
             | Event::Wait(_)
             | Event::Verify(_)
             | Event::BlockedRequest(_)

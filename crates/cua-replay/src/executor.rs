@@ -19,7 +19,8 @@ use serde_json::Value;
 use crate::clock::RunClock;
 use crate::error::ReplayError;
 use crate::ports::{
-    CapabilityLoader, Entropy, EscalationRequest, EscalationSink, PreparedCapability, SystemEntropy,
+    CapabilityLoader, Entropy, EscalationRequest, EscalationSink, Interrupt, PreparedCapability,
+    SystemEntropy,
 };
 use crate::report::{ReplayReport, StepReport, run_verdict};
 use crate::resume::Supervision;
@@ -48,6 +49,8 @@ pub struct ReplayConfig {
     pub operators: Operators,
     /// The source of each visual observation ref's 256 random bits.
     pub entropy: Arc<dyn Entropy>,
+    /// Raised to stop the run before its next dispatch (see [`Interrupt`]).
+    pub interrupt: Interrupt,
 }
 
 /// The structured-api and native-cli operators, injected by the binary (replay itself links
@@ -78,6 +81,7 @@ impl Default for ReplayConfig {
             screenshot_on_failure: true,
             operators: Operators::default(),
             entropy: Arc::new(SystemEntropy),
+            interrupt: Interrupt::new(),
         }
     }
 }
@@ -96,6 +100,20 @@ pub struct RunRequest {
     /// The lease epoch this run was granted. `None` adopts the lease's current epoch; a value
     /// that is no longer current is refused before anything else.
     pub lease_epoch: Option<u64>,
+    /// Which row and attempt this run is, and its idempotency key: written into every
+    /// write-ahead intent, and given to the capability's `idempotency_key` input when the
+    /// caller gave none. `None` keys the run by its own run id (attempt 1, no row).
+    pub attempt: Option<Attempt>,
+}
+
+/// One attempt at a unit of work (a batch row, or a single run), for write-ahead intents.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attempt {
+    pub row: Option<u64>,
+    /// From 1.
+    pub attempt: u32,
+    /// The same for every attempt at the row ([`cua_evidence::idempotency_key`]).
+    pub idempotency_key: String,
 }
 
 impl RunRequest {
@@ -107,6 +125,7 @@ impl RunRequest {
             tenant: None,
             allow_irreversible: false,
             lease_epoch: None,
+            attempt: None,
         }
     }
 }
@@ -194,6 +213,11 @@ pub(crate) struct Tally {
     pub(crate) open_intervention: Option<String>,
     /// The run's live visual observation refs.
     pub(crate) observations: cua_route::ObservationLedger,
+    /// Which attempt this run is, for its write-ahead intents.
+    pub(crate) attempt: Attempt,
+    /// Every mutation announced by a durable `intent` and then handed over, in order: the
+    /// step and the decision. A run with any never ends as plain `failed`.
+    pub(crate) intents: Vec<(Option<StepId>, String)>,
 }
 
 /// How a capability's execution ended.
@@ -236,6 +260,26 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         request: RunRequest,
         at: Option<&ContinueAt>,
     ) -> Result<ReplayReport, ReplayError> {
+        let attempt = request.attempt.clone().unwrap_or_else(|| Attempt {
+            row: None,
+            attempt: 1,
+            idempotency_key: cua_evidence::idempotency_key(self.bus.run_id().as_str(), None),
+        });
+        let mut request = request;
+        let key_input = request
+            .capability
+            .capability
+            .inputs
+            .iter()
+            .find(|input| input.idempotency_key)
+            .map(|input| input.name.to_string());
+        if let Some(name) = key_input {
+            request
+                .inputs
+                .entry(name)
+                .or_insert_with(|| Value::from(attempt.idempotency_key.clone()));
+        }
+        let request = request;
         let capability = &request.capability.capability;
         let redactor = self.bus.redactor();
         redactor.add_sensitive_keys(capability.sensitive_names().into_iter().map(str::to_owned));
@@ -263,6 +307,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         )?;
         let mut tally = Tally {
             epoch: request.lease_epoch.unwrap_or(lease.epoch),
+            attempt,
             ..Tally::default()
         };
         let started = self.clock.elapsed();
@@ -655,10 +700,16 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 end.outcome_data = outcome.data.clone();
                 result.outcome = Some(outcome);
             }
-            Ending::Stopped(stop) => {
-                let escalates = capability.escalation.policy
-                    == EscalationPolicy::PauseAndRequestHuman
-                    && capability.escalation.triggers.contains(&stop.code);
+            Ending::Stopped(mut stop) => {
+                // A run that handed a mutation over and then stopped has changed the world:
+                // "failed" would read as "nothing happened", so it goes to a person, named.
+                let mutated = self.mutation_summary(&tally);
+                if let Some(summary) = &mutated {
+                    stop.message = format!("{}; {summary}", stop.message);
+                }
+                let escalates = mutated.is_some()
+                    || (capability.escalation.policy == EscalationPolicy::PauseAndRequestHuman
+                        && capability.escalation.triggers.contains(&stop.code));
                 let status = if escalates {
                     RunStatus::NeedsHuman
                 } else {
@@ -747,6 +798,36 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             dispatches: tally.dispatches,
             evidence_dir: self.bus.dir().to_path_buf(),
         })
+    }
+
+    /// What a stopped run mutated, for its reason: each handed-over mutation's step and whether
+    /// its effect was confirmed or is in doubt, and where the evidence is. `None` when the run
+    /// handed no mutation over.
+    fn mutation_summary(&self, tally: &Tally) -> Option<String> {
+        if tally.intents.is_empty() {
+            return None;
+        }
+        let described: Vec<String> = tally
+            .intents
+            .iter()
+            .map(|(step, decision)| {
+                let confirmed = tally.steps.iter().any(|report| {
+                    report.decision_id.as_deref() == Some(decision.as_str())
+                        && report.verdict == EffectVerdict::Confirmed
+                });
+                format!(
+                    "`{}` ({})",
+                    step.as_ref().map_or("-", StepId::as_str),
+                    if confirmed { "confirmed" } else { "in doubt" }
+                )
+            })
+            .collect();
+        Some(format!(
+            "the run had already dispatched the mutation(s) {} (evidence: {}), so a person must \
+             check the application's state before anything is run again",
+            described.join(", "),
+            self.bus.dir().display()
+        ))
     }
 
     /// A redacted screenshot of the failure, best effort: painted over are the nodes a secret

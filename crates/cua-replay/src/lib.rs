@@ -80,6 +80,7 @@ mod error;
 mod executor;
 mod operate;
 mod ports;
+mod reconcile;
 mod recovery;
 mod report;
 mod resume;
@@ -92,11 +93,14 @@ mod visual;
 
 pub use clock::{ManualClock, RunClock, Sleep, TokioClock};
 pub use error::ReplayError;
-pub use executor::{ContinueAt, Operators, ReplayConfig, Replayer, RunRequest};
+pub use executor::{Attempt, ContinueAt, Operators, ReplayConfig, Replayer, RunRequest};
 pub use ports::{
     CapabilityList, CapabilityLoader, Entropy, EscalationRequest, EscalationSink,
-    INVOCATION_TENANT, NoCapabilities, PreparedCapability, RecordedEscalations, SystemEntropy,
-    TenantOverlay,
+    INVOCATION_TENANT, Interrupt, NoCapabilities, PreparedCapability, RecordedEscalations,
+    SystemEntropy, TenantOverlay,
+};
+pub use reconcile::{
+    Interrupted, Reconciliation, check_read_only, interrupted, judge, reconcile_inputs,
 };
 pub use report::{ReplayReport, StepReport, StepResolution, run_verdict};
 pub use resume::{Handback, HandbackFuture, Reanchor, reanchor};

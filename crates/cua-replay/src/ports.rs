@@ -232,3 +232,27 @@ impl Entropy for SystemEntropy {
         std::fs::File::open("/dev/urandom")?.read_exact(bytes)
     }
 }
+
+/// A request to stop, raised from outside the run (the binary raises it on SIGINT or SIGTERM).
+/// The executor checks it before every step and every dispatch: once raised, nothing more is
+/// handed to a surface or operator, while an action already handed over settles (its wait and
+/// postcondition run) before the run ends with `interrupted`.
+#[derive(Debug, Clone, Default)]
+pub struct Interrupt(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Interrupt {
+    /// A flag nobody has raised.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks every run holding a clone of this flag to stop before its next dispatch.
+    pub fn raise(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether a stop was asked for.
+    pub fn is_raised(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}

@@ -12,7 +12,7 @@ use cua_artifact::{
     RiskTier, Step, StepId, TargetDescriptor, ValueExpr, WaitCondition,
 };
 use cua_evidence::{
-    Authorize, BlockedRequest, Classify, Dispatch, Effect, Observe, Resolve, Verify, Wait,
+    Authorize, BlockedRequest, Classify, Dispatch, Effect, Intent, Observe, Resolve, Verify, Wait,
 };
 use cua_policy::{
     ActionRequest, AuthorizationContext, AuthorizedAction, DenialCode, ResolvedTarget,
@@ -153,6 +153,9 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             index: to_u32(index),
             checkpoint: false,
         };
+        if self.config.interrupt.is_raised() {
+            return Err(placed(interrupted(step.id.as_str()).into(), &position));
+        }
         let before = match self.settle(frame, tally, &position).await? {
             Settled::Outcome(outcome) => return Ok(Some(outcome)),
             Settled::Expected(snapshot) => snapshot,
@@ -818,6 +821,13 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         declared_risk: Option<RiskTier>,
     ) -> Result<AuthorizedAction, DispatchFailure> {
         let kind = action.kind();
+        if self.config.interrupt.is_raised() {
+            return Err(DispatchFailure::Refused {
+                stop: interrupted(step.map_or("the entrypoint", StepId::as_str)),
+                decision_id: String::new(),
+                risk: declared_risk.unwrap_or_default(),
+            });
+        }
         let node_id = target.as_ref().map(|target| target.node_id.clone());
         let lease = self.current_lease();
         let decision = frame.engine.authorize_with(
@@ -935,6 +945,24 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 decision_id,
                 risk,
             });
+        }
+        // Write-ahead: a mutation is announced, durably, before it can leave the process, so a
+        // crash after this line leaves it in doubt, never unrecorded.
+        if Intent::required(risk) {
+            self.bus.emit(
+                Actor::Automation,
+                authorized.lease_epoch(),
+                Intent {
+                    step: step.cloned(),
+                    decision_id: decision_id.clone(),
+                    action_type: kind,
+                    risk,
+                    row: tally.attempt.row,
+                    attempt: tally.attempt.attempt,
+                    idempotency_key: tally.attempt.idempotency_key.clone(),
+                },
+            )?;
+            tally.intents.push((step.cloned(), decision_id.clone()));
         }
         Ok(authorized)
     }
@@ -1633,6 +1661,16 @@ fn wait_name(condition: WaitCondition) -> &'static str {
 /// 0.6666666666666666 would also read as a card number to the redactor's pattern rules.
 fn rounded(score: f64) -> f64 {
     (score * 1000.0).round() / 1000.0
+}
+
+/// The stop of a run asked to stop before `what` was dispatched.
+fn interrupted(what: &str) -> Stop {
+    Stop::new(
+        FailureCode::Interrupted,
+        format!(
+            "the run was asked to stop (a signal) before `{what}`; nothing more was dispatched"
+        ),
+    )
 }
 
 pub(crate) fn to_u32(value: usize) -> u32 {

@@ -6,19 +6,21 @@
 //! A row is one line of `rows.jsonl`: a JSON object of inputs. One failing row never stops the
 //! others. The state file `<evidence>/<batch id>.batch.jsonl` records each row as it starts and
 //! as it finishes (with its output line). `--resume` re-emits finished rows without running them
-//! again, and re-runs an interrupted row only when its earlier attempt dispatched no mutation: a
-//! row whose attempt had dispatched a step above `safe` risk is reported as
-//! `needs_inspection` with that attempt's evidence, because its effect may already have
-//! happened and a mutation is never retried automatically.
+//! again. An interrupted row is decided from its attempts' write-ahead intents
+//! (`cua_replay::interrupted`): with no mutation handed over it runs again; a confirmed one is
+//! reported `confirmed`; one in doubt is never dispatched again blindly, but answered by its
+//! step's read-only `reconcile` capability (done: `confirmed`, with no new dispatch; not done:
+//! the row runs again under the same idempotency key; unknown: `needs_human`, naming the step
+//! and its evidence). Every attempt at a row shares one idempotency key.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use cua_artifact::{EffectVerdict, RiskTier};
+use cua_artifact::{EffectVerdict, Reconcile, StepId};
 use cua_chromium::ChromiumSurface;
-use cua_evidence::Event;
+use cua_replay::{Attempt, CapabilityLoader, Interrupted, Reconciliation};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -34,7 +36,8 @@ type ParsedRow = Result<BTreeMap<String, Value>, String>;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct RowLine {
     row: usize,
-    /// success, business_outcome, needs_human, failed, invalid_row or needs_inspection.
+    /// success, business_outcome, confirmed (an interrupted attempt's mutation, found to have
+    /// happened), needs_human, failed or invalid_row.
     status: String,
     exit_code: u8,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -47,6 +50,61 @@ struct RowLine {
     result: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    /// How an interrupted row was settled: which attempt, which step, what reconciliation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    settled: Option<String>,
+}
+
+impl RowLine {
+    /// Whether the row's run was stopped by a signal.
+    fn interrupted(&self) -> bool {
+        self.result
+            .as_ref()
+            .and_then(|result| result.pointer("/error/code"))
+            .and_then(Value::as_str)
+            == Some("interrupted")
+    }
+
+    /// A row a person must look at before anything runs again.
+    fn needs_human(
+        row: usize,
+        run_id: Option<String>,
+        evidence_dir: String,
+        reason: String,
+    ) -> Self {
+        Self {
+            row,
+            status: "needs_human".to_owned(),
+            exit_code: 3,
+            run_id,
+            effect: Some(EffectVerdict::Unverifiable),
+            evidence_dir: Some(evidence_dir),
+            result: None,
+            error: Some(reason),
+            settled: None,
+        }
+    }
+}
+
+/// What a worker does with a row.
+enum Work {
+    /// Run it as this attempt (from 1).
+    Run {
+        row: usize,
+        inputs: BTreeMap<String, Value>,
+        attempt: u32,
+    },
+    /// Ask the in-doubt step's reconciliation first, then settle or run again.
+    Reconcile {
+        row: usize,
+        inputs: BTreeMap<String, Value>,
+        step: StepId,
+        reconcile: Reconcile,
+        other_confirmed: bool,
+        /// Attempts so far, and the one whose intent is in doubt.
+        attempts: u32,
+        in_doubt_run: String,
+    },
 }
 
 /// A line of the state file.
@@ -120,9 +178,10 @@ pub(super) async fn run(
             })?,
     ));
 
-    // Decide per row: already done, needs inspection, invalid, or to run (with which run id).
+    // Decide per row: already done, invalid, settled from an interrupted attempt's intents, to
+    // reconcile, or to run.
     let mut decided: BTreeMap<usize, RowLine> = BTreeMap::new();
-    let mut queue: VecDeque<(usize, String, BTreeMap<String, Value>)> = VecDeque::new();
+    let mut queue: VecDeque<Work> = VecDeque::new();
     for (row, parsed) in rows.iter().cloned() {
         let earlier = previous.get(&row);
         match (earlier, parsed) {
@@ -141,43 +200,81 @@ pub(super) async fn run(
                         evidence_dir: None,
                         result: None,
                         error: Some(reason),
+                        settled: None,
                     },
                 );
             }
             (Some(Earlier::Started(attempts)), Ok(inputs)) => {
-                let mutated = attempts.iter().find_map(|run_id| {
-                    dispatched_mutation(&settings.evidence_dir.join(run_id))
-                        .map(|reason| (run_id.clone(), reason))
-                });
-                match mutated {
-                    Some((run_id, reason)) => {
+                let (fate, last_intent_run) = interrupted_fate(settings, attempts);
+                let count = u32::try_from(attempts.len()).unwrap_or(u32::MAX);
+                let evidence =
+                    |run_id: &str| settings.evidence_dir.join(run_id).display().to_string();
+                let in_doubt_run = last_intent_run
+                    .clone()
+                    .unwrap_or_else(|| attempts.last().cloned().unwrap_or_default());
+                match fate {
+                    Interrupted::RunAgain => queue.push_back(Work::Run {
+                        row,
+                        inputs,
+                        attempt: count + 1,
+                    }),
+                    Interrupted::Confirmed { step } => {
                         decided.insert(
                             row,
                             RowLine {
                                 row,
-                                status: "needs_inspection".to_owned(),
-                                exit_code: 3,
-                                evidence_dir: Some(
-                                    settings.evidence_dir.join(&run_id).display().to_string(),
-                                ),
-                                run_id: Some(run_id),
-                                effect: Some(EffectVerdict::Unverifiable),
+                                status: "confirmed".to_owned(),
+                                exit_code: 0,
+                                evidence_dir: Some(evidence(&in_doubt_run)),
+                                run_id: Some(in_doubt_run.clone()),
+                                effect: Some(EffectVerdict::Confirmed),
                                 result: None,
-                                error: Some(reason),
+                                error: None,
+                                settled: Some(format!(
+                                    "attempt {in_doubt_run} was interrupted after its mutation at step `{}` was confirmed; it is not run again (its outputs are in its evidence)",
+                                    step.as_ref().map_or("-", StepId::as_str)
+                                )),
                             },
                         );
                     }
-                    None => {
-                        let run_id = format!("{batch_id}-row-{row}-attempt-{}", attempts.len() + 1);
-                        queue.push_back((row, run_id, inputs));
+                    Interrupted::Reconcile {
+                        step,
+                        reconcile,
+                        other_confirmed,
+                    } => queue.push_back(Work::Reconcile {
+                        row,
+                        inputs,
+                        step,
+                        reconcile,
+                        other_confirmed,
+                        attempts: count,
+                        in_doubt_run,
+                    }),
+                    Interrupted::NeedsHuman { reason, .. } => {
+                        decided.insert(
+                            row,
+                            RowLine::needs_human(
+                                row,
+                                Some(in_doubt_run.clone()),
+                                evidence(&in_doubt_run),
+                                reason,
+                            ),
+                        );
                     }
                 }
             }
-            (None, Ok(inputs)) => queue.push_back((row, format!("{batch_id}-row-{row}"), inputs)),
+            (None, Ok(inputs)) => queue.push_back(Work::Run {
+                row,
+                inputs,
+                attempt: 1,
+            }),
         }
     }
     for line in decided.values() {
-        if line.status == "invalid_row" {
+        if previous
+            .get(&line.row)
+            .is_none_or(|earlier| !matches!(earlier, Earlier::Done(_)))
+        {
             write_state(
                 &state,
                 &StateLine::Done {
@@ -228,6 +325,7 @@ pub(super) async fn run(
     let mut finished: BTreeMap<usize, RowLine> = BTreeMap::new();
     let mut stdout = std::io::stdout().lock();
 
+    let batch_id = batch_id.as_str();
     let work = async {
         let mut tasks = Vec::new();
         for surface in &pool {
@@ -236,48 +334,26 @@ pub(super) async fn run(
             let state = Arc::clone(&state);
             tasks.push(async move {
                 loop {
+                    if settings.stop.interrupt.is_raised() {
+                        break;
+                    }
                     let next = queue
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner)
                         .pop_front();
-                    let Some((row, run_id, inputs)) = next else {
+                    let Some(work) = next else {
                         break;
                     };
-                    write_state(
-                        &state,
-                        &StateLine::Started {
-                            row,
-                            run_id: run_id.clone(),
-                        },
-                    );
-                    let line = match replay_once(settings, surface, &run_id, inputs).await {
-                        Ok(report) => RowLine {
-                            row,
-                            status: report.result.status.as_str().to_owned(),
-                            exit_code: exit_of(&report) as u8,
-                            run_id: Some(run_id),
-                            effect: Some(report.effect),
-                            evidence_dir: Some(report.evidence_dir.display().to_string()),
-                            result: serde_json::to_value(&report.result).ok(),
-                            error: None,
-                        },
-                        Err(failure) => RowLine {
-                            row,
-                            status: "failed".to_owned(),
-                            exit_code: failure.exit as u8,
-                            evidence_dir: Some(
-                                settings.evidence_dir.join(&run_id).display().to_string(),
-                            ),
-                            run_id: Some(run_id),
-                            effect: None,
-                            result: None,
-                            error: Some(failure.message),
-                        },
-                    };
+                    let line = work_row(settings, surface, &state, batch_id, work).await;
+                    // A row the signal stopped is not done: `--resume` decides it again from
+                    // its attempt's intents.
+                    if line.interrupted() {
+                        break;
+                    }
                     write_state(
                         &state,
                         &StateLine::Done {
-                            row,
+                            row: line.row,
                             line: line.clone(),
                         },
                     );
@@ -319,7 +395,224 @@ pub(super) async fn run(
     for surface in pool {
         surface.close().await;
     }
+    if let Some(stopped) = settings.stop.requested() {
+        eprintln!(
+            "cua: stopped by a signal after {position} of {total} rows; nothing more was dispatched. \
+             Resume with the same command and `--resume --run-id {batch_id}`: an interrupted row \
+             is decided from its write-ahead intents, never run again blindly"
+        );
+        return Ok(stopped);
+    }
     Ok(exit)
+}
+
+/// Runs one piece of work on `surface` and returns its row line.
+async fn work_row(
+    settings: &Settings,
+    surface: &ChromiumSurface,
+    state: &Mutex<std::fs::File>,
+    batch_id: &str,
+    work: Work,
+) -> RowLine {
+    let (row, inputs, attempt) = match work {
+        Work::Run {
+            row,
+            inputs,
+            attempt,
+        } => (row, inputs, attempt),
+        Work::Reconcile {
+            row,
+            inputs,
+            step,
+            reconcile,
+            other_confirmed,
+            attempts,
+            in_doubt_run,
+        } => {
+            let in_doubt_dir = settings
+                .evidence_dir
+                .join(&in_doubt_run)
+                .display()
+                .to_string();
+            let inputs = with_key(settings, batch_id, row, inputs);
+            let (answer, reconcile_run) =
+                reconcile_row(settings, surface, batch_id, row, &reconcile, &inputs).await;
+            let asked = format!(
+                "the mutation at step `{step}` of attempt {in_doubt_run} was in doubt; {} (run {reconcile_run}) answered {}",
+                reconcile.capability,
+                answer.as_str()
+            );
+            match answer {
+                Reconciliation::Done => {
+                    return RowLine {
+                        row,
+                        status: "confirmed".to_owned(),
+                        exit_code: 0,
+                        run_id: Some(in_doubt_run),
+                        effect: Some(EffectVerdict::Confirmed),
+                        evidence_dir: Some(in_doubt_dir),
+                        result: None,
+                        error: None,
+                        settled: Some(format!("{asked}: it happened, so it is not run again")),
+                    };
+                }
+                Reconciliation::NotDone if !other_confirmed => (row, inputs, attempts + 1),
+                Reconciliation::NotDone => {
+                    return RowLine::needs_human(
+                        row,
+                        Some(in_doubt_run),
+                        in_doubt_dir,
+                        format!(
+                            "{asked}, but another mutation of this row was confirmed, so running it again would repeat that one"
+                        ),
+                    );
+                }
+                Reconciliation::Unknown(reason) => {
+                    return RowLine::needs_human(
+                        row,
+                        Some(in_doubt_run),
+                        in_doubt_dir,
+                        format!(
+                            "{asked} ({reason}); check the application before running the row again"
+                        ),
+                    );
+                }
+            }
+        }
+    };
+    let run_id = if attempt == 1 {
+        format!("{batch_id}-row-{row}")
+    } else {
+        format!("{batch_id}-row-{row}-attempt-{attempt}")
+    };
+    write_state(
+        state,
+        &StateLine::Started {
+            row,
+            run_id: run_id.clone(),
+        },
+    );
+    let inputs = with_key(settings, batch_id, row, inputs);
+    let key = idempotency_value(settings, &inputs)
+        .unwrap_or_else(|| cua_evidence::idempotency_key(batch_id, Some(row as u64)));
+    let attempt = Attempt {
+        row: Some(row as u64),
+        attempt,
+        idempotency_key: key,
+    };
+    match replay_once(settings, surface, &run_id, inputs, Some(attempt)).await {
+        Ok(report) => RowLine {
+            row,
+            status: report.result.status.as_str().to_owned(),
+            exit_code: exit_of(&report) as u8,
+            run_id: Some(run_id),
+            effect: Some(report.effect),
+            evidence_dir: Some(report.evidence_dir.display().to_string()),
+            result: serde_json::to_value(&report.result).ok(),
+            error: None,
+            settled: None,
+        },
+        Err(failure) => RowLine {
+            row,
+            status: "failed".to_owned(),
+            exit_code: failure.exit as u8,
+            evidence_dir: Some(settings.evidence_dir.join(&run_id).display().to_string()),
+            run_id: Some(run_id),
+            effect: None,
+            result: None,
+            error: Some(failure.message),
+            settled: None,
+        },
+    }
+}
+
+/// The row's inputs with the capability's idempotency-key input filled in when the row gave
+/// none: the same key for every attempt at the row, so a reconciliation finds what any attempt
+/// passed to the application.
+fn with_key(
+    settings: &Settings,
+    batch_id: &str,
+    row: usize,
+    mut inputs: BTreeMap<String, Value>,
+) -> BTreeMap<String, Value> {
+    if let Some(input) = settings
+        .prepared
+        .capability
+        .inputs
+        .iter()
+        .find(|input| input.idempotency_key)
+    {
+        inputs.entry(input.name.to_string()).or_insert_with(|| {
+            Value::from(cua_evidence::idempotency_key(batch_id, Some(row as u64)))
+        });
+    }
+    inputs
+}
+
+/// The value the row passes as its idempotency key, when the capability declares one.
+fn idempotency_value(settings: &Settings, inputs: &BTreeMap<String, Value>) -> Option<String> {
+    let input = settings
+        .prepared
+        .capability
+        .inputs
+        .iter()
+        .find(|input| input.idempotency_key)?;
+    inputs
+        .get(input.name.as_str())
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// Runs the in-doubt step's reconciliation on `surface`: the named capability, loaded like a
+/// remedy (its tenant binding and approval), refused unless every step is `safe`, with inputs
+/// bound from the row. Returns its answer and its run id.
+async fn reconcile_row(
+    settings: &Settings,
+    surface: &ChromiumSurface,
+    batch_id: &str,
+    row: usize,
+    reconcile: &Reconcile,
+    inputs: &BTreeMap<String, Value>,
+) -> (Reconciliation, String) {
+    let run_id = format!("{batch_id}-row-{row}-reconcile-{}", fresh_run_id());
+    let prepared = match settings.loader.load(&reconcile.capability) {
+        Ok(prepared) => prepared,
+        Err(reason) => return (Reconciliation::Unknown(reason), run_id),
+    };
+    if let Err(reason) = cua_replay::check_read_only(&prepared.capability) {
+        return (Reconciliation::Unknown(reason), run_id);
+    }
+    let bound = match cua_replay::reconcile_inputs(reconcile, inputs) {
+        Ok(bound) => bound,
+        Err(reason) => return (Reconciliation::Unknown(reason), run_id),
+    };
+    let mut request = cua_replay::RunRequest::new(prepared, bound);
+    request.tenant = settings.tenant.clone();
+    match super::replay_request(settings, surface, &run_id, request, None).await {
+        Ok(report) => (cua_replay::judge(reconcile, &report), run_id),
+        Err(failure) => (Reconciliation::Unknown(failure.message), run_id),
+    }
+}
+
+/// The fate of an interrupted row from every attempt's intents, and the run id of the last
+/// attempt that announced a mutation.
+fn interrupted_fate(settings: &Settings, attempts: &[String]) -> (Interrupted, Option<String>) {
+    let mut intents = Vec::new();
+    let mut last = None;
+    for run_id in attempts {
+        let Ok(trace) = cua_evidence::read_trace(&settings.evidence_dir.join(run_id)) else {
+            continue;
+        };
+        let found = cua_evidence::intents(&trace);
+        if !found.is_empty() {
+            last = Some(run_id.clone());
+        }
+        intents.extend(found);
+    }
+    (
+        cua_replay::interrupted(&settings.prepared.capability, &intents),
+        last,
+    )
 }
 
 /// What an earlier run of the batch left for a row.
@@ -367,47 +660,6 @@ fn write_state(state: &Mutex<std::fs::File>, line: &StateLine) {
         let _ = file.write_all(text.as_bytes());
         let _ = file.sync_data();
     }
-}
-
-/// Why an interrupted attempt must not be re-run: it dispatched an action the policy assessed
-/// above `safe` (its effect may already have happened). `None` when it dispatched no mutation.
-fn dispatched_mutation(run_dir: &Path) -> Option<String> {
-    let trace = cua_evidence::read_trace(run_dir).ok()?;
-    let mut risky: BTreeMap<String, RiskTier> = BTreeMap::new();
-    let mut confirmed: Vec<String> = Vec::new();
-    let mut mutations: Vec<(String, String)> = Vec::new();
-    for line in &trace {
-        match &line.event {
-            Event::Authorize(authorize) if authorize.granted && authorize.risk > RiskTier::Safe => {
-                risky.insert(authorize.decision_id.clone(), authorize.risk);
-            }
-            Event::Dispatch(dispatch)
-                if !dispatch.refused && risky.contains_key(&dispatch.decision_id) =>
-            {
-                let step = dispatch
-                    .step
-                    .as_ref()
-                    .map_or_else(|| "-".to_owned(), ToString::to_string);
-                mutations.push((dispatch.decision_id.clone(), step));
-            }
-            Event::Effect(effect) if effect.verdict == EffectVerdict::Confirmed => {
-                if let Some(decision) = &effect.decision_id {
-                    confirmed.push(decision.clone());
-                }
-            }
-            _ => {}
-        }
-    }
-    let (decision, step) = mutations.last()?;
-    Some(if confirmed.contains(decision) {
-        format!(
-            "an earlier attempt's mutation at step `{step}` was confirmed; running the row again would repeat it"
-        )
-    } else {
-        format!(
-            "an earlier attempt was interrupted after dispatching the mutation at step `{step}`, whose effect is unverifiable; inspect its evidence before acting"
-        )
-    })
 }
 
 fn parse_row(line: &str) -> Result<BTreeMap<String, Value>, String> {
@@ -462,6 +714,7 @@ fn worse(current: Exit, line: &RowLine) -> Exit {
         Exit::Usage => 2,
         Exit::Failed => 3,
         Exit::Unavailable => 4,
+        Exit::Interrupted | Exit::Terminated => 5,
     };
     let row = match line.exit_code {
         0 => Exit::Success,

@@ -9,9 +9,9 @@ use cua_artifact::{
     RunKind, RunStatus, SecretName,
 };
 use cua_evidence::{
-    Authorize, BlockedRequest, Classify, Dispatch, Effect, Escalate, Event, EvidenceError, Lease,
-    LeaseTransition, LlmCall, MAX_REDACTABLE_BYTES, Note, Observe, Recovery, Redactor, Resolve,
-    RunEnd, RunStart, SecretResolver, Verify, Wait, read_trace,
+    Authorize, BlockedRequest, Classify, Dispatch, Effect, Escalate, Event, EvidenceError, Intent,
+    Lease, LeaseTransition, LlmCall, MAX_REDACTABLE_BYTES, Note, Observe, Recovery, Redactor,
+    Resolve, RunEnd, RunStart, SecretResolver, Verify, Wait, read_trace,
 };
 use cua_snapshot::NodeId;
 use serde_json::json;
@@ -270,6 +270,16 @@ fn one_of_each_event() -> Vec<Event> {
             denial: Some("lease_stale".into()),
             approval: None,
             node_id: Some(node()),
+        }
+        .into(),
+        Intent {
+            step: Some(id("enter_member_id")),
+            decision_id: "dec-12345678".into(),
+            action_type: ActionKind::Type,
+            risk: RiskTier::Elevated,
+            row: Some(12),
+            attempt: 2,
+            idempotency_key: "cua-0123456789abcdef0123".into(),
         }
         .into(),
         Dispatch {

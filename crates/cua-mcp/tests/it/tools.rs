@@ -109,7 +109,7 @@ fn an_irreversible_capability_is_destructive_and_has_a_read_only_plan_companion(
     assert_eq!(plan["annotations"]["destructiveHint"], false);
     let plan_inputs = plan["inputSchema"]["properties"].as_object().unwrap();
     assert!(!plan_inputs.contains_key("approval_token"));
-    assert_eq!(plan_inputs.len(), 4);
+    assert_eq!(plan_inputs.len(), 5);
 }
 
 #[test]

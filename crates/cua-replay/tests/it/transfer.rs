@@ -308,3 +308,107 @@ async fn the_lookalike_row_is_refused_never_read() {
     assert_eq!(post_transfer_dispatches(&run_dir), 0);
     assert!(live.fixture.handle().transfers().is_empty());
 }
+
+/// Write-ahead: the confirm's `intent` is in the trace after its `authorize` and before its
+/// `dispatch`, for the same decision, carrying the run's idempotency key, which the transfer
+/// also passed to the core system as its client reference. Safe steps announce nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_confirm_is_announced_durably_before_it_is_dispatched() {
+    let live = Live::start(Variant::FirstValley).await;
+    live.sign_on().await;
+    let (report, run_dir) = live
+        .run(request(bound(&live, capability(TRANSFER), true), true))
+        .await;
+    assert_eq!(
+        report.result.status,
+        RunStatus::Success,
+        "{:?}",
+        report.result.error
+    );
+    let trace = cua_evidence::read_trace(&run_dir).unwrap();
+    let at = |wanted: &str| {
+        trace
+            .iter()
+            .position(|line| {
+                line.event.name() == wanted
+                    && match &line.event {
+                        cua_evidence::Event::Authorize(event) => event.step.as_ref(),
+                        cua_evidence::Event::Intent(event) => event.step.as_ref(),
+                        cua_evidence::Event::Dispatch(event) => event.step.as_ref(),
+                        _ => None,
+                    }
+                    .is_some_and(|step| step.as_str() == "post_transfer")
+            })
+            .unwrap_or_else(|| panic!("no {wanted} for post_transfer"))
+    };
+    let (authorize, intent, dispatch) = (at("authorize"), at("intent"), at("dispatch"));
+    assert!(
+        authorize < intent && intent < dispatch,
+        "{authorize} {intent} {dispatch}"
+    );
+    let cua_evidence::Event::Intent(announced) = &trace[intent].event else {
+        unreachable!("position found an intent")
+    };
+    let cua_evidence::Event::Dispatch(sent) = &trace[dispatch].event else {
+        unreachable!("position found a dispatch")
+    };
+    assert_eq!(announced.decision_id, sent.decision_id);
+    assert_eq!(announced.risk, cua_artifact::RiskTier::Irreversible);
+    assert_eq!(announced.attempt, 1);
+    let key = cua_evidence::idempotency_key(run_dir.file_name().unwrap().to_str().unwrap(), None);
+    assert_eq!(announced.idempotency_key, key);
+    // The core system holds exactly one transfer under that key, and only the confirm was
+    // announced: typing, selecting and the safe clicks write no intent.
+    assert_eq!(
+        live.fixture
+            .handle()
+            .transfers_with_client_reference(&key)
+            .len(),
+        1
+    );
+    let intents = cua_evidence::intents(&trace);
+    assert_eq!(intents.len(), 1, "{intents:?}");
+    assert_eq!(intents[0].state, cua_evidence::IntentState::Confirmed);
+}
+
+/// A run that moved money and then failed (here: the confirmation number cannot be read, and
+/// the capability escalates nothing) ends `needs_human` naming the confirmed mutation, never
+/// plain `failed`, which callers read as "nothing happened".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_mutated_then_failed_needs_a_human_never_plain_failed() {
+    let live = Live::start(Variant::FirstValley).await;
+    live.sign_on().await;
+    let mut base = bound(&live, capability(TRANSFER), false).capability;
+    base.content_hash = None;
+    base.escalation.triggers.clear();
+    base.escalation.policy = cua_artifact::EscalationPolicy::FailClosed;
+    for step in &mut base.steps {
+        if step.id.as_str() == "read_confirmation"
+            && let cua_artifact::Action::Extract { target, .. } = &mut step.action
+            && let Some(anchor) = target.anchor.as_mut()
+        {
+            anchor.text = "Confirmation Code".to_owned();
+        }
+    }
+    let base = base.sealed();
+    let prepared = PreparedCapability {
+        approval: Some(approval_of(&base)),
+        capability: base,
+        overlay: None,
+    };
+    let (report, run_dir) = live.run(request(prepared, true)).await;
+    let error = report.result.error.clone().unwrap();
+    assert_eq!(
+        (report.result.status, error.code),
+        (RunStatus::NeedsHuman, FailureCode::TargetNotFound),
+        "{error:?} ({})",
+        run_dir.display()
+    );
+    assert!(
+        error.message.contains("`post_transfer` (confirmed)"),
+        "{}",
+        error.message
+    );
+    assert_eq!(report.exit_code(), 3);
+    assert_eq!(live.fixture.handle().transfers().len(), 1);
+}

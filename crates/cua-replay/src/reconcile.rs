@@ -1,0 +1,205 @@
+//! What to do with a unit of work (a batch row) whose earlier attempt was interrupted: run it
+//! again, report its mutation as done, ask its capability's read-only reconciliation, or hand
+//! it to a person. Decided from the attempts' write-ahead intents, never from their
+//! `dispatch` lines (a crash between the two is exactly the case that matters).
+//!
+//! The rules, over every earlier attempt's intents (one idempotency key covers them all):
+//! - no intent was handed over (none, or each refused before it left the process): run again;
+//! - none is in doubt and one was confirmed: the mutation happened, report it `confirmed`;
+//! - one is in doubt: its step's `reconcile` capability answers. *Done* reports the row
+//!   `confirmed` with no new dispatch. *Not done* runs the row again, unless another mutation of
+//!   the row was confirmed (running again would repeat that one). *Unknown*, no `reconcile`
+//!   declared, or in-doubt intents at two different steps: a person decides (`needs_human`).
+
+use std::collections::BTreeMap;
+
+use cua_artifact::{Capability, Reconcile, RiskTier, RunStatus, StepId, ValueExpr};
+use cua_evidence::{IntentRecord, IntentState};
+use serde_json::Value;
+
+use crate::report::ReplayReport;
+
+/// The fate of an interrupted unit of work, before any reconciliation has run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Interrupted {
+    /// Nothing was handed over: the work may run again.
+    RunAgain,
+    /// A mutation was observed to happen; nothing is in doubt.
+    Confirmed { step: Option<StepId> },
+    /// A mutation is in doubt and its step declares how to find out.
+    Reconcile {
+        step: StepId,
+        reconcile: Reconcile,
+        /// Whether another mutation of the same work was confirmed.
+        other_confirmed: bool,
+    },
+    /// A person must decide, for this reason.
+    NeedsHuman {
+        step: Option<StepId>,
+        reason: String,
+    },
+}
+
+/// What a reconciliation answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reconciliation {
+    Done,
+    NotDone,
+    Unknown(String),
+}
+
+impl Reconciliation {
+    /// The wire name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Done => "done",
+            Self::NotDone => "not_done",
+            Self::Unknown(_) => "unknown",
+        }
+    }
+}
+
+/// Decides an interrupted unit of work from every earlier attempt's intents, in order.
+pub fn interrupted(capability: &Capability, intents: &[IntentRecord]) -> Interrupted {
+    let confirmed: Vec<&IntentRecord> = intents
+        .iter()
+        .filter(|record| record.state == IntentState::Confirmed)
+        .collect();
+    let in_doubt: Vec<&IntentRecord> = intents
+        .iter()
+        .filter(|record| record.state == IntentState::InDoubt)
+        .collect();
+    let Some(first) = in_doubt.first() else {
+        return match confirmed.last() {
+            Some(record) => Interrupted::Confirmed {
+                step: record.intent.step.clone(),
+            },
+            None => Interrupted::RunAgain,
+        };
+    };
+    let step_name = |record: &IntentRecord| {
+        record
+            .intent
+            .step
+            .as_ref()
+            .map_or_else(|| "the entrypoint".to_owned(), |step| format!("`{step}`"))
+    };
+    if let Some(other) = in_doubt
+        .iter()
+        .find(|record| record.intent.step != first.intent.step)
+    {
+        return Interrupted::NeedsHuman {
+            step: first.intent.step.clone(),
+            reason: format!(
+                "mutations at {} and {} are both in doubt; one reconciliation cannot answer for both",
+                step_name(first),
+                step_name(other)
+            ),
+        };
+    }
+    let declared = first
+        .intent
+        .step
+        .as_ref()
+        .and_then(|step| capability.step(step.as_str()))
+        .and_then(|step| step.reconcile.clone());
+    match (first.intent.step.clone(), declared) {
+        (Some(step), Some(reconcile)) => Interrupted::Reconcile {
+            step,
+            reconcile,
+            other_confirmed: !confirmed.is_empty(),
+        },
+        (step, _) => Interrupted::NeedsHuman {
+            reason: format!(
+                "the mutation at {} (idempotency key {}) was handed over and never confirmed, and \
+                 the step declares no `reconcile` to find out whether it happened; check the \
+                 application before running it again",
+                step_name(first),
+                first.intent.idempotency_key
+            ),
+            step,
+        },
+    }
+}
+
+/// The reconciling capability's inputs: each `{$input: name}` from the interrupted work's own
+/// inputs (with its idempotency key filled in), literals as written. Refused when a name is
+/// missing or a value is an output or a secret.
+pub fn reconcile_inputs(
+    reconcile: &Reconcile,
+    inputs: &BTreeMap<String, Value>,
+) -> Result<BTreeMap<String, Value>, String> {
+    let mut bound = BTreeMap::new();
+    for (name, value) in &reconcile.inputs {
+        let value = match value {
+            ValueExpr::Input(input) => inputs.get(input.as_str()).cloned().ok_or_else(|| {
+                format!("the reconciliation needs input `{input}`, which the work did not have")
+            })?,
+            ValueExpr::String(text) => Value::from(text.clone()),
+            ValueExpr::Integer(number) => Value::from(*number),
+            ValueExpr::Number(number) => Value::from(*number),
+            ValueExpr::Boolean(flag) => Value::from(*flag),
+            ValueExpr::Output(_) | ValueExpr::Secret(_) => {
+                return Err(format!(
+                    "the reconciliation passes an output or a secret as `{name}`"
+                ));
+            }
+        };
+        bound.insert(name.to_string(), value);
+    }
+    Ok(bound)
+}
+
+/// A reconciliation runs only a read-only capability: every step declared `safe`.
+pub fn check_read_only(capability: &Capability) -> Result<(), String> {
+    match capability
+        .steps
+        .iter()
+        .find(|step| step.risk > RiskTier::Safe)
+    {
+        Some(step) => Err(format!(
+            "{} cannot reconcile: its step `{}` is declared {}, and a reconciliation may only read",
+            capability.reference(),
+            step.id,
+            step.risk.as_str()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// What the reconciling run's ending answers: `success` is done; a business outcome listed
+/// under `not_done` is not done; anything else is unknown. A run that handed over anything
+/// above `safe` answers nothing.
+pub fn judge(reconcile: &Reconcile, report: &ReplayReport) -> Reconciliation {
+    if let Some(step) = report
+        .steps
+        .iter()
+        .find(|step| step.dispatched && step.risk > RiskTier::Safe)
+    {
+        return Reconciliation::Unknown(format!(
+            "the reconciliation dispatched `{}` at risk {}",
+            step.step,
+            step.risk.as_str()
+        ));
+    }
+    let result = &report.result;
+    match result.status {
+        RunStatus::Success => Reconciliation::Done,
+        RunStatus::BusinessOutcome => match &result.outcome {
+            Some(outcome) if reconcile.not_done.contains(&outcome.code) => Reconciliation::NotDone,
+            Some(outcome) => Reconciliation::Unknown(format!(
+                "the reconciliation ended with outcome `{}`, which is not listed under `not_done`",
+                outcome.code
+            )),
+            None => Reconciliation::Unknown("the reconciliation ended with no outcome".to_owned()),
+        },
+        RunStatus::Failed | RunStatus::NeedsHuman => Reconciliation::Unknown(format!(
+            "the reconciliation {}: {}",
+            result.status.as_str(),
+            result
+                .error
+                .as_ref()
+                .map_or_else(String::new, |error| error.message.clone())
+        )),
+    }
+}
