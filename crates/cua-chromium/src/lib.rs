@@ -23,6 +23,13 @@
 //!   and prompt declined. The receipt of the action that raised them says so.
 //! - Popups are not driven: the surface stays on its own page and takes the foreground back
 //!   before the next action.
+//! - A launched browser never outlives the process that launched it. Dropping or closing the
+//!   surface kills Chromium's process group and removes its profile; when that process ends
+//!   without running any Rust code (any signal, SIGKILL included, an abort, a crash), a
+//!   watchdog child started with the browser does the same within a second. Profiles left by
+//!   a power cut are swept at the next launch. Profiles are private (mode 0700) and named
+//!   `cua-chromium-<owner pid>-<owner start time>-…` in the temp dir. Linux only: it relies
+//!   on `/proc` and `/bin/sh`.
 //!
 //! Architecture invariant: the only crate that speaks CDP. It knows nothing of capabilities,
 //! targeting or evidence; it acts only on an `AuthorizedAction`, on the backend node its
@@ -38,11 +45,13 @@ mod keys;
 mod monitor;
 mod observe;
 mod process;
+mod profile;
 mod screencast;
 mod screenshot;
 mod session;
 mod surface;
 mod tree;
+mod watchdog;
 
 pub use config::{CHROMIUM_ENV, ChromiumConfig, DEFAULT_EXECUTABLE, Viewport};
 pub use error::LaunchError;

@@ -1,13 +1,19 @@
-//! The Chromium child process: flags, a fresh profile directory, start-up, liveness, and a
-//! shutdown that always reaps.
+//! The Chromium child process: flags, start-up, liveness, and a shutdown that always reaps.
+//!
+//! Chromium runs in its own process group, so one group kill stops all of it: its zygotes,
+//! renderers, GPU and utility processes stay in the group; only the crashpad handlers start
+//! their own session, and they exit as soon as the browser is gone. Who kills it depends on
+//! how the owner ends: `Drop` and `close` do it themselves; for everything that runs no Rust
+//! code (a signal, an abort, a crash) the watchdog started before Chromium does it
+//! (`watchdog.rs`). Each launch first sweeps the profile directories left by owners that are
+//! gone (`profile.rs`).
 
 use std::collections::VecDeque;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStderr, Command};
@@ -16,6 +22,8 @@ use tokio::task::JoinHandle;
 use crate::cdp::lock;
 use crate::config::ChromiumConfig;
 use crate::error::LaunchError;
+use crate::profile::{ProfileDir, sweep_stale};
+use crate::watchdog::Watchdog;
 
 /// How many of Chromium's last stderr lines are kept for error messages.
 const STDERR_TAIL_LINES: usize = 40;
@@ -63,11 +71,12 @@ AutofillServerCommunication,InterestFeedContentSuggestions,DialMediaRouteProvide
 ];
 
 /// A launched Chromium. Dropping it terminates the whole process group, reaps the browser
-/// process and removes the profile directory.
+/// process and removes the profile directory, then releases the watchdog.
 pub(crate) struct BrowserProcess {
     child: Arc<Mutex<Child>>,
     pid: u32,
     profile: ProfileDir,
+    watchdog: Watchdog,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     drain: JoinHandle<()>,
 }
@@ -76,7 +85,19 @@ impl BrowserProcess {
     /// Starts Chromium and returns it with its DevTools WebSocket URL.
     pub(crate) async fn launch(config: &ChromiumConfig) -> Result<(Self, String), LaunchError> {
         check_executable(&config.executable)?;
+        // The sweep reads the temp dir and /proc and may wait on a removal: keep it off the
+        // async workers. A failed sweep only leaves stale directories for the next launch.
+        let _ = tokio::task::spawn_blocking(sweep_stale).await;
         let profile = ProfileDir::create()?;
+        // The watchdog starts before Chromium, so no moment exists in which the owner could
+        // end and leave a browser nobody will kill.
+        let watchdog = match Watchdog::spawn(&profile.path) {
+            Ok(watchdog) => watchdog,
+            Err(error) => {
+                profile.remove();
+                return Err(error);
+            }
+        };
         let mut command = Command::new(&config.executable);
         command
             .args(BASE_FLAGS)
@@ -96,17 +117,22 @@ impl BrowserProcess {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|source| match source.kind() {
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-                LaunchError::ChromiumMissing {
-                    path: config.executable.clone(),
-                    reason: source.to_string(),
+        // On a spawn error the watchdog is dropped on return, which releases it with nothing
+        // left to do but the profile removal already done here.
+        let mut child = command.spawn().map_err(|source| {
+            profile.remove();
+            match source.kind() {
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+                    LaunchError::ChromiumMissing {
+                        path: config.executable.clone(),
+                        reason: source.to_string(),
+                    }
                 }
+                _ => LaunchError::Spawn {
+                    path: config.executable.clone(),
+                    source,
+                },
             }
-            _ => LaunchError::Spawn {
-                path: config.executable.clone(),
-                source,
-            },
         })?;
         let pid = child.id().unwrap_or_default();
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
@@ -116,19 +142,21 @@ impl BrowserProcess {
             });
         };
         let mut lines = BufReader::new(stderr).lines();
-        let child = Arc::new(Mutex::new(child));
+        let mut process = Self {
+            child: Arc::new(Mutex::new(child)),
+            pid,
+            profile,
+            watchdog,
+            stderr_tail: Arc::clone(&stderr_tail),
+            drain: tokio::spawn(async {}),
+        };
+        // On an error the process is dropped, which terminates the browser.
+        process.watchdog.arm(pid).await?;
         let announced = tokio::time::timeout(
             config.launch_timeout,
             read_endpoint(&mut lines, &stderr_tail),
         )
         .await;
-        let mut process = Self {
-            child,
-            pid,
-            profile,
-            stderr_tail: Arc::clone(&stderr_tail),
-            drain: tokio::spawn(async {}),
-        };
         match announced {
             Ok(Some(ws_url)) => {
                 process.drain = tokio::spawn(drain(lines, stderr_tail));
@@ -247,43 +275,9 @@ impl Drop for BrowserProcess {
         self.drain.abort();
         self.terminate();
         self.profile.remove();
-    }
-}
-
-/// A fresh, uniquely named profile directory under the system temp dir.
-struct ProfileDir {
-    path: PathBuf,
-}
-
-impl ProfileDir {
-    fn create() -> Result<Self, LaunchError> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let name = format!(
-            "cua-chromium-{}-{}-{nanos}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        );
-        let path = std::env::temp_dir().join(name);
-        std::fs::create_dir(&path).map_err(|source| LaunchError::UserDataDir {
-            path: path.clone(),
-            source,
-        })?;
-        Ok(Self { path })
-    }
-
-    fn remove(&self) {
-        // Chromium may still be flushing for a moment after its exit; retry briefly.
-        for _ in 0..10 {
-            match std::fs::remove_dir_all(&self.path) {
-                Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                _ => return,
-            }
-        }
+        // Released last, so that the watchdog finds nothing left to kill or remove; it only
+        // has work here if a helper process outlived the group kill.
+        self.watchdog.release();
     }
 }
 

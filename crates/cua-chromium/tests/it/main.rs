@@ -5,6 +5,7 @@ mod actions;
 mod failures;
 mod fixture;
 mod hostile;
+mod owner;
 mod pages;
 mod png;
 mod screenshots;
