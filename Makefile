@@ -16,7 +16,7 @@ MCP_VENV := target/mcp-venv
 MCP_SDK_VERSION := 2.3.0
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help deps deps-chromium deps-node deps-python build demo test lint test-only bench evidence fmt clean
+.PHONY: help deps deps-chromium deps-node deps-python build demo test lint test-only leftovers soak bench evidence fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -78,6 +78,21 @@ test-only: deps deps-node deps-python
 		$(CARGO) test --workspace --no-fail-fast -- --test-threads=2; \
 	fi
 	$(CARGO) test --workspace --doc
+	@$(MAKE) --no-print-directory leftovers
+
+# Nothing outlives its run: after the tests (the crash harness included) no Chromium process
+# and no profile directory of ours may remain. A browser's watchdog takes both down when its
+# owner ends, however it ends; this counts what is left and fails naming it.
+leftovers: ## Fail if any Chromium process or profile directory cua launched is still there
+	@processes=$$(pgrep -f -- '--user-data-dir=[^ ]*/cua-chromium-' || true); \
+	profiles=$$(find "$${TMPDIR:-/tmp}" -maxdepth 1 -name 'cua-chromium-*' 2>/dev/null || true); \
+	if [ -n "$$processes$$profiles" ]; then \
+		echo "left behind: Chromium processes [$$(echo $$processes)], profiles [$$(echo $$profiles)]" >&2; exit 1; \
+	fi; \
+	echo "leftovers: 0 Chromium processes, 0 profile directories"
+
+soak: deps ## Long soaks: the crash harness with 300 kills (CUA_CRASH_KILLS), figures printed
+	CUA_CRASH_KILLS=$${CUA_CRASH_KILLS:-300} $(CARGO) test --test it crash:: -- --nocapture
 
 bench: deps ## Benchmarks: figures and ratios printed side by side, never asserted
 	$(CARGO) bench -p cua-replay --bench replay

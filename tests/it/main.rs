@@ -4,6 +4,7 @@ mod assist;
 mod catalog;
 mod codegen;
 mod console;
+mod crash;
 mod demo;
 mod discover;
 mod documents;
