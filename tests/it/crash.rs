@@ -1,9 +1,11 @@
-//! The crash harness: batches of the irreversible transfer, run by the real `cua` binary, killed
-//! with SIGKILL at random moments and, deliberately, right inside the window between a
-//! confirm's write-ahead intent and its verdict, then resumed with `--resume` each time.
+//! The crash harness: batches of the irreversible transfer and of the reversible sub-account
+//! opening, run by the real `cua` binary, killed with SIGKILL at random moments and,
+//! deliberately, right inside the window between a mutation's write-ahead intent and its
+//! verdict, then resumed with `--resume` each time.
 //! Afterwards the fixture's own ledger and the evidence are the judges:
 //!
-//! - no row was posted twice (transfers counted by each row's idempotency key);
+//! - no row was posted twice (transfers counted by each row's idempotency key, sub-accounts by
+//!   each row's unique deposit);
 //! - no row was lost: every row ends `success`, `business_outcome`, `confirmed` (by evidence
 //!   or reconciliation) or `needs_human` with its reason, and a row reported done was posted
 //!   exactly once;
@@ -15,12 +17,12 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::exactly_once::TransferBatch;
+use crate::exactly_once::{Batch, Workload};
 
 /// Rows per batch; each batch is resumed until it finishes, then the next one starts.
 const ROWS: usize = 3;
@@ -49,6 +51,7 @@ struct Figures {
     kills_in_window: usize,
     batches: usize,
     rows: usize,
+    subaccount_rows: usize,
     success: usize,
     confirmed_by_evidence: usize,
     reconciled_done: usize,
@@ -70,12 +73,30 @@ fn killed_and_resumed_batches_never_post_twice_lose_nothing_and_leave_no_browser
         .unwrap_or(30);
     let amounts: Vec<String> = (1..=ROWS).map(|cents| format!("0.0{cents}")).collect();
     let amounts: Vec<&str> = amounts.iter().map(String::as_str).collect();
-    let mut batch = TransferBatch::new(&amounts, "crash-1");
+    let mut batch = Batch::new(&amounts, "crash-1");
     let mut schedule = Schedule(0x5eed_c0de);
     let mut figures = Figures::default();
     while figures.kills < wanted {
         figures.batches += 1;
-        batch.batch_id = format!("crash-{}", figures.batches);
+        // Every third batch opens sub-accounts (reversible, no reconciliation): an in-doubt
+        // opening goes to a person. Each deposit is unique, so each row's effect is countable.
+        if figures.batches.is_multiple_of(3) {
+            let deposits: Vec<String> = (1..=ROWS)
+                .map(|row| format!("{}.{row:02}", 25 + figures.batches))
+                .collect();
+            let deposits: Vec<&str> = deposits.iter().map(String::as_str).collect();
+            batch.start(
+                Workload::Subaccounts,
+                &format!("crash-{}", figures.batches),
+                &deposits,
+            );
+        } else {
+            batch.start(
+                Workload::Transfers,
+                &format!("crash-{}", figures.batches),
+                &amounts,
+            );
+        }
         let lines = run_batch_under_kills(&batch, &mut schedule, &mut figures, wanted);
         judge_batch(&batch, &lines, &mut figures);
     }
@@ -102,6 +123,7 @@ fn killed_and_resumed_batches_never_post_twice_lose_nothing_and_leave_no_browser
     eprintln!("crash harness: {figures:#?}");
     assert!(figures.kills >= wanted, "{figures:?}");
     assert!(figures.kills_in_window > 0, "{figures:?}");
+    assert!(figures.subaccount_rows > 0, "{figures:?}");
     assert_eq!(
         (
             figures.double_posts,
@@ -116,14 +138,14 @@ fn killed_and_resumed_batches_never_post_twice_lose_nothing_and_leave_no_browser
 
 /// Runs one batch to its end, killing it as the schedule says; returns its final row lines.
 fn run_batch_under_kills(
-    batch: &TransferBatch,
+    batch: &Batch,
     schedule: &mut Schedule,
     figures: &mut Figures,
     wanted: usize,
 ) -> Vec<Value> {
     use std::os::unix::process::ExitStatusExt;
     loop {
-        let mut child = spawn(batch);
+        let mut child = batch.spawn();
         let pid = child.id();
         let in_window = schedule.next().is_multiple_of(2);
         if figures.kills < wanted {
@@ -167,27 +189,6 @@ fn run_batch_under_kills(
     }
 }
 
-fn spawn(batch: &TransferBatch) -> Child {
-    let evidence = batch.scene.evidence().display().to_string();
-    let base_url = batch.scene.base_url();
-    Command::new(env!("CARGO_BIN_EXE_cua"))
-        .arg("replay")
-        .args(batch.args(true))
-        .args(["--evidence-dir", &evidence, "--base-url", &base_url])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("NO_COLOR", "1")
-        .env("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID)
-        .env(
-            "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
-            memberdesk::OPERATOR_PASSWORD,
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the cua binary starts")
-}
-
 /// SIGKILLs the child after `delay` unless it finished first.
 fn kill_after(child: &mut Child, delay: Duration) {
     let deadline = Instant::now() + delay;
@@ -203,7 +204,7 @@ fn kill_after(child: &mut Child, delay: Duration) {
 /// SIGKILLs the child as soon as a new write-ahead intent appears in its batch's evidence (plus
 /// 0–150 ms, so some kills land before the click leaves and some while its request is in
 /// flight), unless it finished first.
-fn kill_after_next_intent(batch: &TransferBatch, child: &mut Child, schedule: &mut Schedule) {
+fn kill_after_next_intent(batch: &Batch, child: &mut Child, schedule: &mut Schedule) {
     let before = intents_in(batch);
     let give_up = Instant::now() + Duration::from_secs(60);
     loop {
@@ -221,7 +222,7 @@ fn kill_after_next_intent(batch: &TransferBatch, child: &mut Child, schedule: &m
 }
 
 /// How many intent lines the batch's run directories hold.
-fn intents_in(batch: &TransferBatch) -> usize {
+fn intents_in(batch: &Batch) -> usize {
     let Ok(entries) = std::fs::read_dir(batch.scene.evidence()) else {
         return 0;
     };
@@ -289,12 +290,15 @@ fn leftovers(owner: u32) -> (BTreeSet<u32>, BTreeSet<String>) {
 }
 
 /// Checks one finished batch's rows against the fixture's ledger.
-fn judge_batch(batch: &TransferBatch, lines: &[Value], figures: &mut Figures) {
+fn judge_batch(batch: &Batch, lines: &[Value], figures: &mut Figures) {
     assert_eq!(lines.len(), ROWS, "{lines:?}");
     for line in lines {
         let row = line["row"].as_u64().expect("a row number");
         let posted = batch.posted(row);
         figures.rows += 1;
+        if batch.workload() == Workload::Subaccounts {
+            figures.subaccount_rows += 1;
+        }
         if posted > 1 {
             figures.double_posts += 1;
             eprintln!(
@@ -335,7 +339,7 @@ fn judge_batch(batch: &TransferBatch, lines: &[Value], figures: &mut Figures) {
 }
 
 /// Whether a reconciliation of `row` answered "not done" (so the row ran again).
-fn reconciled_not_done(batch: &TransferBatch, row: u64) -> bool {
+fn reconciled_not_done(batch: &Batch, row: u64) -> bool {
     let prefix = format!("{}-row-{row}-reconcile-", batch.batch_id);
     let Ok(entries) = std::fs::read_dir(batch.scene.evidence()) else {
         return false;

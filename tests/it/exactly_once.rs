@@ -17,15 +17,29 @@ use crate::replay::{Scene, verify};
 
 const TRANSFER: &str = "capabilities/corebank.member.transfer_funds@1.0.0.yaml";
 
-/// A batch of transfers from 12345's savings to its checking, one row per amount.
-pub(crate) struct TransferBatch {
+/// What a batch does, one row per value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Workload {
+    /// Irreversible: transfers from 12345's savings to its checking, one per amount.
+    Transfers,
+    /// Reversible (`elevated`, no reconciliation): checking sub-accounts for member 24680,
+    /// one per initial deposit.
+    Subaccounts,
+}
+
+/// A batch of one workload against one fixture, under a batch id that can change between
+/// batches (each batch id is a separate state file, separate rows and separate keys).
+pub(crate) struct Batch {
     pub(crate) scene: Scene,
     approval: String,
     rows: String,
+    workload: Workload,
+    /// Each row's value (amount or deposit), in row order.
+    values: Vec<String>,
     pub(crate) batch_id: String,
 }
 
-impl TransferBatch {
+impl Batch {
     pub(crate) fn new(amounts: &[&str], batch_id: &str) -> Self {
         let scene = Scene::new();
         let transfer = cua_artifact::Capability::from_yaml(
@@ -43,42 +57,86 @@ impl TransferBatch {
             ),
         )
         .expect("an approval file");
-        let rows = scene.scratch.path().join("transfers.jsonl");
-        let text: String = amounts
-            .iter()
-            .map(|amount| {
-                format!(
-                    "{{\"member_id\": \"12345\", \"from_account\": \"S-12345-01\", \"to_account\": \"C-12345-02\", \"amount\": \"{amount}\"}}\n"
-                )
-            })
-            .collect();
-        std::fs::write(&rows, text).expect("a rows file");
-        Self {
+        let rows = scene.scratch.path().join("rows.jsonl");
+        let mut batch = Self {
             scene,
             approval: approval.display().to_string(),
             rows: rows.display().to_string(),
-            batch_id: batch_id.to_owned(),
-        }
+            workload: Workload::Transfers,
+            values: Vec::new(),
+            batch_id: String::new(),
+        };
+        batch.start(Workload::Transfers, batch_id, amounts);
+        batch
+    }
+
+    /// Points the batch at a new batch id, workload and rows (one per value).
+    pub(crate) fn start(&mut self, workload: Workload, batch_id: &str, values: &[&str]) {
+        let text: String = values
+            .iter()
+            .map(|value| match workload {
+                Workload::Transfers => format!(
+                    "{{\"member_id\": \"12345\", \"from_account\": \"S-12345-01\", \"to_account\": \"C-12345-02\", \"amount\": \"{value}\"}}\n"
+                ),
+                Workload::Subaccounts => format!(
+                    "{{\"member_id\": \"24680\", \"account_type\": \"checking\", \"initial_deposit\": \"{value}\"}}\n"
+                ),
+            })
+            .collect();
+        std::fs::write(&self.rows, text).expect("a rows file");
+        self.workload = workload;
+        self.values = values.iter().map(|value| (*value).to_owned()).collect();
+        self.batch_id = batch_id.to_owned();
     }
 
     pub(crate) fn args(&self, resume: bool) -> Vec<String> {
+        let capability = match self.workload {
+            Workload::Transfers => "corebank.member.transfer_funds@1.0.0",
+            Workload::Subaccounts => "corebank.member.open_subaccount@1.0.0",
+        };
         let mut args: Vec<String> = [
-            "corebank.member.transfer_funds@1.0.0",
+            capability,
             "--inputs",
             &self.rows,
-            "--allow-irreversible",
-            "--approval",
-            &self.approval,
             "--run-id",
             &self.batch_id,
         ]
         .iter()
         .map(|arg| (*arg).to_owned())
         .collect();
+        if self.workload == Workload::Transfers {
+            args.extend(["--allow-irreversible", "--approval", &self.approval].map(str::to_owned));
+        }
         if resume {
             args.push("--resume".to_owned());
         }
         args
+    }
+
+    pub(crate) fn workload(&self) -> Workload {
+        self.workload
+    }
+
+    /// Starts `cua replay … --resume` on the batch as a child process (stdout and stderr piped).
+    pub(crate) fn spawn(&self) -> std::process::Child {
+        let evidence = self.scene.evidence().display().to_string();
+        let base_url = self.scene.base_url();
+        std::process::Command::new(env!("CARGO_BIN_EXE_cua"))
+            .arg("replay")
+            .args(self.args(true))
+            .args(["--evidence-dir", &evidence, "--base-url", &base_url])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("NO_COLOR", "1")
+            .env("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID)
+            .env(
+                "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
+                memberdesk::OPERATOR_PASSWORD,
+            )
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the cua binary starts")
     }
 
     /// Runs the batch (or resumes it) to the end: exit code, one JSON value per row, stderr.
@@ -99,13 +157,26 @@ impl TransferBatch {
         cua_evidence::idempotency_key(&self.batch_id, Some(row))
     }
 
-    /// How many transfers the core system holds under `row`'s key.
+    /// How many times the core system holds `row`'s effect: transfers under its key, or
+    /// sub-accounts of 24680 opened with its deposit.
     pub(crate) fn posted(&self, row: u64) -> usize {
-        self.scene
-            .fixture()
-            .handle()
-            .transfers_with_client_reference(&self.key(row))
-            .len()
+        let handle = self.scene.fixture().handle();
+        match self.workload {
+            Workload::Transfers => handle.transfers_with_client_reference(&self.key(row)).len(),
+            Workload::Subaccounts => {
+                let deposit = usize::try_from(row - 1)
+                    .ok()
+                    .and_then(|index| self.values.get(index))
+                    .expect("a row of this batch");
+                handle
+                    .member("24680")
+                    .expect("member 24680")
+                    .accounts
+                    .iter()
+                    .filter(|account| account.balance.decimal() == *deposit)
+                    .count()
+            }
+        }
     }
 
     pub(crate) fn run_dir(&self, run_id: &str) -> PathBuf {
@@ -159,7 +230,7 @@ fn cut_after(run_dir: &Path, event: &str) {
 /// reported `confirmed` and never run again.
 #[test]
 fn an_interrupted_row_whose_transfer_was_confirmed_is_reported_not_repeated() {
-    let batch = TransferBatch::new(&["10.00", "20.00"], "confirmed-batch");
+    let batch = Batch::new(&["10.00", "20.00"], "confirmed-batch");
     let (code, lines, stderr) = batch.run(false, &[]);
     assert_eq!(code, 0, "{lines:?}\n{stderr}");
     assert_eq!((batch.posted(1), batch.posted(2)), (1, 1));
@@ -186,7 +257,7 @@ fn an_interrupted_row_whose_transfer_was_confirmed_is_reported_not_repeated() {
 /// `confirmed` with no new dispatch.
 #[test]
 fn an_in_doubt_transfer_that_happened_is_reconciled_as_done() {
-    let batch = TransferBatch::new(&["10.00", "20.00"], "done-batch");
+    let batch = Batch::new(&["10.00", "20.00"], "done-batch");
     let (code, lines, stderr) = batch.run(false, &[]);
     assert_eq!(code, 0, "{lines:?}\n{stderr}");
     let attempt = batch.run_dir("done-batch-row-2");
@@ -226,7 +297,7 @@ fn an_in_doubt_transfer_that_happened_is_reconciled_as_done() {
 /// done", and the row runs again as attempt 2 under the same key: exactly one transfer.
 #[test]
 fn an_in_doubt_transfer_that_never_happened_runs_again_under_the_same_key() {
-    let batch = TransferBatch::new(&["10.00"], "redo-batch");
+    let batch = Batch::new(&["10.00"], "redo-batch");
     let (code, lines, stderr) = batch.run(false, &[]);
     assert_eq!(code, 0, "{lines:?}\n{stderr}");
     cut_after(&batch.run_dir("redo-batch-row-1"), "intent");
@@ -254,7 +325,7 @@ fn an_in_doubt_transfer_that_never_happened_runs_again_under_the_same_key() {
 /// nothing is dispatched.
 #[test]
 fn an_in_doubt_transfer_nobody_can_reconcile_needs_a_human() {
-    let batch = TransferBatch::new(&["10.00"], "unknown-batch");
+    let batch = Batch::new(&["10.00"], "unknown-batch");
     let (code, lines, stderr) = batch.run(false, &[]);
     assert_eq!(code, 0, "{lines:?}\n{stderr}");
     cut_after(&batch.run_dir("unknown-batch-row-1"), "intent");
@@ -292,4 +363,93 @@ fn an_in_doubt_transfer_nobody_can_reconcile_needs_a_human() {
     let (code, _, _) = batch.run(true, &["--catalog", &catalog]);
     assert_eq!(code, 3);
     assert_eq!(batch.posted(1), 1);
+}
+
+/// SIGTERM as soon as row 1's confirm was announced, SIGINT as soon as row 1 started: the
+/// action in flight settles, nothing more is dispatched, the process exits 143 or 130 saying
+/// how to resume, no browser is left, and the resumed batch finishes every row exactly once.
+/// After SIGTERM row 1 still finishes (only reads follow its confirm); after SIGINT it stops
+/// before its next click, `interrupted`, and runs again on resume (it had mutated nothing).
+#[test]
+fn a_signal_stops_a_batch_cleanly_and_resume_finishes_it_exactly_once() {
+    for (signal, code, wait_for) in [
+        ("TERM", 143, "\"event\":\"intent\""),
+        ("INT", 130, "\"event\":\"run_start\""),
+    ] {
+        let batch_id = format!("signal-{}", signal.to_lowercase());
+        let batch = Batch::new(&["0.21", "0.22", "0.23"], &batch_id);
+        let child = batch.spawn();
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let row_1 = batch.run_dir(&format!("{batch_id}-row-1"));
+        while !std::fs::read_to_string(row_1.join("trace.jsonl"))
+            .is_ok_and(|trace| trace.contains(wait_for))
+        {
+            assert!(
+                std::time::Instant::now() < give_up,
+                "no {wait_for} within 60 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let sent = std::process::Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+        let pid = child.id();
+        let output = child.wait_with_output().expect("the batch ends");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{stderr}");
+        assert!(
+            stderr.contains(&format!("--resume --run-id {batch_id}")),
+            "{stderr}"
+        );
+        // Nothing after row 1 was dispatched: rows 2 and 3 never started.
+        assert_eq!((batch.posted(2), batch.posted(3)), (0, 0));
+        assert!(!batch.run_dir(&format!("{batch_id}-row-2")).exists());
+        let trace = cua_evidence::read_trace(&row_1).expect("row 1's trace");
+        let end = trace
+            .iter()
+            .find_map(|line| match &line.event {
+                cua_evidence::Event::RunEnd(end) => Some(end.clone()),
+                _ => None,
+            })
+            .expect("row 1 ended");
+        if signal == "TERM" {
+            assert_eq!(batch.posted(1), 1);
+            assert_eq!(end.status, cua_artifact::RunStatus::Success);
+        } else {
+            assert_eq!(batch.posted(1), 0);
+            assert_eq!(
+                end.failure_code,
+                Some(cua_artifact::FailureCode::Interrupted)
+            );
+            assert!(cua_evidence::intents(&trace).is_empty());
+        }
+        let leftovers = std::fs::read_dir(std::env::temp_dir())
+            .expect("the temp dir")
+            .filter_map(Result::ok)
+            .filter(|entry| {
+                entry
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("cua-chromium-{pid}-"))
+            })
+            .count();
+        assert_eq!(leftovers, 0, "the browser's profile is gone");
+
+        let (code, lines, stderr) = batch.run(true, &[]);
+        assert_eq!(code, 0, "{lines:?}\n{stderr}");
+        let statuses: Vec<&str> = lines
+            .iter()
+            .map(|line| line["status"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(statuses, ["success", "success", "success"], "{lines:?}");
+        assert_eq!(
+            (batch.posted(1), batch.posted(2), batch.posted(3)),
+            (1, 1, 1)
+        );
+        if signal == "INT" {
+            assert_eq!(lines[0]["run_id"], format!("{batch_id}-row-1-attempt-2"));
+        }
+    }
 }

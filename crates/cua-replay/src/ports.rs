@@ -234,9 +234,10 @@ impl Entropy for SystemEntropy {
 }
 
 /// A request to stop, raised from outside the run (the binary raises it on SIGINT or SIGTERM).
-/// The executor checks it before every step and every dispatch: once raised, nothing more is
-/// handed to a surface or operator, while an action already handed over settles (its wait and
-/// postcondition run) before the run ends with `interrupted`.
+/// The executor checks it before every authorization: once raised, nothing more is handed to a
+/// surface or operator, while an action already handed over settles (its wait and
+/// postcondition run) and reads on the screen it left still run; the next action ends the run
+/// with `interrupted`.
 #[derive(Debug, Clone, Default)]
 pub struct Interrupt(std::sync::Arc<std::sync::atomic::AtomicBool>);
 

@@ -153,9 +153,6 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             index: to_u32(index),
             checkpoint: false,
         };
-        if self.config.interrupt.is_raised() {
-            return Err(placed(interrupted(step.id.as_str()).into(), &position));
-        }
         let before = match self.settle(frame, tally, &position).await? {
             Settled::Outcome(outcome) => return Ok(Some(outcome)),
             Settled::Expected(snapshot) => snapshot,
