@@ -203,3 +203,94 @@ pub fn judge(reconcile: &Reconcile, report: &ReplayReport) -> Reconciliation {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use cua_artifact::{ActionKind, Capability, Identifier, RiskTier};
+    use cua_evidence::{Intent, IntentRecord, IntentState};
+
+    use super::{Interrupted, interrupted};
+
+    fn transfer() -> Capability {
+        Capability::from_yaml(include_str!(
+            "../../../capabilities/corebank.member.transfer_funds@1.0.0.yaml"
+        ))
+        .expect("the reference capability")
+    }
+
+    fn record(step: &str, state: IntentState) -> IntentRecord {
+        IntentRecord {
+            seq: 1,
+            intent: Intent {
+                step: Some(Identifier::parse(step).expect("a step id")),
+                decision_id: format!("dec-{step}"),
+                action_type: ActionKind::Click,
+                risk: RiskTier::Irreversible,
+                row: Some(1),
+                attempt: 1,
+                idempotency_key: "cua-0123456789abcdef0123".into(),
+            },
+            state,
+        }
+    }
+
+    /// The decision's shape for each combination of earlier intents.
+    fn check(intents: &[(&str, IntentState)], expect: &str) {
+        let records: Vec<IntentRecord> = intents
+            .iter()
+            .map(|(step, state)| record(step, *state))
+            .collect();
+        let decided = match interrupted(&transfer(), &records) {
+            Interrupted::RunAgain => "run again".to_owned(),
+            Interrupted::Confirmed { step } => format!("confirmed {}", step.expect("a step")),
+            Interrupted::Reconcile {
+                step,
+                reconcile,
+                other_confirmed,
+            } => format!(
+                "reconcile {step} via {} (other confirmed: {other_confirmed})",
+                reconcile.capability
+            ),
+            Interrupted::NeedsHuman { reason, .. } => format!("needs human: {reason}"),
+        };
+        assert!(
+            decided.starts_with(expect),
+            "{intents:?}: expected {expect:?}, got {decided:?}"
+        );
+    }
+
+    #[test]
+    fn an_interrupted_row_is_decided_by_its_intents() {
+        use IntentState::{Confirmed, InDoubt, NotDispatched};
+        check(&[], "run again");
+        check(&[("post_transfer", NotDispatched)], "run again");
+        check(&[("post_transfer", Confirmed)], "confirmed post_transfer");
+        check(
+            &[("post_transfer", InDoubt)],
+            "reconcile post_transfer via corebank.transfer.find_by_reference@1.0.0 (other confirmed: false)",
+        );
+        // Attempt 1 was refused, attempt 2 is in doubt: still one question to ask.
+        check(
+            &[("post_transfer", NotDispatched), ("post_transfer", InDoubt)],
+            "reconcile post_transfer",
+        );
+        check(
+            &[("review_transfer", Confirmed), ("post_transfer", InDoubt)],
+            "reconcile post_transfer via corebank.transfer.find_by_reference@1.0.0 (other confirmed: true)",
+        );
+        // A step with no reconcile, or two steps in doubt, is a person's question.
+        check(
+            &[("review_transfer", InDoubt)],
+            "needs human: the mutation at `review_transfer`",
+        );
+        check(
+            &[("review_transfer", InDoubt), ("post_transfer", InDoubt)],
+            "needs human: mutations at `review_transfer` and `post_transfer` are both in doubt",
+        );
+        // In doubt outranks confirmed: the doubtful one is still to be answered.
+        check(
+            &[("post_transfer", Confirmed), ("post_transfer", InDoubt)],
+            "reconcile post_transfer",
+        );
+    }
+}

@@ -2,6 +2,7 @@
 //! and the run-record projection.
 
 mod chain;
+mod intents;
 mod projection;
 mod redaction;
 mod secrets;

@@ -1,0 +1,117 @@
+//! Write-ahead intents read back from a real trace: what followed each intent decides whether
+//! its mutation was confirmed, never left the process, or is in doubt. One case per shape a
+//! killed, refused or finished run leaves.
+
+use cua_artifact::{ActionKind, Actor, EffectVerdict, RiskTier};
+use cua_evidence::{Dispatch, Effect, Event, Intent, IntentState, intents, read_trace};
+
+use crate::{bus, id, policy_redactor};
+
+/// What follows an intent for `post_transfer` (decision `dec-7`) in a trace.
+#[derive(Clone, Copy)]
+enum Then {
+    DispatchRefused,
+    DispatchSent,
+    Effect(&'static str, EffectVerdict),
+    AnotherIntent,
+}
+
+fn check(then: &[Then], expect: &[IntentState]) {
+    let root = tempfile::tempdir().expect("a temporary directory");
+    let bus = bus(root.path(), "run-20260930-000000001", policy_redactor());
+    let intent = || Intent {
+        step: Some(id("post_transfer")),
+        decision_id: "dec-7".into(),
+        action_type: ActionKind::Click,
+        risk: RiskTier::Irreversible,
+        row: Some(3),
+        attempt: 1,
+        idempotency_key: "cua-0123456789abcdef0123".into(),
+    };
+    bus.emit(Actor::Automation, 1, intent()).expect("an intent");
+    for step in then {
+        let event: Event = match *step {
+            Then::DispatchRefused | Then::DispatchSent => Dispatch {
+                step: Some(id("post_transfer")),
+                decision_id: "dec-7".into(),
+                action_type: ActionKind::Click,
+                node_id: None,
+                refused: matches!(step, Then::DispatchRefused),
+                ok: matches!(step, Then::DispatchSent),
+                navigated: false,
+                http_status: None,
+                duration_ms: 0,
+                message: String::new(),
+                reason: None,
+                expected_epoch: None,
+            }
+            .into(),
+            Then::Effect(step, verdict) => Effect {
+                step: id(step),
+                verdict,
+                reason: String::new(),
+                decision_id: Some("dec-7".into()),
+                route: None,
+            }
+            .into(),
+            Then::AnotherIntent => intent().into(),
+        };
+        bus.emit(Actor::Automation, 1, event).expect("an event");
+    }
+    let trace = read_trace(bus.dir()).expect("the trace");
+    let states: Vec<IntentState> = intents(&trace).iter().map(|record| record.state).collect();
+    assert_eq!(states, expect);
+    let first = &intents(&trace)[0];
+    assert_eq!(first.seq, 1);
+    assert_eq!(first.intent, intent());
+}
+
+#[test]
+fn an_intent_is_settled_only_by_what_follows_it() {
+    use EffectVerdict::{Confirmed, SuspectedNoop, Unverifiable};
+    use IntentState::{Confirmed as Done, InDoubt, NotDispatched};
+    // Killed right after the intent: in doubt.
+    check(&[], &[InDoubt]);
+    // Handed over, nothing after (killed waiting): in doubt.
+    check(&[Then::DispatchSent], &[InDoubt]);
+    // Refused at the dispatch (the lease moved): it never left the process.
+    check(&[Then::DispatchRefused], &[NotDispatched]);
+    // Observed: done.
+    check(
+        &[Then::DispatchSent, Then::Effect("post_transfer", Confirmed)],
+        &[Done],
+    );
+    // A receipt or an unchanged screen proves nothing either way.
+    check(
+        &[
+            Then::DispatchSent,
+            Then::Effect("post_transfer", Unverifiable),
+        ],
+        &[InDoubt],
+    );
+    check(
+        &[
+            Then::DispatchSent,
+            Then::Effect("post_transfer", SuspectedNoop),
+        ],
+        &[InDoubt],
+    );
+    // A confirmation of another step with the same decision id does not settle this one.
+    check(
+        &[
+            Then::DispatchSent,
+            Then::Effect("read_confirmation", Confirmed),
+        ],
+        &[InDoubt],
+    );
+    // The same decision announced again (another frame) ends the search for the first: each is
+    // settled by its own followers.
+    check(
+        &[
+            Then::AnotherIntent,
+            Then::DispatchSent,
+            Then::Effect("post_transfer", Confirmed),
+        ],
+        &[InDoubt, Done],
+    );
+}
