@@ -61,6 +61,7 @@ demo: build deps-node ## Run the end-to-end demo against the MemberDesk fixture 
 	$(CUA) validate capabilities/*.yaml tenants/*/*.yaml
 	@echo "== the demo: discover, compile, review, replay (evidence in evidence/demo/)"
 	$(CUA) demo
+	@$(MAKE) --no-print-directory leftovers
 
 fmt: ## Format the workspace
 	$(CARGO) fmt --all
@@ -99,6 +100,7 @@ bench: deps ## Benchmarks: figures and ratios printed side by side, never assert
 	$(CARGO) bench -p cua-chromium --bench driver
 	$(CARGO) bench -p cua-target --bench resolve
 	$(CARGO) bench -p cua-catalog --bench search
+	$(CARGO) bench -p cua-evidence --bench intent
 
 evidence: build deps-node ## Regenerate evidence/ from real runs
 	@mkdir -p evidence
@@ -107,6 +109,7 @@ evidence: build deps-node ## Regenerate evidence/ from real runs
 	set -o pipefail; $(CARGO) bench -p cua-chromium --bench driver | tee evidence/bench-driver.txt
 	set -o pipefail; $(CARGO) bench -p cua-target --bench resolve | tee evidence/bench-resolve.txt
 	set -o pipefail; $(CARGO) bench -p cua-catalog --bench search | tee evidence/bench-search.txt
+	set -o pipefail; $(CARGO) bench -p cua-evidence --bench intent | tee evidence/bench-intent.txt
 	CUA_SECRET_COREBANK_OPERATOR_ID=teller01 CUA_SECRET_COREBANK_OPERATOR_PASSWORD=not-a-real-password \
 		$(CUA) eval --out evidence/evals
 

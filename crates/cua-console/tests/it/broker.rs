@@ -190,6 +190,37 @@ async fn an_irreversible_click_waits_for_the_operators_confirmation() {
         .collect();
     assert_eq!(denials, ["needs_confirmation"]);
     assert!(lines.iter().any(|line| matches!(&line.event, Event::Authorize(a) if a.granted && a.reason.contains("confirmed by ada"))));
+    // Write-ahead: both raw clicks (a human's raw input is at least elevated) were announced by
+    // a durable intent, as the human, each before its dispatch; the confirmed one as
+    // irreversible.
+    let intents: Vec<(usize, &cua_evidence::Intent)> = lines
+        .iter()
+        .enumerate()
+        .filter_map(|(index, line)| match &line.event {
+            Event::Intent(intent) => Some((index, intent)),
+            _ => None,
+        })
+        .collect();
+    let risks: Vec<cua_artifact::RiskTier> =
+        intents.iter().map(|(_, intent)| intent.risk).collect();
+    assert_eq!(
+        risks,
+        [
+            cua_artifact::RiskTier::Elevated,
+            cua_artifact::RiskTier::Irreversible
+        ]
+    );
+    for (at, intent) in intents {
+        assert_eq!(lines[at].actor, cua_artifact::Actor::Human);
+        let dispatched_at = lines
+            .iter()
+            .position(|line| matches!(&line.event, Event::Dispatch(d) if d.decision_id == intent.decision_id))
+            .expect("the click's dispatch");
+        assert!(
+            at < dispatched_at,
+            "intent {at} before dispatch {dispatched_at}"
+        );
+    }
     // Nothing is left to confirm.
     assert_eq!(
         world
