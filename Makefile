@@ -85,8 +85,8 @@ test-only: deps deps-node deps-python
 # and no profile directory of ours may remain. A browser's watchdog takes both down when its
 # owner ends, however it ends; this counts what is left and fails naming it.
 leftovers: ## Fail if any Chromium process or profile directory cua launched is still there
-	@processes=$$(pgrep -f -- '--user-data-dir=[^ ]*/cua-chromium-' || true); \
-	profiles=$$(find "$${TMPDIR:-/tmp}" -maxdepth 1 -name 'cua-chromium-*' 2>/dev/null || true); \
+	@processes=$$(pgrep -u "$$(id -u)" -f -- '--user-data-dir=[^ ]*/cua-chromium-' || true); \
+	profiles=$$(find "$${TMPDIR:-/tmp}" -maxdepth 1 -name 'cua-chromium-*' -user "$$(id -u)" 2>/dev/null || true); \
 	if [ -n "$$processes$$profiles" ]; then \
 		echo "left behind: Chromium processes [$$(echo $$processes)], profiles [$$(echo $$profiles)]" >&2; exit 1; \
 	fi; \
@@ -94,6 +94,7 @@ leftovers: ## Fail if any Chromium process or profile directory cua launched is 
 
 soak: deps ## Long soaks: the crash harness with 300 kills (CUA_CRASH_KILLS), figures printed
 	CUA_CRASH_KILLS=$${CUA_CRASH_KILLS:-300} $(CARGO) test --test it crash:: -- --nocapture
+	@$(MAKE) --no-print-directory leftovers
 
 bench: deps ## Benchmarks: figures and ratios printed side by side, never asserted
 	$(CARGO) bench -p cua-replay --bench replay

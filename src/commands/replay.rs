@@ -8,6 +8,7 @@
 //! Chromium) and calls `cua-replay`. It is the only place that names `cua-chromium`.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -30,6 +31,7 @@ use crate::output::{EnvelopeError, Exit, emit};
 
 mod assist;
 mod batch;
+mod state;
 
 /// The structured-api and native-cli operators a replay dispatches `http` and `command`
 /// steps through.
@@ -94,6 +96,10 @@ async fn watch_signals(stop: Stop) {
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
     ) else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "cua: cannot handle SIGINT/SIGTERM; a signal will stop the run at once (its browser still goes with it)"
+        );
         return;
     };
     loop {
@@ -104,10 +110,12 @@ async fn watch_signals(stop: Stop) {
         if stop.exit.set(exit).is_err() {
             std::process::exit(exit as i32);
         }
-        eprintln!(
+        stop.interrupt.raise();
+        // Raised first: a closed stderr must not keep the run going.
+        let _ = writeln!(
+            std::io::stderr(),
             "cua: {name}: letting the action in flight settle and dispatching nothing more (send it again to stop at once)"
         );
-        stop.interrupt.raise();
     }
 }
 
@@ -208,6 +216,17 @@ impl Settings {
             .map_err(|error| Failure::usage(format!("the capability's allowed domains: {error}")))
     }
 
+    /// The `--input`s of a single run, its idempotency key filled in from the run id when the
+    /// capability takes one and the caller gave none (an assisted continuation reuses them, so
+    /// it passes the same key).
+    pub(crate) fn keyed_inputs(&self, run_id: &str) -> BTreeMap<String, Value> {
+        cua_replay::with_idempotency_key(
+            &self.prepared.capability,
+            self.inputs.clone(),
+            &cua_evidence::idempotency_key(run_id, None),
+        )
+    }
+
     /// A request for one run with `inputs`.
     pub(crate) fn request(&self, inputs: BTreeMap<String, Value>) -> RunRequest {
         let mut request = RunRequest::new(self.prepared.clone(), inputs);
@@ -226,7 +245,14 @@ async fn single(format: Format, settings: &Settings) -> Result<Exit, Failure> {
         Some(run_id) => run_id.clone(),
         None => fresh_run_id(),
     };
-    let outcome = replay_once(settings, &surface, &run_id, settings.inputs.clone(), None).await;
+    let outcome = replay_once(
+        settings,
+        &surface,
+        &run_id,
+        settings.keyed_inputs(&run_id),
+        None,
+    )
+    .await;
     if let Some(model) = model {
         let assisted = match outcome {
             Ok(report) => assist::after(settings, &surface, &run_id, report, model).await,
@@ -238,7 +264,11 @@ async fn single(format: Format, settings: &Settings) -> Result<Exit, Failure> {
     surface.close().await;
     let report = outcome?;
     print_report(format, &report);
-    if let Some(exit) = settings.stop.requested() {
+    // A run that must go to a person says so, signal or not: a caller that retried on 130
+    // could repeat its mutation.
+    if let Some(exit) = settings.stop.requested()
+        && report.result.status != RunStatus::NeedsHuman
+    {
         eprintln!(
             "cua: stopped by a signal; the run's evidence is in {} (a run is never resumed: check \
              any mutation it names, then replay again)",
@@ -260,7 +290,7 @@ pub(crate) async fn replay_once(
 ) -> Result<ReplayReport, Failure> {
     let mut request = settings.request(inputs);
     request.attempt = attempt;
-    replay_request(settings, surface, run_id, request, None).await
+    replay_request(settings, surface, run_id, request, None, Dispatches::Any).await
 }
 
 /// Runs `request` on `surface` into `<evidence>/<run_id>`: from the entrypoint, or, with `at`,
@@ -271,6 +301,7 @@ pub(crate) async fn replay_request(
     run_id: &str,
     request: RunRequest,
     at: Option<ContinueAt>,
+    dispatches: Dispatches,
 ) -> Result<ReplayReport, Failure> {
     let run_id = RunId::parse(run_id).map_err(|error| Failure::usage(error.to_string()))?;
     let redactor = Redactor::from_policy(&settings.policy_config.redaction)
@@ -305,6 +336,7 @@ pub(crate) async fn replay_request(
                 Failure::new(Exit::Unavailable, "surface_unavailable", message)
             })?,
             interrupt: settings.stop.interrupt.clone(),
+            read_only: dispatches == Dispatches::ReadsOnly,
             ..ReplayConfig::default()
         },
     };
@@ -323,6 +355,15 @@ pub(crate) async fn replay_request(
             format!("{error}: {}", source_chain(&error)),
         ),
     })
+}
+
+/// What a run may dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dispatches {
+    /// Whatever the capability and the policy allow.
+    Any,
+    /// Nothing that needs a write-ahead intent: a reconciliation only reads.
+    ReadsOnly,
 }
 
 /// Launches Debian's Chromium under `allowlist`; a missing or broken browser is exit 69.

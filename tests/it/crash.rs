@@ -63,6 +63,8 @@ struct Figures {
     leftover_profiles: usize,
     slowest_teardown: Duration,
     runs_verified: usize,
+    /// Transfers counted row by row (by key), to hold against the ledger's total.
+    transfers_counted: usize,
 }
 
 #[test]
@@ -120,6 +122,10 @@ fn killed_and_resumed_batches_never_post_twice_lose_nothing_and_leave_no_browser
         );
         figures.runs_verified += 1;
     }
+    // Every transfer in the ledger belongs to exactly one reported row: none was posted under
+    // another reference, unseen by the per-row counts.
+    let ledger = batch.scene.fixture().handle().transfers().len();
+    assert_eq!(ledger, figures.transfers_counted, "{figures:#?}");
     eprintln!("crash harness: {figures:#?}");
     assert!(figures.kills >= wanted, "{figures:?}");
     assert!(figures.kills_in_window > 0, "{figures:?}");
@@ -239,9 +245,10 @@ fn intents_in(batch: &Batch) -> usize {
         .sum()
 }
 
-/// After a kill: waits up to three seconds for every Chromium process the killed `cua` (pid
-/// `owner`) started to be gone and its profile directory removed. Returns the processes and
-/// profiles still there after a second, and how long the teardown took.
+/// After a kill: waits for every Chromium process the killed `cua` (pid `owner`) started to be
+/// gone and its profile directory removed. Returns the processes and profiles still there
+/// after two seconds (the design bound is one; the slack is for a CI machine running browser
+/// tests in parallel, and `slowest_teardown` reports the real figure), and how long it took.
 fn browser_teardown(owner: u32) -> (usize, usize, Duration) {
     let started = Instant::now();
     loop {
@@ -250,7 +257,7 @@ fn browser_teardown(owner: u32) -> (usize, usize, Duration) {
         if processes.is_empty() && profiles.is_empty() {
             return (0, 0, took);
         }
-        if took > Duration::from_secs(3) {
+        if took > Duration::from_secs(2) {
             eprintln!("left behind by {owner}: {processes:?} {profiles:?}");
             return (processes.len(), profiles.len(), took);
         }
@@ -298,6 +305,8 @@ fn judge_batch(batch: &Batch, lines: &[Value], figures: &mut Figures) {
         figures.rows += 1;
         if batch.workload() == Workload::Subaccounts {
             figures.subaccount_rows += 1;
+        } else {
+            figures.transfers_counted += posted;
         }
         if posted > 1 {
             figures.double_posts += 1;

@@ -152,9 +152,20 @@ impl Batch {
         (code, lines, stderr)
     }
 
-    /// The idempotency key every attempt at `row` passes as its client reference.
+    /// The idempotency key every attempt at `row` passes as its client reference: the batch
+    /// id and the random nonce its state file's header holds.
     pub(crate) fn key(&self, row: u64) -> String {
-        cua_evidence::idempotency_key(&self.batch_id, Some(row))
+        let state = self
+            .scene
+            .evidence()
+            .join(format!("{}.batch.jsonl", self.batch_id));
+        let header: Value = std::fs::read_to_string(&state)
+            .ok()
+            .and_then(|text| text.lines().next().map(str::to_owned))
+            .and_then(|line| serde_json::from_str(&line).ok())
+            .unwrap_or(Value::Null);
+        let nonce = header["nonce"].as_str().unwrap_or_default();
+        cua_evidence::idempotency_key(&format!("{}/{nonce}", self.batch_id), Some(row))
     }
 
     /// How many times the core system holds `row`'s effect: transfers under its key, or
@@ -452,4 +463,115 @@ fn a_signal_stops_a_batch_cleanly_and_resume_finishes_it_exactly_once() {
             assert_eq!(lines[0]["run_id"], format!("{batch_id}-row-1-attempt-2"));
         }
     }
+}
+
+/// The state file binds `--resume` to the batch it describes and to one process at a time: a
+/// second `cua` on a running batch is refused, a changed rows file is refused, a fresh run of
+/// an interrupted batch's rows is refused, and two rows giving one idempotency key are refused.
+#[test]
+fn resume_is_refused_for_another_batch_a_running_batch_or_a_repeated_key() {
+    let batch = Batch::new(&["0.31", "0.32"], "guard-batch");
+    // A second cua while the first holds the batch.
+    let first = batch.spawn();
+    let state = batch.scene.evidence().join("guard-batch.batch.jsonl");
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::fs::read_to_string(&state).is_ok_and(|text| text.contains("\"started\"")) {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the batch never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let (code, lines, stderr) = batch.run(true, &[]);
+    assert_eq!(code, 2, "{lines:?}\n{stderr}");
+    assert!(
+        stderr.contains("another cua is running this batch"),
+        "{stderr}"
+    );
+    let output = first.wait_with_output().expect("the first batch ends");
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!((batch.posted(1), batch.posted(2)), (1, 1));
+
+    // The rows file changed since the batch started: row numbers would name other rows.
+    let rows = batch.scene.scratch.path().join("rows.jsonl");
+    let text = std::fs::read_to_string(&rows).expect("the rows");
+    std::fs::write(&rows, format!("{{\"member_id\": \"12345\", \"from_account\": \"S-12345-01\", \"to_account\": \"C-12345-02\", \"amount\": \"0.39\"}}\n{text}")).expect("rows");
+    let (code, _, stderr) = batch.run(true, &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("belongs to another batch"), "{stderr}");
+    std::fs::write(&rows, text).expect("rows");
+    assert_eq!(batch.scene.fixture().handle().transfers().len(), 2);
+
+    // Without --run-id, the rows file names the batch: after an interruption a fresh run is
+    // refused (it would post everything again under new keys).
+    let rows_arg = rows.display().to_string();
+    let approval = batch.scene.scratch.path().join("transfer.approval.yaml");
+    let approval = approval.display().to_string();
+    let plain = [
+        "corebank.member.transfer_funds@1.0.0",
+        "--inputs",
+        rows_arg.as_str(),
+        "--allow-irreversible",
+        "--approval",
+        approval.as_str(),
+    ];
+    let (code, _, stderr) = batch.scene.replay(&plain, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let derived = batch.scene.evidence().join("batch-rows.batch.jsonl");
+    let kept: String = std::fs::read_to_string(&derived)
+        .expect("the derived state file")
+        .lines()
+        .filter(|line| !(line.contains("\"state\":\"done\"") && line.contains("\"row\":2,")))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    std::fs::write(&derived, kept).expect("the state file");
+    let (code, _, stderr) = batch.scene.replay(&plain, &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("was interrupted with rows unfinished"),
+        "{stderr}"
+    );
+    assert_eq!(batch.scene.fixture().handle().transfers().len(), 4);
+
+    // Two rows giving the same client reference: the second is refused, the first runs.
+    let dup = batch.scene.scratch.path().join("dup.jsonl");
+    let row = |amount: &str| {
+        format!(
+            "{{\"member_id\": \"12345\", \"from_account\": \"S-12345-01\", \"to_account\": \"C-12345-02\", \"amount\": \"{amount}\", \"client_reference\": \"ref-1\"}}\n"
+        )
+    };
+    std::fs::write(&dup, format!("{}{}", row("0.41"), row("0.42"))).expect("rows");
+    let dup = dup.display().to_string();
+    let (code, stdout, stderr) = batch.scene.replay(
+        &[
+            "corebank.member.transfer_funds@1.0.0",
+            "--inputs",
+            dup.as_str(),
+            "--allow-irreversible",
+            "--approval",
+            approval.as_str(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON"))
+        .collect();
+    assert_eq!(lines[0]["status"], "success", "{}", lines[0]);
+    assert_eq!(lines[1]["status"], "invalid_row", "{}", lines[1]);
+    assert!(
+        lines[1]["error"]
+            .as_str()
+            .is_some_and(|error| error.contains("repeats row 1"))
+    );
+    assert_eq!(
+        batch
+            .scene
+            .fixture()
+            .handle()
+            .transfers_with_client_reference("ref-1")
+            .len(),
+        1
+    );
 }

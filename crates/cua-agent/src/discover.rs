@@ -828,7 +828,7 @@ impl<D: SurfaceDriver, L: LlmPort> Discovery<'_, D, L> {
         };
         let decision_id = authorized.decision_id().to_owned();
         // Write-ahead: the agent's mutation is durable in the trace before it leaves.
-        if Intent::required(authorized.risk()) {
+        if Intent::required(authorized.risk(), false) {
             self.bus.emit(
                 Actor::Agent,
                 session.lease.epoch,

@@ -364,6 +364,21 @@ pub struct Step {
     pub reconcile: Option<Reconcile>,
 }
 
+impl Step {
+    /// Whether the step may change the application's state: declared above `safe`, or an
+    /// operator call that is not a read (an HTTP method that is not safe, a command not
+    /// declared `read_only`), whatever its declared tier. Such a step is announced by a
+    /// write-ahead intent before it is dispatched.
+    pub fn mutates(&self) -> bool {
+        self.risk > RiskTier::Safe
+            || match &self.action {
+                Action::Http(call) => !call.method.is_safe(),
+                Action::Command(call) => !call.read_only,
+                _ => false,
+            }
+    }
+}
+
 /// A step's reconciliation: a read-only capability, run through the same chokepoint as any
 /// replay, whose ending answers whether the step's mutation happened. `success` means *done*;
 /// one of the `not_done` business outcomes means *not done*; anything else (a failure, another

@@ -42,7 +42,8 @@ const PATTERN_ENV: &str = "CUA_CHROMIUM_PROFILE_PATTERN";
 /// `read` drops the NULs between arguments, and the profile path is unique, so a substring
 /// test suffices). The profile is removed at once, since a killed browser writes no more.
 /// Then every process whose command line uses the profile ([`PATTERN_ENV`]) is killed until
-/// none is left, which catches a helper that left the group and the group's members when the
+/// none is left (unarmed, it keeps looking for two seconds, since a browser started just
+/// before its owner died may not have exec'd yet), which catches a helper that left the group and the group's members when the
 /// leader was already gone; zombies have an empty command line, so they do not count, and
 /// `grep` reads the pattern from a pipe rather than from its own command line, so the search
 /// never finds itself. Last, the removal is retried in case a dying process was still
@@ -74,7 +75,15 @@ rm -rf -- "$profile" 2>/dev/null
 rounds=0
 while [ "$rounds" -lt 100 ]; do
   found=$(printf '%s' "$pattern" | grep -lzE -f - /proc/[0-9]*/cmdline 2>/dev/null)
-  [ -z "$found" ] && break
+  if [ -z "$found" ]; then
+    # Armed, the browser was found and killed above. Unarmed, the owner died between starting
+    # Chromium and arming this watchdog, and Chromium may not have exec'd yet: keep looking
+    # for two seconds.
+    [ -n "$browser" ] && break
+    sleep 0.02
+    rounds=$((rounds + 1))
+    continue
+  fi
   for file in $found; do
     pid=${file#/proc/}
     kill -KILL "${pid%/cmdline}" 2>/dev/null

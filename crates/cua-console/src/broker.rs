@@ -1187,6 +1187,25 @@ impl Broker {
                 node_id: node_id.clone(),
             },
         )?;
+        // Write-ahead: a human's mutation is announced durably before it leaves the process,
+        // in the attached run's trace (with no run attached there is nowhere to announce it),
+        // and before the last lease check, so nothing slow stands between it and the dispatch.
+        if Intent::required(risk, false) {
+            let Some(bus) = session.bus() else {
+                return Err(ConsoleError::Conflict {
+                    reason: format!(
+                        "a {} action needs a run's evidence for its write-ahead intent, and this \
+                         session has no run attached",
+                        risk.as_str()
+                    ),
+                });
+            };
+            bus.emit(
+                Actor::Human,
+                epoch,
+                Intent::of_run(bus.run_id().as_str(), None, &decision_id, kind, risk),
+            )?;
+        }
         // The hold may have run out or been swept while the decision was made.
         let current = session.lease();
         if !current.permits_at(Actor::Human, epoch, self.clock.now_ms()) {
@@ -1214,24 +1233,6 @@ impl Broker {
                     current.epoch
                 ),
             });
-        }
-        // Write-ahead: a human's mutation is announced durably before it leaves the process,
-        // in the attached run's trace; with no run attached there is nowhere to announce it.
-        if Intent::required(risk) {
-            let Some(bus) = session.bus() else {
-                return Err(ConsoleError::Conflict {
-                    reason: format!(
-                        "a {} action needs a run's evidence for its write-ahead intent, and this \
-                         session has no run attached",
-                        risk.as_str()
-                    ),
-                });
-            };
-            bus.emit(
-                Actor::Human,
-                epoch,
-                Intent::of_run(bus.run_id().as_str(), None, &decision_id, kind, risk),
-            )?;
         }
         let dispatched = session.surface.dispatch(authorized).await;
         let (ok, navigated, http_status, duration_ms, message) = match &dispatched {

@@ -39,6 +39,7 @@ fn main() {
                 row: Some(index as u64),
                 attempt: 1,
                 idempotency_key: cua_evidence::idempotency_key("bench", Some(index as u64)),
+                remedy: None,
             },
         )
     });

@@ -257,6 +257,11 @@ pub struct Intent {
     pub attempt: u32,
     /// The same for every attempt at one row: what a `reconcile` looks the effect up by.
     pub idempotency_key: String,
+    /// The remedy capability whose step this is, when a `run_capability` remedy mutated; its
+    /// `step` is then the run's step being recovered, and that step's `reconcile` does not
+    /// answer for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<CapabilityRef>,
 }
 
 impl Intent {
@@ -277,12 +282,14 @@ impl Intent {
             row: None,
             attempt: 1,
             idempotency_key: crate::intent::idempotency_key(run_id, None),
+            remedy: None,
         }
     }
 
-    /// Whether a dispatch at this risk needs a write-ahead intent: anything above `safe`.
-    pub fn required(risk: RiskTier) -> bool {
-        risk > RiskTier::Safe
+    /// Whether a dispatch needs a write-ahead intent: the policy assessed it above `safe`, or
+    /// the artifact declares it a mutation whatever its tier (`Step::mutates`).
+    pub fn required(risk: RiskTier, declared_mutation: bool) -> bool {
+        risk > RiskTier::Safe || declared_mutation
     }
 }
 

@@ -46,7 +46,8 @@ pub struct IntentRecord {
 
 /// Every intent in a trace (complete or a killed run's prefix), in order, with its state. The
 /// `dispatch` and `effect` that settle an intent are the first ones after it with the same
-/// decision id and step (a remedy's decision counter starts afresh, so ids alone may repeat).
+/// decision id and step; another intent for the same pair (a trace assembled from two runs)
+/// ends the search.
 pub fn intents(trace: &[TraceLine]) -> Vec<IntentRecord> {
     let mut records = Vec::new();
     for (index, line) in trace.iter().enumerate() {

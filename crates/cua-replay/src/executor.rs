@@ -51,6 +51,9 @@ pub struct ReplayConfig {
     pub entropy: Arc<dyn Entropy>,
     /// Raised to stop the run before its next dispatch (see [`Interrupt`]).
     pub interrupt: Interrupt,
+    /// Refuse, at its dispatch, every action that would need a write-ahead intent: the run is
+    /// a reconciliation, which may only read.
+    pub read_only: bool,
 }
 
 /// The structured-api and native-cli operators, injected by the binary (replay itself links
@@ -82,6 +85,7 @@ impl Default for ReplayConfig {
             operators: Operators::default(),
             entropy: Arc::new(SystemEntropy),
             interrupt: Interrupt::new(),
+            read_only: false,
         }
     }
 }
@@ -260,24 +264,22 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         request: RunRequest,
         at: Option<&ContinueAt>,
     ) -> Result<ReplayReport, ReplayError> {
-        let attempt = request.attempt.clone().unwrap_or_else(|| Attempt {
+        let mut attempt = request.attempt.clone().unwrap_or_else(|| Attempt {
             row: None,
             attempt: 1,
             idempotency_key: cua_evidence::idempotency_key(self.bus.run_id().as_str(), None),
         });
         let mut request = request;
-        let key_input = request
-            .capability
-            .capability
-            .inputs
-            .iter()
-            .find(|input| input.idempotency_key)
-            .map(|input| input.name.to_string());
-        if let Some(name) = key_input {
-            request
-                .inputs
-                .entry(name)
-                .or_insert_with(|| Value::from(attempt.idempotency_key.clone()));
+        request.inputs = crate::values::with_idempotency_key(
+            &request.capability.capability,
+            std::mem::take(&mut request.inputs),
+            &attempt.idempotency_key,
+        );
+        // The intents carry the key the application is given: the caller's, when it gave one.
+        if let Some(given) =
+            crate::values::idempotency_value(&request.capability.capability, &request.inputs)
+        {
+            attempt.idempotency_key = given;
         }
         let request = request;
         let capability = &request.capability.capability;

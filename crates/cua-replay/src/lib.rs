@@ -105,4 +105,6 @@ pub use reconcile::{
 pub use report::{ReplayReport, StepReport, StepResolution, run_verdict};
 pub use resume::{Handback, HandbackFuture, Reanchor, reanchor};
 pub use transform::apply as apply_transform;
-pub use values::{InputProblem, RunValues, validate_inputs};
+pub use values::{
+    InputProblem, RunValues, idempotency_value, validate_inputs, with_idempotency_key,
+};

@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use crate::executor::{Frame, Replayer, Tally};
 use crate::route::RouteWalk;
-use crate::step::{DispatchFailure, StepRecordInput};
+use crate::step::{Declared, DispatchFailure, StepRecordInput};
 use crate::stop::{Halt, Position, Stop};
 
 impl<D: SurfaceDriver> Replayer<'_, D> {
@@ -465,7 +465,10 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             Some(&position.id),
             action,
             None,
-            Some(step.risk),
+            Declared {
+                risk: Some(step.risk),
+                mutates,
+            },
         )
         .map_err(|failure| match failure {
             DispatchFailure::Refused {

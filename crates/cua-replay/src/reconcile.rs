@@ -24,7 +24,7 @@ use crate::report::ReplayReport;
 pub enum Interrupted {
     /// Nothing was handed over: the work may run again.
     RunAgain,
-    /// A mutation was observed to happen; nothing is in doubt.
+    /// The work's last mutation was observed to happen; nothing is in doubt.
     Confirmed { step: Option<StepId> },
     /// A mutation is in doubt and its step declares how to find out.
     Reconcile {
@@ -32,6 +32,9 @@ pub enum Interrupted {
         reconcile: Reconcile,
         /// Whether another mutation of the same work was confirmed.
         other_confirmed: bool,
+        /// Whether the step is the capability's last mutating step: a *done* from a step with
+        /// mutations after it leaves those never run, which only a person can finish.
+        last: bool,
     },
     /// A person must decide, for this reason.
     NeedsHuman {
@@ -69,14 +72,6 @@ pub fn interrupted(capability: &Capability, intents: &[IntentRecord]) -> Interru
         .iter()
         .filter(|record| record.state == IntentState::InDoubt)
         .collect();
-    let Some(first) = in_doubt.first() else {
-        return match confirmed.last() {
-            Some(record) => Interrupted::Confirmed {
-                step: record.intent.step.clone(),
-            },
-            None => Interrupted::RunAgain,
-        };
-    };
     let step_name = |record: &IntentRecord| {
         record
             .intent
@@ -84,6 +79,46 @@ pub fn interrupted(capability: &Capability, intents: &[IntentRecord]) -> Interru
             .as_ref()
             .map_or_else(|| "the entrypoint".to_owned(), |step| format!("`{step}`"))
     };
+    let last_mutating = capability
+        .steps
+        .iter()
+        .rev()
+        .find(|step| step.mutates())
+        .map(|step| step.id.clone());
+    let is_last = |record: &IntentRecord| {
+        record.intent.remedy.is_none()
+            && record.intent.step.is_some()
+            && record.intent.step == last_mutating
+    };
+    let Some(first) = in_doubt.first() else {
+        return match confirmed.last() {
+            None => Interrupted::RunAgain,
+            Some(record) if is_last(record) => Interrupted::Confirmed {
+                step: record.intent.step.clone(),
+            },
+            Some(record) => Interrupted::NeedsHuman {
+                step: record.intent.step.clone(),
+                reason: format!(
+                    "the run stopped after its mutation at {} was confirmed and before {}; \
+                     running it again would repeat that mutation, so a person must finish it",
+                    step_name(record),
+                    last_mutating
+                        .as_ref()
+                        .map_or_else(|| "its end".to_owned(), |step| format!("`{step}`"))
+                ),
+            },
+        };
+    };
+    if let Some(remedy) = &first.intent.remedy {
+        return Interrupted::NeedsHuman {
+            step: first.intent.step.clone(),
+            reason: format!(
+                "a mutation of the remedy {remedy} (recovering {}) is in doubt, and no \
+                 `reconcile` answers for a remedy's steps",
+                step_name(first)
+            ),
+        };
+    }
     if let Some(other) = in_doubt
         .iter()
         .find(|record| record.intent.step != first.intent.step)
@@ -108,6 +143,7 @@ pub fn interrupted(capability: &Capability, intents: &[IntentRecord]) -> Interru
             step,
             reconcile,
             other_confirmed: !confirmed.is_empty(),
+            last: is_last(first),
         },
         (step, _) => Interrupted::NeedsHuman {
             reason: format!(
@@ -150,15 +186,14 @@ pub fn reconcile_inputs(
     Ok(bound)
 }
 
-/// A reconciliation runs only a read-only capability: every step declared `safe`.
+/// A reconciliation runs only a read-only capability: no step declares a mutation
+/// (`Step::mutates`). The run itself is also read-only (`ReplayConfig::read_only`), so an
+/// action the policy assesses above `safe` is refused at its dispatch all the same.
 pub fn check_read_only(capability: &Capability) -> Result<(), String> {
-    match capability
-        .steps
-        .iter()
-        .find(|step| step.risk > RiskTier::Safe)
-    {
+    match capability.steps.iter().find(|step| step.mutates()) {
         Some(step) => Err(format!(
-            "{} cannot reconcile: its step `{}` is declared {}, and a reconciliation may only read",
+            "{} cannot reconcile: its step `{}` may change the application (declared {}), and a \
+             reconciliation may only read",
             capability.reference(),
             step.id,
             step.risk.as_str()
@@ -229,6 +264,7 @@ mod tests {
                 row: Some(1),
                 attempt: 1,
                 idempotency_key: "cua-0123456789abcdef0123".into(),
+                remedy: None,
             },
             state,
         }
@@ -247,8 +283,9 @@ mod tests {
                 step,
                 reconcile,
                 other_confirmed,
+                last,
             } => format!(
-                "reconcile {step} via {} (other confirmed: {other_confirmed})",
+                "reconcile {step} via {} (other confirmed: {other_confirmed}, last: {last})",
                 reconcile.capability
             ),
             Interrupted::NeedsHuman { reason, .. } => format!("needs human: {reason}"),
@@ -256,6 +293,17 @@ mod tests {
         assert!(
             decided.starts_with(expect),
             "{intents:?}: expected {expect:?}, got {decided:?}"
+        );
+    }
+
+    fn check_remedy() {
+        let mut in_doubt = record("post_transfer", IntentState::InDoubt);
+        in_doubt.intent.remedy =
+            Some(cua_artifact::CapabilityRef::parse("corebank.auth.sign_on@1.0.0").expect("a ref"));
+        let decided = interrupted(&transfer(), &[in_doubt]);
+        assert!(
+            matches!(&decided, Interrupted::NeedsHuman { reason, .. } if reason.contains("remedy corebank.auth.sign_on@1.0.0")),
+            "{decided:?}"
         );
     }
 
@@ -267,7 +315,7 @@ mod tests {
         check(&[("post_transfer", Confirmed)], "confirmed post_transfer");
         check(
             &[("post_transfer", InDoubt)],
-            "reconcile post_transfer via corebank.transfer.find_by_reference@1.0.0 (other confirmed: false)",
+            "reconcile post_transfer via corebank.transfer.find_by_reference@1.0.0 (other confirmed: false, last: true)",
         );
         // Attempt 1 was refused, attempt 2 is in doubt: still one question to ask.
         check(
@@ -276,7 +324,7 @@ mod tests {
         );
         check(
             &[("review_transfer", Confirmed), ("post_transfer", InDoubt)],
-            "reconcile post_transfer via corebank.transfer.find_by_reference@1.0.0 (other confirmed: true)",
+            "reconcile post_transfer via corebank.transfer.find_by_reference@1.0.0 (other confirmed: true, last: true)",
         );
         // A step with no reconcile, or two steps in doubt, is a person's question.
         check(
@@ -287,6 +335,13 @@ mod tests {
             &[("review_transfer", InDoubt), ("post_transfer", InDoubt)],
             "needs human: mutations at `review_transfer` and `post_transfer` are both in doubt",
         );
+        // A confirmed mutation with a mutating step after it: the run stopped half-way.
+        check(
+            &[("review_transfer", Confirmed)],
+            "needs human: the run stopped after its mutation at `review_transfer` was confirmed and before `post_transfer`",
+        );
+        // A remedy's mutation in doubt: the step's reconcile does not answer for it.
+        check_remedy();
         // In doubt outranks confirmed: the doubtful one is still to be answered.
         check(
             &[("post_transfer", Confirmed), ("post_transfer", InDoubt)],

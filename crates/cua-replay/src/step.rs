@@ -57,6 +57,16 @@ pub(crate) struct Dispatched {
     pub(crate) receipt: DispatchReceipt,
 }
 
+/// What the artifact says of an action before the policy assesses it.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Declared {
+    /// The step's declared risk tier, if the action is a step's.
+    pub(crate) risk: Option<RiskTier>,
+    /// Whether the artifact declares the action a mutation whatever its tier (an operator
+    /// call that is not a read: `Step::mutates`). Browser actions go by their assessed tier.
+    pub(crate) mutates: bool,
+}
+
 /// Why the chokepoint did not produce a receipt.
 pub(crate) enum DispatchFailure {
     /// Nothing reached the surface (a policy denial, a stale lease at the dispatch).
@@ -805,9 +815,10 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         }
     }
 
-    /// Authorizes one action (lease, allowlist, risk, approval), emits `authorize`, and checks
-    /// the lease again right before the caller dispatches. Every operator passes here: the
-    /// browser, the HTTP client and the command runner.
+    /// Authorizes one action (lease, allowlist, risk, approval) and emits `authorize`; for a
+    /// mutation writes its durable `intent`; then checks the lease again right before the
+    /// caller dispatches. Every operator passes here: the browser, the HTTP client and the
+    /// command runner.
     pub(crate) fn authorize_action(
         &self,
         frame: &Frame<'_>,
@@ -815,8 +826,9 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         step: Option<&StepId>,
         action: SurfaceAction,
         target: Option<ResolvedTarget>,
-        declared_risk: Option<RiskTier>,
+        declared: Declared,
     ) -> Result<AuthorizedAction, DispatchFailure> {
+        let declared_risk = declared.risk;
         let kind = action.kind();
         if self.config.interrupt.is_raised() {
             return Err(DispatchFailure::Refused {
@@ -907,27 +919,54 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 node_id: node_id.clone(),
             },
         )?;
-        // The session may have changed hands since the decision: check it again right at the
-        // dispatch, so an operator's claim always wins over an action already authorized.
-        let lease = self.current_lease();
-        if !lease.permits(authorized.actor(), authorized.lease_epoch()) {
+        let mutation = Intent::required(risk, declared.mutates);
+        if mutation && self.config.read_only {
+            let reason = "a read-only run (a reconciliation) may dispatch no mutation";
+            self.refuse_at_dispatch(step, &authorized, kind, node_id, reason, None)?;
+            return Err(DispatchFailure::Refused {
+                stop: Stop::new(
+                    FailureCode::PolicyDenied,
+                    format!(
+                        "`{}` is assessed {}: {reason}",
+                        kind.as_str(),
+                        risk.as_str()
+                    ),
+                ),
+                decision_id,
+                risk,
+            });
+        }
+        // Write-ahead: a mutation is announced, durably, before it can leave the process, so a
+        // crash after this line leaves it in doubt, never unrecorded. It is written before the
+        // last lease check, so nothing slow stands between that check and the dispatch.
+        if mutation {
             self.bus.emit(
                 Actor::Automation,
                 authorized.lease_epoch(),
-                Dispatch {
+                Intent {
                     step: step.cloned(),
                     decision_id: decision_id.clone(),
                     action_type: kind,
-                    node_id,
-                    refused: true,
-                    ok: false,
-                    navigated: false,
-                    http_status: None,
-                    duration_ms: 0,
-                    message: String::new(),
-                    reason: Some("stale lease epoch".to_owned()),
-                    expected_epoch: Some(lease.epoch),
+                    risk,
+                    row: tally.attempt.row,
+                    attempt: tally.attempt.attempt,
+                    idempotency_key: tally.attempt.idempotency_key.clone(),
+                    remedy: frame.remedy.then(|| frame.reference.clone()),
                 },
+            )?;
+        }
+        // The session may have changed hands since the decision: check it again right at the
+        // dispatch, so an operator's claim always wins over an action already authorized. The
+        // refused `dispatch` settles the intent as never dispatched.
+        let lease = self.current_lease();
+        if !lease.permits(authorized.actor(), authorized.lease_epoch()) {
+            self.refuse_at_dispatch(
+                step,
+                &authorized,
+                kind,
+                node_id,
+                "stale lease epoch",
+                Some(lease.epoch),
             )?;
             return Err(DispatchFailure::Refused {
                 stop: Stop::new(
@@ -943,25 +982,43 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 risk,
             });
         }
-        // Write-ahead: a mutation is announced, durably, before it can leave the process, so a
-        // crash after this line leaves it in doubt, never unrecorded.
-        if Intent::required(risk) {
-            self.bus.emit(
-                Actor::Automation,
-                authorized.lease_epoch(),
-                Intent {
-                    step: step.cloned(),
-                    decision_id: decision_id.clone(),
-                    action_type: kind,
-                    risk,
-                    row: tally.attempt.row,
-                    attempt: tally.attempt.attempt,
-                    idempotency_key: tally.attempt.idempotency_key.clone(),
-                },
-            )?;
+        if mutation {
             tally.intents.push((step.cloned(), decision_id.clone()));
         }
         Ok(authorized)
+    }
+
+    /// Records that an authorized action was refused right at its dispatch (nothing left the
+    /// process).
+    fn refuse_at_dispatch(
+        &self,
+        step: Option<&StepId>,
+        authorized: &AuthorizedAction,
+        kind: ActionKind,
+        node_id: Option<cua_snapshot::NodeId>,
+        reason: &str,
+        expected_epoch: Option<u64>,
+    ) -> Result<(), cua_evidence::EvidenceError> {
+        self.bus
+            .emit(
+                Actor::Automation,
+                authorized.lease_epoch(),
+                Dispatch {
+                    step: step.cloned(),
+                    decision_id: authorized.decision_id().to_owned(),
+                    action_type: kind,
+                    node_id,
+                    refused: true,
+                    ok: false,
+                    navigated: false,
+                    http_status: None,
+                    duration_ms: 0,
+                    message: String::new(),
+                    reason: Some(reason.to_owned()),
+                    expected_epoch,
+                },
+            )
+            .map(|_| ())
     }
 
     /// The chokepoint every browser action passes: authorize (lease, allowlist, risk,
@@ -978,8 +1035,17 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     ) -> Result<Dispatched, DispatchFailure> {
         let kind = action.kind();
         let node_id = target.as_ref().map(|target| target.node_id.clone());
-        let authorized =
-            self.authorize_action(frame, tally, step, action, target, declared_risk)?;
+        let authorized = self.authorize_action(
+            frame,
+            tally,
+            step,
+            action,
+            target,
+            Declared {
+                risk: declared_risk,
+                mutates: false,
+            },
+        )?;
         let decision_id = authorized.decision_id().to_owned();
         let risk = authorized.risk();
         let epoch = authorized.lease_epoch();

@@ -43,6 +43,36 @@ impl Bindings for RunValues {
     }
 }
 
+/// `inputs` with the capability's idempotency-key input (`idempotency_key: true`) set to `key`
+/// when the caller gave none; unchanged for a capability without one.
+pub fn with_idempotency_key(
+    capability: &Capability,
+    mut inputs: BTreeMap<String, Value>,
+    key: &str,
+) -> BTreeMap<String, Value> {
+    if let Some(input) = capability.inputs.iter().find(|input| input.idempotency_key) {
+        inputs
+            .entry(input.name.to_string())
+            .or_insert_with(|| Value::from(key));
+    }
+    inputs
+}
+
+/// The value `inputs` give the capability's idempotency-key input, if it has one.
+pub fn idempotency_value(
+    capability: &Capability,
+    inputs: &BTreeMap<String, Value>,
+) -> Option<String> {
+    let input = capability
+        .inputs
+        .iter()
+        .find(|input| input.idempotency_key)?;
+    inputs
+        .get(input.name.as_str())
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
 /// Why the supplied inputs do not fit the capability. The message never repeats the value: it
 /// may be sensitive, or crafted to look like something else in a log.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::executor::{Frame, Replayer, Tally, millis};
 use crate::route::RouteWalk;
-use crate::step::StepRecordInput;
+use crate::step::{Declared, StepRecordInput};
 use crate::stop::{Halt, Position, Stop};
 
 impl<D: SurfaceDriver> Replayer<'_, D> {
@@ -41,7 +41,10 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             Some(&position.id),
             SurfaceAction::Screenshot,
             None,
-            Some(step.risk),
+            Declared {
+                risk: Some(step.risk),
+                mutates: false,
+            },
         ) {
             let input = capture_record(step.risk, "refused before capture", walk);
             self.record_step(frame, tally, position, input)?;

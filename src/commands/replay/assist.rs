@@ -111,7 +111,7 @@ pub(crate) async fn after(
                     format!("the candidate overlay does not apply: {error}"),
                 )
             })?;
-            let mut request = RunRequest::new(prepared, settings.inputs.clone());
+            let mut request = RunRequest::new(prepared, settings.keyed_inputs(run_id));
             request.tenant = settings.tenant.clone();
             request.allow_irreversible = settings.allow_irreversible;
             Some(
@@ -121,6 +121,7 @@ pub(crate) async fn after(
                     &format!("{run_id}-continued"),
                     request,
                     Some(at),
+                    super::Dispatches::Any,
                 )
                 .await?,
             )

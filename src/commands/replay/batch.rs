@@ -18,14 +18,15 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use cua_artifact::{EffectVerdict, Reconcile, StepId};
+use cua_artifact::{EffectVerdict, FailureCode, Reconcile, StepId};
 use cua_chromium::ChromiumSurface;
-use cua_replay::{Attempt, CapabilityLoader, Interrupted, Reconciliation};
+use cua_replay::{Attempt, CapabilityLoader, Entropy, Interrupted, Reconciliation};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{Failure, Settings, exit_of, fresh_run_id, launch, replay_once};
+use super::state::{BatchState, Earlier, Header, StateLine};
+use super::{Dispatches, Failure, Settings, exit_of, fresh_run_id, launch, replay_once};
 use crate::cli::{Format, PoolKind, ReplayArgs};
 use crate::output::Exit;
 
@@ -34,7 +35,7 @@ type ParsedRow = Result<BTreeMap<String, Value>, String>;
 
 /// One row's result line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct RowLine {
+pub(super) struct RowLine {
     row: usize,
     /// success, business_outcome, confirmed (an interrupted attempt's mutation, found to have
     /// happened), needs_human, failed or invalid_row.
@@ -56,15 +57,6 @@ struct RowLine {
 }
 
 impl RowLine {
-    /// Whether the row's run was stopped by a signal.
-    fn interrupted(&self) -> bool {
-        self.result
-            .as_ref()
-            .and_then(|result| result.pointer("/error/code"))
-            .and_then(Value::as_str)
-            == Some("interrupted")
-    }
-
     /// A row a person must look at before anything runs again.
     fn needs_human(
         row: usize,
@@ -101,18 +93,20 @@ enum Work {
         step: StepId,
         reconcile: Reconcile,
         other_confirmed: bool,
+        /// Whether the step is the capability's last mutating step.
+        last: bool,
         /// Attempts so far, and the one whose intent is in doubt.
         attempts: u32,
         in_doubt_run: String,
     },
 }
 
-/// A line of the state file.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-enum StateLine {
-    Started { row: usize, run_id: String },
-    Done { row: usize, line: RowLine },
+/// What a worker made of a piece of work.
+enum Worked {
+    /// The row is finished (whatever its status): recorded `done`, printed.
+    Line(RowLine),
+    /// A signal stopped it before it finished: not recorded, so `--resume` decides it again.
+    Interrupted,
 }
 
 /// Runs the batch. Returns the worst exit code over its rows.
@@ -134,17 +128,20 @@ pub(super) async fn run(
         .collect();
     let batch_id = match &args.run_id {
         Some(run_id) => run_id.clone(),
-        None if args.resume => batch_id_for(rows_path, shard),
         None => {
             let id = batch_id_for(rows_path, shard);
-            if settings
-                .evidence_dir
-                .join(format!("{id}.batch.jsonl"))
-                .exists()
-            {
-                format!("{id}-{}", fresh_run_id())
-            } else {
+            let path = settings.evidence_dir.join(format!("{id}.batch.jsonl"));
+            if args.resume || !path.exists() {
                 id
+            } else if super::state::unfinished(&path) {
+                return Err(Failure::usage(format!(
+                    "an earlier batch of these rows ({}) was interrupted with rows unfinished: pass --resume to \
+                     finish it (a new batch would run its mutations again under new keys), or --run-id for a \
+                     deliberately separate batch",
+                    path.display()
+                )));
+            } else {
+                format!("{id}-{}", fresh_run_id())
             }
         }
     };
@@ -153,30 +150,25 @@ pub(super) async fn run(
     let state_path = settings
         .evidence_dir
         .join(format!("{batch_id}.batch.jsonl"));
-    let previous = if args.resume {
-        read_state(&state_path)?
-    } else {
-        if state_path.exists() {
-            return Err(Failure::usage(format!(
-                "{} exists: pass --resume to continue that batch, or another --run-id",
-                state_path.display()
-            )));
-        }
-        BTreeMap::new()
+    if !args.resume && state_path.exists() {
+        return Err(Failure::usage(format!(
+            "{} exists: pass --resume to continue that batch, or another --run-id",
+            state_path.display()
+        )));
+    }
+    let header = Header {
+        rows_digest: format!("blake3:{}", blake3::hash(text.as_bytes()).to_hex()),
+        content_hash: settings
+            .prepared
+            .capability
+            .content_hash
+            .as_ref()
+            .map_or_else(|| "draft".to_owned(), ToString::to_string),
+        nonce: nonce()?,
     };
-    let state = Arc::new(Mutex::new(
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&state_path)
-            .map_err(|error| {
-                Failure::new(
-                    Exit::Failed,
-                    "evidence_unwritable",
-                    format!("cannot open {}: {error}", state_path.display()),
-                )
-            })?,
-    ));
+    let state = Arc::new(BatchState::open(&state_path, header)?);
+    let previous = &state.previous;
+    let duplicates = duplicate_keys(settings, &rows);
 
     // Decide per row: already done, invalid, settled from an interrupted attempt's intents, to
     // reconcile, or to run.
@@ -187,6 +179,22 @@ pub(super) async fn run(
         match (earlier, parsed) {
             (Some(Earlier::Done(line)), _) => {
                 decided.insert(row, line.clone());
+            }
+            (None, Ok(_)) if duplicates.contains_key(&row) => {
+                decided.insert(
+                    row,
+                    RowLine {
+                        row,
+                        status: "invalid_row".to_owned(),
+                        exit_code: 2,
+                        run_id: None,
+                        effect: None,
+                        evidence_dir: None,
+                        result: None,
+                        error: duplicates.get(&row).cloned(),
+                        settled: None,
+                    },
+                );
             }
             (_, Err(reason)) => {
                 decided.insert(
@@ -205,7 +213,13 @@ pub(super) async fn run(
                 );
             }
             (Some(Earlier::Started(attempts)), Ok(inputs)) => {
-                let (fate, last_intent_run) = interrupted_fate(settings, attempts);
+                let (fate, last_intent_run) = match interrupted_fate(settings, attempts) {
+                    Ok(decided) => decided,
+                    Err(reason) => (
+                        Interrupted::NeedsHuman { step: None, reason },
+                        attempts.last().cloned(),
+                    ),
+                };
                 let count = u32::try_from(attempts.len()).unwrap_or(u32::MAX);
                 let evidence =
                     |run_id: &str| settings.evidence_dir.join(run_id).display().to_string();
@@ -241,12 +255,14 @@ pub(super) async fn run(
                         step,
                         reconcile,
                         other_confirmed,
+                        last,
                     } => queue.push_back(Work::Reconcile {
                         row,
                         inputs,
                         step,
                         reconcile,
                         other_confirmed,
+                        last,
                         attempts: count,
                         in_doubt_run,
                     }),
@@ -275,13 +291,7 @@ pub(super) async fn run(
             .get(&line.row)
             .is_none_or(|earlier| !matches!(earlier, Earlier::Done(_)))
         {
-            write_state(
-                &state,
-                &StateLine::Done {
-                    row: line.row,
-                    line: line.clone(),
-                },
-            );
+            record_done(&state, line);
         }
     }
 
@@ -344,19 +354,13 @@ pub(super) async fn run(
                     let Some(work) = next else {
                         break;
                     };
-                    let line = work_row(settings, surface, &state, batch_id, work).await;
-                    // A row the signal stopped is not done: `--resume` decides it again from
-                    // its attempt's intents.
-                    if line.interrupted() {
-                        break;
-                    }
-                    write_state(
-                        &state,
-                        &StateLine::Done {
-                            row: line.row,
-                            line: line.clone(),
-                        },
-                    );
+                    let line = match work_row(settings, surface, &state, batch_id, work).await {
+                        Worked::Line(line) => line,
+                        // A row the signal stopped is not done: `--resume` decides it again
+                        // from its attempt's intents.
+                        Worked::Interrupted => break,
+                    };
+                    record_done(&state, &line);
                     if sender.send(line).is_err() {
                         break;
                     }
@@ -395,6 +399,7 @@ pub(super) async fn run(
     for surface in pool {
         surface.close().await;
     }
+    drop(state);
     if let Some(stopped) = settings.stop.requested() {
         eprintln!(
             "cua: stopped by a signal after {position} of {total} rows; nothing more was dispatched. \
@@ -406,14 +411,14 @@ pub(super) async fn run(
     Ok(exit)
 }
 
-/// Runs one piece of work on `surface` and returns its row line.
+/// Runs one piece of work on `surface`.
 async fn work_row(
     settings: &Settings,
     surface: &ChromiumSurface,
-    state: &Mutex<std::fs::File>,
+    state: &BatchState,
     batch_id: &str,
     work: Work,
-) -> RowLine {
+) -> Worked {
     let (row, inputs, attempt) = match work {
         Work::Run {
             row,
@@ -426,6 +431,7 @@ async fn work_row(
             step,
             reconcile,
             other_confirmed,
+            last,
             attempts,
             in_doubt_run,
         } => {
@@ -434,48 +440,59 @@ async fn work_row(
                 .join(&in_doubt_run)
                 .display()
                 .to_string();
-            let inputs = with_key(settings, batch_id, row, inputs);
+            let inputs = cua_replay::with_idempotency_key(
+                &settings.prepared.capability,
+                inputs,
+                &state.key(batch_id, row),
+            );
             let (answer, reconcile_run) =
                 reconcile_row(settings, surface, batch_id, row, &reconcile, &inputs).await;
+            if settings.stop.requested().is_some() && matches!(answer, Reconciliation::Unknown(_)) {
+                // The signal, not the application, cut the question short: ask again later.
+                return Worked::Interrupted;
+            }
             let asked = format!(
                 "the mutation at step `{step}` of attempt {in_doubt_run} was in doubt; {} (run {reconcile_run}) answered {}",
                 reconcile.capability,
                 answer.as_str()
             );
+            let needs_human = |reason: String| {
+                Worked::Line(RowLine::needs_human(
+                    row,
+                    Some(in_doubt_run.clone()),
+                    in_doubt_dir.clone(),
+                    reason,
+                ))
+            };
             match answer {
-                Reconciliation::Done => {
-                    return RowLine {
+                Reconciliation::Done if last => {
+                    return Worked::Line(RowLine {
                         row,
                         status: "confirmed".to_owned(),
                         exit_code: 0,
-                        run_id: Some(in_doubt_run),
+                        run_id: Some(in_doubt_run.clone()),
                         effect: Some(EffectVerdict::Confirmed),
-                        evidence_dir: Some(in_doubt_dir),
+                        evidence_dir: Some(in_doubt_dir.clone()),
                         result: None,
                         error: None,
                         settled: Some(format!("{asked}: it happened, so it is not run again")),
-                    };
+                    });
+                }
+                Reconciliation::Done => {
+                    return needs_human(format!(
+                        "{asked}: it happened, but the capability's later mutating steps never ran, and running the row again would repeat it"
+                    ));
                 }
                 Reconciliation::NotDone if !other_confirmed => (row, inputs, attempts + 1),
                 Reconciliation::NotDone => {
-                    return RowLine::needs_human(
-                        row,
-                        Some(in_doubt_run),
-                        in_doubt_dir,
-                        format!(
-                            "{asked}, but another mutation of this row was confirmed, so running it again would repeat that one"
-                        ),
-                    );
+                    return needs_human(format!(
+                        "{asked}, but another mutation of this row was confirmed, so running it again would repeat that one"
+                    ));
                 }
                 Reconciliation::Unknown(reason) => {
-                    return RowLine::needs_human(
-                        row,
-                        Some(in_doubt_run),
-                        in_doubt_dir,
-                        format!(
-                            "{asked} ({reason}); check the application before running the row again"
-                        ),
-                    );
+                    return needs_human(format!(
+                        "{asked} ({reason}); check the application before running the row again"
+                    ));
                 }
             }
         }
@@ -485,23 +502,43 @@ async fn work_row(
     } else {
         format!("{batch_id}-row-{row}-attempt-{attempt}")
     };
-    write_state(
-        state,
-        &StateLine::Started {
+    let run_dir = settings.evidence_dir.join(&run_id);
+    // No attempt without its `started` line on disk: a resume must know to look at it.
+    if let Err(error) = state.write(&StateLine::Started {
+        row,
+        run_id: run_id.clone(),
+    }) {
+        return Worked::Line(RowLine {
             row,
-            run_id: run_id.clone(),
-        },
-    );
-    let inputs = with_key(settings, batch_id, row, inputs);
-    let key = idempotency_value(settings, &inputs)
-        .unwrap_or_else(|| cua_evidence::idempotency_key(batch_id, Some(row as u64)));
+            status: "failed".to_owned(),
+            exit_code: Exit::Failed as u8,
+            run_id: None,
+            effect: None,
+            evidence_dir: None,
+            result: None,
+            error: Some(format!(
+                "nothing was run: the batch's state file {} could not be written: {error}",
+                state.path().display()
+            )),
+            settled: None,
+        });
+    }
     let attempt = Attempt {
         row: Some(row as u64),
         attempt,
-        idempotency_key: key,
+        idempotency_key: state.key(batch_id, row),
     };
     match replay_once(settings, surface, &run_id, inputs, Some(attempt)).await {
-        Ok(report) => RowLine {
+        Ok(report)
+            if report
+                .result
+                .error
+                .as_ref()
+                .is_some_and(|error| error.code == FailureCode::Interrupted) =>
+        {
+            Worked::Interrupted
+        }
+        Ok(report) => Worked::Line(RowLine {
             row,
             status: report.result.status.as_str().to_owned(),
             exit_code: exit_of(&report) as u8,
@@ -511,61 +548,114 @@ async fn work_row(
             result: serde_json::to_value(&report.result).ok(),
             error: None,
             settled: None,
-        },
-        Err(failure) => RowLine {
-            row,
-            status: "failed".to_owned(),
-            exit_code: failure.exit as u8,
-            evidence_dir: Some(settings.evidence_dir.join(&run_id).display().to_string()),
-            run_id: Some(run_id),
-            effect: None,
-            result: None,
-            error: Some(failure.message),
-            settled: None,
+        }),
+        // The run broke off (its evidence could not be written, say): if it had announced a
+        // mutation, "failed" would read as "nothing happened".
+        Err(failure) => match mutations_in(&run_dir) {
+            Some(mutations) => Worked::Line(RowLine::needs_human(
+                row,
+                Some(run_id),
+                run_dir.display().to_string(),
+                format!(
+                    "{}; the run had announced the mutation(s) {mutations}, so check the application before running the row again",
+                    failure.message
+                ),
+            )),
+            None => Worked::Line(RowLine {
+                row,
+                status: "failed".to_owned(),
+                exit_code: failure.exit as u8,
+                evidence_dir: Some(run_dir.display().to_string()),
+                run_id: Some(run_id),
+                effect: None,
+                result: None,
+                error: Some(failure.message),
+                settled: None,
+            }),
         },
     }
 }
 
-/// The row's inputs with the capability's idempotency-key input filled in when the row gave
-/// none: the same key for every attempt at the row, so a reconciliation finds what any attempt
-/// passed to the application.
-fn with_key(
-    settings: &Settings,
-    batch_id: &str,
-    row: usize,
-    mut inputs: BTreeMap<String, Value>,
-) -> BTreeMap<String, Value> {
-    if let Some(input) = settings
-        .prepared
-        .capability
-        .inputs
+/// The steps whose mutations a run's trace announced, if any: `` `post_transfer` (in doubt) ``.
+fn mutations_in(run_dir: &Path) -> Option<String> {
+    let trace = cua_evidence::read_trace(run_dir).ok()?;
+    let described: Vec<String> = cua_evidence::intents(&trace)
         .iter()
-        .find(|input| input.idempotency_key)
-    {
-        inputs.entry(input.name.to_string()).or_insert_with(|| {
-            Value::from(cua_evidence::idempotency_key(batch_id, Some(row as u64)))
-        });
-    }
-    inputs
+        .filter(|record| record.state != cua_evidence::IntentState::NotDispatched)
+        .map(|record| {
+            format!(
+                "`{}` ({})",
+                record.intent.step.as_ref().map_or("-", StepId::as_str),
+                record.state.as_str().replace('_', " ")
+            )
+        })
+        .collect();
+    (!described.is_empty()).then(|| described.join(", "))
 }
 
-/// The value the row passes as its idempotency key, when the capability declares one.
-fn idempotency_value(settings: &Settings, inputs: &BTreeMap<String, Value>) -> Option<String> {
-    let input = settings
-        .prepared
-        .capability
-        .inputs
+/// Records a finished row. A failure here is reported, not fatal: the row's line is still
+/// printed, and a resume that finds no `done` decides the row from its intents.
+fn record_done(state: &BatchState, line: &RowLine) {
+    if let Err(error) = state.write(&StateLine::Done {
+        row: line.row,
+        line: line.clone(),
+    }) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "cua: row {} finished but {} could not record it: {error}",
+            line.row,
+            state.path().display()
+        );
+    }
+}
+
+/// 128 random bits, hex: the batch's nonce.
+fn nonce() -> Result<String, Failure> {
+    let mut bytes = [0_u8; 32];
+    cua_replay::SystemEntropy
+        .fill(&mut bytes)
+        .map_err(|error| {
+            Failure::new(
+                Exit::Failed,
+                "internal",
+                format!("no randomness for the batch's nonce: {error}"),
+            )
+        })?;
+    Ok(bytes[..16]
         .iter()
-        .find(|input| input.idempotency_key)?;
-    inputs
-        .get(input.name.as_str())
-        .and_then(Value::as_str)
-        .map(str::to_owned)
+        .map(|byte| format!("{byte:02x}"))
+        .collect())
+}
+
+/// Rows that give the capability's idempotency-key input a value an earlier row already gave:
+/// one key names one mutation, so a second row with it could be taken for the first.
+fn duplicate_keys(settings: &Settings, rows: &[(usize, ParsedRow)]) -> BTreeMap<usize, String> {
+    let mut first: BTreeMap<String, usize> = BTreeMap::new();
+    let mut duplicates = BTreeMap::new();
+    for (row, parsed) in rows {
+        let Ok(inputs) = parsed else { continue };
+        let Some(key) = cua_replay::idempotency_value(&settings.prepared.capability, inputs) else {
+            continue;
+        };
+        match first.get(&key) {
+            Some(earlier) => {
+                duplicates.insert(
+                    *row,
+                    format!("its idempotency key repeats row {earlier}'s; give each row its own, or none"),
+                );
+            }
+            None => {
+                first.insert(key, *row);
+            }
+        }
+    }
+    duplicates
 }
 
 /// Runs the in-doubt step's reconciliation on `surface`: the named capability, loaded like a
-/// remedy (its tenant binding and approval), refused unless every step is `safe`, with inputs
-/// bound from the row. Returns its answer and its run id.
+/// remedy (its tenant binding and approval), refused unless no step declares a mutation, run
+/// read-only (anything assessed above `safe` is refused at its dispatch), with inputs bound
+/// from the row. Returns its answer and its run id.
 async fn reconcile_row(
     settings: &Settings,
     surface: &ChromiumSurface,
@@ -588,20 +678,42 @@ async fn reconcile_row(
     };
     let mut request = cua_replay::RunRequest::new(prepared, bound);
     request.tenant = settings.tenant.clone();
-    match super::replay_request(settings, surface, &run_id, request, None).await {
+    match super::replay_request(
+        settings,
+        surface,
+        &run_id,
+        request,
+        None,
+        Dispatches::ReadsOnly,
+    )
+    .await
+    {
         Ok(report) => (cua_replay::judge(reconcile, &report), run_id),
         Err(failure) => (Reconciliation::Unknown(failure.message), run_id),
     }
 }
 
 /// The fate of an interrupted row from every attempt's intents, and the run id of the last
-/// attempt that announced a mutation.
-fn interrupted_fate(settings: &Settings, attempts: &[String]) -> (Interrupted, Option<String>) {
+/// attempt that announced a mutation. An attempt whose run directory exists but whose trace
+/// cannot be read could hold an intent: that is a person's question, never "run again".
+fn interrupted_fate(
+    settings: &Settings,
+    attempts: &[String],
+) -> Result<(Interrupted, Option<String>), String> {
     let mut intents = Vec::new();
     let mut last = None;
     for run_id in attempts {
-        let Ok(trace) = cua_evidence::read_trace(&settings.evidence_dir.join(run_id)) else {
-            continue;
+        let run_dir = settings.evidence_dir.join(run_id);
+        let trace = match cua_evidence::read_trace(&run_dir) {
+            Ok(trace) => trace,
+            // Killed between the `started` line and the run directory: nothing was written,
+            // so nothing was dispatched.
+            Err(_) if !run_dir.exists() => continue,
+            Err(error) => {
+                return Err(format!(
+                    "attempt {run_id}'s trace cannot be read ({error}), so whether it announced a mutation is unknown; check the application and its evidence before running the row again"
+                ));
+            }
         };
         let found = cua_evidence::intents(&trace);
         if !found.is_empty() {
@@ -609,57 +721,10 @@ fn interrupted_fate(settings: &Settings, attempts: &[String]) -> (Interrupted, O
         }
         intents.extend(found);
     }
-    (
+    Ok((
         cua_replay::interrupted(&settings.prepared.capability, &intents),
         last,
-    )
-}
-
-/// What an earlier run of the batch left for a row.
-enum Earlier {
-    Done(RowLine),
-    /// Started but never finished, with every attempt's run id.
-    Started(Vec<String>),
-}
-
-fn read_state(path: &Path) -> Result<BTreeMap<usize, Earlier>, Failure> {
-    let mut rows = BTreeMap::new();
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Ok(rows);
-    };
-    for line in text.lines() {
-        // A torn last line (the batch was killed mid-write) is ignored: its row re-decides.
-        let Ok(state) = serde_json::from_str::<StateLine>(line) else {
-            continue;
-        };
-        match state {
-            StateLine::Started { row, run_id } => match rows.entry(row) {
-                std::collections::btree_map::Entry::Vacant(entry) => {
-                    entry.insert(Earlier::Started(vec![run_id]));
-                }
-                std::collections::btree_map::Entry::Occupied(mut entry) => {
-                    if let Earlier::Started(attempts) = entry.get_mut() {
-                        attempts.push(run_id);
-                    }
-                }
-            },
-            StateLine::Done { row, line } => {
-                rows.insert(row, Earlier::Done(line));
-            }
-        }
-    }
-    Ok(rows)
-}
-
-fn write_state(state: &Mutex<std::fs::File>, line: &StateLine) {
-    let mut file = state
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Ok(mut text) = serde_json::to_string(line) {
-        text.push('\n');
-        let _ = file.write_all(text.as_bytes());
-        let _ = file.sync_data();
-    }
+    ))
 }
 
 fn parse_row(line: &str) -> Result<BTreeMap<String, Value>, String> {

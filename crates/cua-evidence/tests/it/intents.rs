@@ -27,6 +27,7 @@ fn check(then: &[Then], expect: &[IntentState]) {
         row: Some(3),
         attempt: 1,
         idempotency_key: "cua-0123456789abcdef0123".into(),
+        remedy: None,
     };
     bus.emit(Actor::Automation, 1, intent()).expect("an intent");
     for step in then {

@@ -280,6 +280,7 @@ fn one_of_each_event() -> Vec<Event> {
             row: Some(12),
             attempt: 2,
             idempotency_key: "cua-0123456789abcdef0123".into(),
+            remedy: None,
         }
         .into(),
         Dispatch {

@@ -412,3 +412,28 @@ async fn a_run_that_mutated_then_failed_needs_a_human_never_plain_failed() {
     assert_eq!(report.exit_code(), 3);
     assert_eq!(live.fixture.handle().transfers().len(), 1);
 }
+
+/// A read-only run (a reconciliation) dispatches nothing that needs an intent: the transfer,
+/// run read-only, reads the balance and walks the form, and its confirm is refused at the
+/// dispatch (`policy_denied`), with no intent written and no money moved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_run_refuses_the_confirm_at_its_dispatch() {
+    let mut live = Live::start(Variant::FirstValley).await;
+    live.sign_on().await;
+    live.harness.config.read_only = true;
+    let (report, run_dir) = live
+        .run(request(bound(&live, capability(TRANSFER), true), true))
+        .await;
+    let error = report.result.error.clone().unwrap();
+    assert_eq!(
+        (error.code, error.step_id.as_ref().map(|s| s.as_str())),
+        (FailureCode::PolicyDenied, Some("post_transfer")),
+        "{error:?} ({})",
+        run_dir.display()
+    );
+    assert!(error.message.contains("read-only run"), "{}", error.message);
+    let trace = cua_evidence::read_trace(&run_dir).unwrap();
+    assert!(cua_evidence::intents(&trace).is_empty());
+    assert_eq!(post_transfer_dispatches(&run_dir), 0);
+    assert!(live.fixture.handle().transfers().is_empty());
+}
