@@ -119,19 +119,8 @@ impl Batch {
 
     /// Starts `cua replay … --resume` on the batch as a child process (stdout and stderr piped).
     pub(crate) fn spawn(&self) -> std::process::Child {
-        let evidence = self.scene.evidence().display().to_string();
-        let base_url = self.scene.base_url();
-        std::process::Command::new(env!("CARGO_BIN_EXE_cua"))
-            .arg("replay")
-            .args(self.args(true))
-            .args(["--evidence-dir", &evidence, "--base-url", &base_url])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env("NO_COLOR", "1")
-            .env("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID)
-            .env(
-                "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
-                memberdesk::OPERATOR_PASSWORD,
-            )
+        self.scene
+            .replay_command(&self.args(true))
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())

@@ -54,14 +54,30 @@ impl Scene {
     }
 
     pub(crate) fn replay_raw(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+        let mut command = self.replay_command(args);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let output = command.output().expect("the cua binary runs");
+        (
+            output.status.code().expect("an exit code"),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    /// `cua replay ARGS` from the repository root, against this scene's fixture and evidence
+    /// directory (unless ARGS name their own), with the operator's credentials as secrets.
+    pub(crate) fn replay_command<S: AsRef<str>>(&self, args: &[S]) -> Command {
         let evidence = self.evidence().display().to_string();
         let base_url = self.base_url();
+        let names = |flag: &str| args.iter().any(|arg| arg.as_ref() == flag);
         let mut command = Command::new(env!("CARGO_BIN_EXE_cua"));
-        command.arg("replay").args(args);
-        if !args.contains(&"--evidence-dir") {
+        command.arg("replay").args(args.iter().map(AsRef::as_ref));
+        if !names("--evidence-dir") {
             command.args(["--evidence-dir", evidence.as_str()]);
         }
-        if !args.contains(&"--base-url") {
+        if !names("--base-url") {
             command.args(["--base-url", base_url.as_str()]);
         }
         command
@@ -72,15 +88,7 @@ impl Scene {
                 "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
                 memberdesk::OPERATOR_PASSWORD,
             );
-        for (key, value) in env {
-            command.env(key, value);
-        }
-        let output = command.output().expect("the cua binary runs");
-        (
-            output.status.code().expect("an exit code"),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
+        command
     }
 
     pub(crate) fn mask(&self, text: &str) -> String {

@@ -1212,20 +1212,14 @@ impl Broker {
             session.emit(
                 Actor::Human,
                 epoch,
-                Dispatch {
-                    step: None,
-                    decision_id: decision_id.clone(),
-                    action_type: kind,
+                Dispatch::refused(
+                    None,
+                    &decision_id,
+                    kind,
                     node_id,
-                    refused: true,
-                    ok: false,
-                    navigated: false,
-                    http_status: None,
-                    duration_ms: 0,
-                    message: String::new(),
-                    reason: Some("stale lease epoch".to_owned()),
-                    expected_epoch: Some(current.epoch),
-                },
+                    "stale lease epoch",
+                    Some(current.epoch),
+                ),
             )?;
             return Err(ConsoleError::Conflict {
                 reason: format!(

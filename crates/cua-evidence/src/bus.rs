@@ -123,7 +123,10 @@ impl EvidenceBus {
             .create_new(true)
             .open(&trace_path)
             .map_err(|source| EvidenceError::io("create", &trace_path, source))?;
+        // Both entries must survive a power cut: a resume that finds no run directory takes it
+        // that nothing was written, which an intent synced into a lost directory would belie.
         sync_dir(&dir)?;
+        sync_dir(root)?;
         let prev_hash = chain::genesis_hash(run_id.as_str());
         Ok(Self {
             run_id,

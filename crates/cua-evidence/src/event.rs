@@ -322,6 +322,34 @@ pub struct Dispatch {
     pub expected_epoch: Option<u64>,
 }
 
+impl Dispatch {
+    /// An authorized action refused right at its dispatch: nothing left the process (a stale
+    /// lease, a read-only run). Settles its intent as never dispatched.
+    pub fn refused(
+        step: Option<StepId>,
+        decision_id: &str,
+        action_type: ActionKind,
+        node_id: Option<NodeId>,
+        reason: &str,
+        expected_epoch: Option<u64>,
+    ) -> Self {
+        Self {
+            step,
+            decision_id: decision_id.to_owned(),
+            action_type,
+            node_id,
+            refused: true,
+            ok: false,
+            navigated: false,
+            http_status: None,
+            duration_ms: 0,
+            message: String::new(),
+            reason: Some(reason.to_owned()),
+            expected_epoch,
+        }
+    }
+}
+
 /// `classify`: what the executor made of the screen before a step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -1003,20 +1003,14 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             .emit(
                 Actor::Automation,
                 authorized.lease_epoch(),
-                Dispatch {
-                    step: step.cloned(),
-                    decision_id: authorized.decision_id().to_owned(),
-                    action_type: kind,
+                Dispatch::refused(
+                    step.cloned(),
+                    authorized.decision_id(),
+                    kind,
                     node_id,
-                    refused: true,
-                    ok: false,
-                    navigated: false,
-                    http_status: None,
-                    duration_ms: 0,
-                    message: String::new(),
-                    reason: Some(reason.to_owned()),
+                    reason,
                     expected_epoch,
-                },
+                ),
             )
             .map(|_| ())
     }

@@ -57,6 +57,21 @@ pub(super) struct RowLine {
 }
 
 impl RowLine {
+    /// A row that is not one (bad JSON, a repeated key): nothing ran.
+    fn invalid(row: usize, reason: String) -> Self {
+        Self {
+            row,
+            status: "invalid_row".to_owned(),
+            exit_code: 2,
+            run_id: None,
+            effect: None,
+            evidence_dir: None,
+            result: None,
+            error: Some(reason),
+            settled: None,
+        }
+    }
+
     /// A row a person must look at before anything runs again.
     fn needs_human(
         row: usize,
@@ -181,36 +196,11 @@ pub(super) async fn run(
                 decided.insert(row, line.clone());
             }
             (None, Ok(_)) if duplicates.contains_key(&row) => {
-                decided.insert(
-                    row,
-                    RowLine {
-                        row,
-                        status: "invalid_row".to_owned(),
-                        exit_code: 2,
-                        run_id: None,
-                        effect: None,
-                        evidence_dir: None,
-                        result: None,
-                        error: duplicates.get(&row).cloned(),
-                        settled: None,
-                    },
-                );
+                let reason = duplicates.get(&row).cloned().unwrap_or_default();
+                decided.insert(row, RowLine::invalid(row, reason));
             }
             (_, Err(reason)) => {
-                decided.insert(
-                    row,
-                    RowLine {
-                        row,
-                        status: "invalid_row".to_owned(),
-                        exit_code: 2,
-                        run_id: None,
-                        effect: None,
-                        evidence_dir: None,
-                        result: None,
-                        error: Some(reason),
-                        settled: None,
-                    },
-                );
+                decided.insert(row, RowLine::invalid(row, reason));
             }
             (Some(Earlier::Started(attempts)), Ok(inputs)) => {
                 let (fate, last_intent_run) = match interrupted_fate(settings, attempts) {
