@@ -92,8 +92,9 @@ leftovers: ## Fail if any Chromium process or profile directory cua launched is 
 	fi; \
 	echo "leftovers: 0 Chromium processes, 0 profile directories"
 
-soak: deps ## Long soaks: the crash harness with 300 kills (CUA_CRASH_KILLS), figures printed
-	CUA_CRASH_KILLS=$${CUA_CRASH_KILLS:-300} $(CARGO) test --test it crash:: -- --nocapture
+soak: deps ## Long soaks: the crash harness with 300 kills (CUA_CRASH_KILLS), figures printed and kept in evidence/soak-crash.txt
+	@mkdir -p evidence
+	set -o pipefail; CUA_CRASH_KILLS=$${CUA_CRASH_KILLS:-300} $(CARGO) test --test it crash:: -- --nocapture 2>&1 | tee evidence/soak-crash.txt
 	@$(MAKE) --no-print-directory leftovers
 
 bench: deps ## Benchmarks: figures and ratios printed side by side, never asserted
@@ -113,6 +114,7 @@ evidence: build deps-node ## Regenerate evidence/ from real runs
 	set -o pipefail; $(CARGO) bench -p cua-evidence --bench intent | tee evidence/bench-intent.txt
 	CUA_SECRET_COREBANK_OPERATOR_ID=teller01 CUA_SECRET_COREBANK_OPERATOR_PASSWORD=not-a-real-password \
 		$(CUA) eval --out evidence/evals
+	@$(MAKE) --no-print-directory leftovers
 
 clean: ## Remove build output
 	$(CARGO) clean
