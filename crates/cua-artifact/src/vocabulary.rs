@@ -172,12 +172,15 @@ pub enum FailureCode {
     /// The process was asked to stop (SIGINT, SIGTERM) and dispatched nothing more; an action
     /// already handed over was let settle first.
     Interrupted,
+    /// The screen supports two explanations at once (a declared business outcome after a
+    /// mutation that was handed over): the run refuses to pick one.
+    AmbiguousScreen,
     Internal,
 }
 
 impl FailureCode {
     /// Every code, in declaration order.
-    pub const ALL: [FailureCode; 16] = [
+    pub const ALL: [FailureCode; 17] = [
         Self::TargetNotFound,
         Self::TargetAmbiguous,
         Self::PreconditionFailed,
@@ -193,6 +196,7 @@ impl FailureCode {
         Self::LeaseLost,
         Self::RouteUnavailable,
         Self::Interrupted,
+        Self::AmbiguousScreen,
         Self::Internal,
     ];
 
@@ -224,6 +228,7 @@ impl FailureCode {
             Self::LeaseLost => "lease_lost",
             Self::RouteUnavailable => "route_unavailable",
             Self::Interrupted => "interrupted",
+            Self::AmbiguousScreen => "ambiguous_screen",
             Self::Internal => "internal",
         }
     }

@@ -653,6 +653,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         )
         .unwrap_or(u32::MAX);
         let steps_total = u32::try_from(capability.steps.len()).unwrap_or(u32::MAX);
+        let ending = self.outcome_after_mutation(&tally, ending);
         let effect = run_verdict(
             tally
                 .steps
@@ -709,9 +710,13 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 if let Some(summary) = &mutated {
                     stop.message = format!("{}; {summary}", stop.message);
                 }
+                // An ambiguous screen is escalated wherever an unexpected one is.
+                let trigger = |code: FailureCode| capability.escalation.triggers.contains(&code);
                 let escalates = mutated.is_some()
                     || (capability.escalation.policy == EscalationPolicy::PauseAndRequestHuman
-                        && capability.escalation.triggers.contains(&stop.code));
+                        && (trigger(stop.code)
+                            || (stop.code == FailureCode::AmbiguousScreen
+                                && trigger(FailureCode::UnexpectedState))));
                 let status = if escalates {
                     RunStatus::NeedsHuman
                 } else {
@@ -800,6 +805,43 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             dispatches: tally.dispatches,
             evidence_dir: self.bus.dir().to_path_buf(),
         })
+    }
+
+    /// A business outcome says "this is the answer, and (for a refusal) nothing happened". After
+    /// this run handed a mutation over, the screen that shows the outcome could as well be the
+    /// mutation's result quoting it (a heading, a help text), so the outcome stands only when
+    /// every handed-over mutation's screen was left unchanged by it (`suspected_noop`);
+    /// otherwise the screen is ambiguous and the run stops, naming the mutation.
+    fn outcome_after_mutation(&self, tally: &Tally, ending: Ending) -> Ending {
+        let Ending::Outcome(outcome) = &ending else {
+            return ending;
+        };
+        let changed: Vec<String> = tally
+            .intents
+            .iter()
+            .filter(|(_, decision)| {
+                !tally.steps.iter().any(|report| {
+                    report.decision_id.as_deref() == Some(decision.as_str())
+                        && report.verdict == EffectVerdict::SuspectedNoop
+                })
+            })
+            .map(|(step, _)| format!("`{}`", step.as_ref().map_or("-", StepId::as_str)))
+            .collect();
+        if changed.is_empty() {
+            return ending;
+        }
+        Ending::Stopped(Box::new(
+            Stop::new(
+                FailureCode::AmbiguousScreen,
+                format!(
+                    "the outcome `{}` was detected after the mutation(s) {} were handed over and changed the screen; \
+                     an outcome cannot say nothing happened once something may have",
+                    outcome.code,
+                    changed.join(", ")
+                ),
+            )
+            .expected("an outcome only before any mutation, or after one that left the screen unchanged"),
+        ))
     }
 
     /// What a stopped run mutated, for its reason: each handed-over mutation's step and whether

@@ -20,7 +20,8 @@
 //! 1. **observe** the surface (the snapshot is written, redacted, and an `observe` emitted);
 //! 2. **classify** it: a declared terminal outcome first, then a recovery rule (bounded, see
 //!    below), then the step's precondition; a screen nothing declared explains fails closed
-//!    with `unexpected_state`;
+//!    with `unexpected_state`, and one two explanations fit (two outcomes, or an outcome and
+//!    the precondition or checkpoint) with `ambiguous_screen`;
 //! 3. **bind** the action's values at the last moment (secrets are resolved only here and
 //!    registered with the redactor as they are issued);
 //! 4. **resolve** the target on that snapshot (`cua-target`); an identity check that fails on

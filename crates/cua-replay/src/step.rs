@@ -309,13 +309,45 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         let capability = frame.capability;
         let values = &frame.values;
         let mut noted = Vec::new();
+        let mut terminal = Vec::new();
         for outcome in &capability.outcomes {
             if explain(&outcome.detect, snapshot, values, "an outcome detector")?.holds {
                 if outcome.terminal {
-                    return Ok((Classification::Outcome(outcome), noted));
+                    terminal.push(outcome);
+                } else {
+                    noted.push(outcome);
                 }
-                noted.push(outcome);
             }
+        }
+        let condition = if position.checkpoint {
+            Some(&capability.checkpoint)
+        } else {
+            capability.steps[position.index as usize]
+                .precondition
+                .as_ref()
+        };
+        let what = if position.checkpoint {
+            "the checkpoint"
+        } else {
+            "the precondition"
+        };
+        // Classification is exclusive: a screen two explanations fit is refused, never read as
+        // whichever is checked first (help text quoting a refusal beside the record it refuses).
+        if let Some(outcome) = exclusive_outcome(&terminal)? {
+            if let Some(predicate) = condition
+                && explain(predicate, snapshot, values, what)?.holds
+            {
+                return Err(ambiguous_screen(format!(
+                    "the outcome `{}` and {what} of {} both hold on this screen",
+                    outcome.code,
+                    if position.checkpoint {
+                        "the capability".to_owned()
+                    } else {
+                        format!("`{}`", position.id)
+                    }
+                )));
+            }
+            return Ok((Classification::Outcome(outcome), noted));
         }
         for rule in &capability.recovery {
             let watched = match rule.scope {
@@ -328,13 +360,6 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 return Ok((Classification::Recoverable(rule), noted));
             }
         }
-        let condition = if position.checkpoint {
-            Some(&capability.checkpoint)
-        } else {
-            capability.steps[position.index as usize]
-                .precondition
-                .as_ref()
-        };
         let classification = match condition {
             None => Classification::Expected("no precondition is declared".to_owned()),
             Some(predicate) => {
@@ -780,6 +805,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         frame: &Frame<'c>,
         snapshot: &UiSnapshot,
     ) -> Result<(Option<&'c Outcome>, ()), Stop> {
+        let mut holding = Vec::new();
         for outcome in frame
             .capability
             .outcomes
@@ -794,10 +820,10 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             )?
             .holds
             {
-                return Ok((Some(outcome), ()));
+                holding.push(outcome);
             }
         }
-        Ok((None, ()))
+        Ok((exclusive_outcome(&holding)?, ()))
     }
 
     /// Updates the mutation mark after a dispatch (see the crate documentation).
@@ -1718,6 +1744,27 @@ fn wait_name(condition: WaitCondition) -> &'static str {
 /// 0.6666666666666666 would also read as a card number to the redactor's pattern rules.
 fn rounded(score: f64) -> f64 {
     (score * 1000.0).round() / 1000.0
+}
+
+/// The one terminal outcome that holds, or none; two at once are an ambiguous screen.
+fn exclusive_outcome<'c>(holding: &[&'c Outcome]) -> Result<Option<&'c Outcome>, Stop> {
+    match holding {
+        [] => Ok(None),
+        [only] => Ok(Some(only)),
+        [first, second, ..] => Err(ambiguous_screen(format!(
+            "the outcomes `{}` and `{}` both hold on this screen",
+            first.code, second.code
+        ))),
+    }
+}
+
+/// A screen that two declared explanations fit: refused, never decided by declaration order.
+fn ambiguous_screen(reason: String) -> Stop {
+    Stop::new(
+        FailureCode::AmbiguousScreen,
+        format!("{reason}; refusing to pick one"),
+    )
+    .expected("exactly one declared explanation of the screen")
 }
 
 /// The stop of a run asked to stop before `what` was dispatched.

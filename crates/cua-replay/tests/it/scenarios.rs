@@ -295,3 +295,48 @@ async fn northgate_with_its_overlay_succeeds_with_every_css_hint_dead() {
     assert_eq!(report.result.drift_score, 0.0);
     assert_eq!(report.effect, EffectVerdict::NotApplicable);
 }
+
+/// Help text that quotes the app's refusal, beside the record it refuses: the not-found
+/// detector (here made to match text the member record shows, as a caption quoting "No records
+/// found" would) and the read's precondition both hold, so the lookup is an ambiguous screen
+/// and goes to a person, never the business outcome `member_not_found` with exit 0. Two
+/// outcomes at once are refused the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_screen_two_explanations_fit_is_refused_never_answered() {
+    let live = Live::start(Variant::FirstValley).await;
+    for second_outcome in [false, true] {
+        live.fixture.handle().reset();
+        live.sign_on().await;
+        let mut prepared = prepared(SAVINGS, None, &live.base_url(), None);
+        let mut capability = prepared.capability.clone();
+        capability.content_hash = None;
+        for outcome in &mut capability.outcomes {
+            let quoted = match outcome.code.as_str() {
+                "member_not_found" => "Open Sub-Account",
+                "no_savings_account" if second_outcome => "New Search",
+                _ => continue,
+            };
+            outcome.detect = cua_artifact::Predicate::TextPresent {
+                value: cua_artifact::ValueExpr::String(quoted.to_owned()),
+            };
+        }
+        prepared.capability = capability.sealed();
+        let (report, run_dir) = live
+            .run(RunRequest::new(prepared, inputs(&[("member_id", "12345")])))
+            .await;
+        let error = report.result.error.clone().unwrap();
+        assert_eq!(
+            (report.result.status, error.code),
+            (RunStatus::NeedsHuman, FailureCode::AmbiguousScreen),
+            "{error:?} ({})",
+            run_dir.display()
+        );
+        let expected = if second_outcome {
+            "the outcomes `member_not_found` and `no_savings_account` both hold"
+        } else {
+            "the outcome `member_not_found` and the precondition of `read_balance` both hold"
+        };
+        assert!(error.message.contains(expected), "{}", error.message);
+        assert!(report.result.outcome.is_none());
+    }
+}

@@ -437,3 +437,45 @@ async fn a_read_only_run_refuses_the_confirm_at_its_dispatch() {
     assert_eq!(post_transfer_dispatches(&run_dir), 0);
     assert!(live.fixture.handle().transfers().is_empty());
 }
+
+/// A result page that quotes a refusal: here the insufficient-funds detector also matches the
+/// confirmation page (as a heading "Insufficient funds? Call us" would). Once the confirm was
+/// handed over and changed the screen, the outcome cannot mean "nothing moved": the run stops
+/// `ambiguous_screen` and goes to a person naming the confirmed transfer, never exit 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outcome_after_a_mutation_is_an_ambiguous_screen_never_an_answer() {
+    let live = Live::start(Variant::FirstValley).await;
+    live.sign_on().await;
+    let mut base = bound(&live, capability(TRANSFER), false).capability;
+    base.content_hash = None;
+    for outcome in &mut base.outcomes {
+        if outcome.code.as_str() == "insufficient_funds" {
+            outcome.detect = cua_artifact::Predicate::TextPresent {
+                value: cua_artifact::ValueExpr::String("Confirmation Number".to_owned()),
+            };
+        }
+    }
+    let base = base.sealed();
+    let prepared = PreparedCapability {
+        approval: Some(approval_of(&base)),
+        capability: base,
+        overlay: None,
+    };
+    let (report, run_dir) = live.run(request(prepared, true)).await;
+    let error = report.result.error.clone().unwrap();
+    assert_eq!(
+        (report.result.status, error.code),
+        (RunStatus::NeedsHuman, FailureCode::AmbiguousScreen),
+        "{error:?} ({})",
+        run_dir.display()
+    );
+    assert!(
+        error.message.contains("insufficient_funds")
+            && error.message.contains("`post_transfer` (confirmed)"),
+        "{}",
+        error.message
+    );
+    assert!(report.result.outcome.is_none());
+    assert_eq!(report.exit_code(), 3);
+    assert_eq!(live.fixture.handle().transfers().len(), 1);
+}
