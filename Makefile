@@ -85,7 +85,8 @@ test-only: deps deps-node deps-python
 # and no profile directory of ours may remain. A browser's watchdog takes both down when its
 # owner ends, however it ends; this counts what is left and fails naming it.
 leftovers: ## Fail if any Chromium process or profile directory cua launched is still there
-	@processes=$$(pgrep -u "$$(id -u)" -f -- '--user-data-dir=[^ ]*/cua-chromium-' || true); \
+	@processes=$$(for cmdline in $$(grep -lzE -- '--user-data-dir=[^ ]*/cua-chromium-' /proc/[0-9]*/cmdline 2>/dev/null); do \
+		dir=$${cmdline%/cmdline}; [ "$$(stat -c %u "$$dir" 2>/dev/null)" = "$$(id -u)" ] && echo "$${dir#/proc/}"; done); \
 	profiles=$$(find "$${TMPDIR:-/tmp}" -maxdepth 1 -name 'cua-chromium-*' -user "$$(id -u)" 2>/dev/null || true); \
 	if [ -n "$$processes$$profiles" ]; then \
 		echo "left behind: Chromium processes [$$(echo $$processes)], profiles [$$(echo $$profiles)]" >&2; exit 1; \

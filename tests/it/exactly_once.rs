@@ -390,11 +390,14 @@ fn a_signal_stops_a_batch_cleanly_and_resume_finishes_it_exactly_once() {
             );
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        let sent = std::process::Command::new("kill")
-            .args([format!("-{signal}"), child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(sent.success());
+        let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).expect("a pid"))
+            .expect("a live child's pid");
+        let sent = if signal == "TERM" {
+            rustix::process::Signal::TERM
+        } else {
+            rustix::process::Signal::INT
+        };
+        rustix::process::kill_process(pid, sent).expect("the signal is sent");
         let pid = child.id();
         let output = child.wait_with_output().expect("the batch ends");
         let stderr = String::from_utf8_lossy(&output.stderr);

@@ -101,7 +101,7 @@ pub use ports::{
     SystemEntropy, TenantOverlay,
 };
 pub use reconcile::{
-    Interrupted, Reconciliation, check_read_only, interrupted, judge, reconcile_inputs,
+    InDoubt, Interrupted, Reconciliation, check_read_only, interrupted, judge, reconcile_inputs,
 };
 pub use report::{ReplayReport, StepReport, StepResolution, run_verdict};
 pub use resume::{Handback, HandbackFuture, Reanchor, reanchor};

@@ -27,20 +27,25 @@ pub enum Interrupted {
     /// The work's last mutation was observed to happen; nothing is in doubt.
     Confirmed { step: Option<StepId> },
     /// A mutation is in doubt and its step declares how to find out.
-    Reconcile {
-        step: StepId,
-        reconcile: Reconcile,
-        /// Whether another mutation of the same work was confirmed.
-        other_confirmed: bool,
-        /// Whether the step is the capability's last mutating step: a *done* from a step with
-        /// mutations after it leaves those never run, which only a person can finish.
-        last: bool,
-    },
+    Reconcile(InDoubt),
     /// A person must decide, for this reason.
     NeedsHuman {
         step: Option<StepId>,
         reason: String,
     },
+}
+
+/// An in-doubt mutation whose step declares a reconciliation, and what the answer will mean.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InDoubt {
+    pub step: StepId,
+    pub reconcile: Reconcile,
+    /// Whether another mutation of the same work was confirmed (then *not done* cannot allow a
+    /// retry: it would repeat that one).
+    pub other_confirmed: bool,
+    /// Whether the step is the capability's last mutating step: a *done* from a step with
+    /// mutations after it leaves those never run, which only a person can finish.
+    pub last: bool,
 }
 
 /// What a reconciliation answered.
@@ -139,12 +144,12 @@ pub fn interrupted(capability: &Capability, intents: &[IntentRecord]) -> Interru
         .and_then(|step| capability.step(step.as_str()))
         .and_then(|step| step.reconcile.clone());
     match (first.intent.step.clone(), declared) {
-        (Some(step), Some(reconcile)) => Interrupted::Reconcile {
+        (Some(step), Some(reconcile)) => Interrupted::Reconcile(InDoubt {
             step,
             reconcile,
             other_confirmed: !confirmed.is_empty(),
             last: is_last(first),
-        },
+        }),
         (step, _) => Interrupted::NeedsHuman {
             reason: format!(
                 "the mutation at {} (idempotency key {}) was handed over and never confirmed, and \
@@ -279,12 +284,12 @@ mod tests {
         let decided = match interrupted(&transfer(), &records) {
             Interrupted::RunAgain => "run again".to_owned(),
             Interrupted::Confirmed { step } => format!("confirmed {}", step.expect("a step")),
-            Interrupted::Reconcile {
+            Interrupted::Reconcile(super::InDoubt {
                 step,
                 reconcile,
                 other_confirmed,
                 last,
-            } => format!(
+            }) => format!(
                 "reconcile {step} via {} (other confirmed: {other_confirmed}, last: {last})",
                 reconcile.capability
             ),

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use cua_artifact::{EffectVerdict, FailureCode, Reconcile, StepId};
 use cua_chromium::ChromiumSurface;
-use cua_replay::{Attempt, CapabilityLoader, Entropy, Interrupted, Reconciliation};
+use cua_replay::{Attempt, CapabilityLoader, Entropy, InDoubt, Interrupted, Reconciliation};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -105,11 +105,7 @@ enum Work {
     Reconcile {
         row: usize,
         inputs: BTreeMap<String, Value>,
-        step: StepId,
-        reconcile: Reconcile,
-        other_confirmed: bool,
-        /// Whether the step is the capability's last mutating step.
-        last: bool,
+        in_doubt: InDoubt,
         /// Attempts so far, and the one whose intent is in doubt.
         attempts: u32,
         in_doubt_run: String,
@@ -241,18 +237,10 @@ pub(super) async fn run(
                             },
                         );
                     }
-                    Interrupted::Reconcile {
-                        step,
-                        reconcile,
-                        other_confirmed,
-                        last,
-                    } => queue.push_back(Work::Reconcile {
+                    Interrupted::Reconcile(in_doubt) => queue.push_back(Work::Reconcile {
                         row,
                         inputs,
-                        step,
-                        reconcile,
-                        other_confirmed,
-                        last,
+                        in_doubt,
                         attempts: count,
                         in_doubt_run,
                     }),
@@ -418,10 +406,13 @@ async fn work_row(
         Work::Reconcile {
             row,
             inputs,
-            step,
-            reconcile,
-            other_confirmed,
-            last,
+            in_doubt:
+                InDoubt {
+                    step,
+                    reconcile,
+                    other_confirmed,
+                    last,
+                },
             attempts,
             in_doubt_run,
         } => {

@@ -55,6 +55,20 @@ fn bound(live: &Live, base: cua_artifact::Capability, approved: bool) -> Prepare
     PreparedCapability::bind(base, None, Some(&live.base_url()), approval).unwrap()
 }
 
+/// The transfer bound to the fixture, edited in memory (validation would refuse some edits;
+/// that is what these tests show the executor doing without it), resealed and approved.
+fn edited(live: &Live, edit: impl FnOnce(&mut cua_artifact::Capability)) -> PreparedCapability {
+    let mut base = bound(live, capability(TRANSFER), false).capability;
+    base.content_hash = None;
+    edit(&mut base);
+    let base = base.sealed();
+    PreparedCapability {
+        approval: Some(approval_of(&base)),
+        capability: base,
+        overlay: None,
+    }
+}
+
 fn balance(handle: &FixtureHandle, account: &str) -> String {
     handle.balance(account).map(Money::decimal).unwrap()
 }
@@ -219,30 +233,23 @@ impl SurfaceDriver for ArmOnClick<'_> {
 async fn a_dispatched_mutation_is_never_retried_by_recovery() {
     let live = Live::start(Variant::FirstValley).await;
     live.sign_on().await;
-    let mut base = bound(&live, capability(TRANSFER), false).capability;
-    base.content_hash = None;
-    for step in &mut base.steps {
-        if step.id.as_str() == "post_transfer" {
-            step.postcondition = None;
+    // Validation would refuse an irreversible step without a postcondition.
+    let prepared = edited(&live, |base| {
+        for step in &mut base.steps {
+            if step.id.as_str() == "post_transfer" {
+                step.postcondition = None;
+            }
         }
-    }
-    for rule in &mut base.recovery {
-        rule.scope = cua_artifact::RecoveryScope::AnyStep;
-        rule.steps.clear();
-    }
-    let base = base.sealed();
+        for rule in &mut base.recovery {
+            rule.scope = cua_artifact::RecoveryScope::AnyStep;
+            rule.steps.clear();
+        }
+    });
     let surface = ArmOnClick {
         inner: &live.surface,
         handle: live.fixture.handle().clone(),
         control: "Transfer Funds",
         fault: Fault::TransientLoad,
-    };
-    // Validation would refuse an irreversible step without a postcondition; this capability is
-    // built in memory precisely to show what the executor does without one.
-    let prepared = PreparedCapability {
-        approval: Some(approval_of(&base)),
-        capability: base,
-        overlay: None,
     };
     let (report, run_dir) = live.harness.run(&surface, request(prepared, true)).await;
     let report = report.unwrap();
@@ -378,24 +385,18 @@ async fn the_confirm_is_announced_durably_before_it_is_dispatched() {
 async fn a_run_that_mutated_then_failed_needs_a_human_never_plain_failed() {
     let live = Live::start(Variant::FirstValley).await;
     live.sign_on().await;
-    let mut base = bound(&live, capability(TRANSFER), false).capability;
-    base.content_hash = None;
-    base.escalation.triggers.clear();
-    base.escalation.policy = cua_artifact::EscalationPolicy::FailClosed;
-    for step in &mut base.steps {
-        if step.id.as_str() == "read_confirmation"
-            && let cua_artifact::Action::Extract { target, .. } = &mut step.action
-            && let Some(anchor) = target.anchor.as_mut()
-        {
-            anchor.text = "Confirmation Code".to_owned();
+    let prepared = edited(&live, |base| {
+        base.escalation.triggers.clear();
+        base.escalation.policy = cua_artifact::EscalationPolicy::FailClosed;
+        for step in &mut base.steps {
+            if step.id.as_str() == "read_confirmation"
+                && let cua_artifact::Action::Extract { target, .. } = &mut step.action
+                && let Some(anchor) = target.anchor.as_mut()
+            {
+                anchor.text = "Confirmation Code".to_owned();
+            }
         }
-    }
-    let base = base.sealed();
-    let prepared = PreparedCapability {
-        approval: Some(approval_of(&base)),
-        capability: base,
-        overlay: None,
-    };
+    });
     let (report, run_dir) = live.run(request(prepared, true)).await;
     let error = report.result.error.clone().unwrap();
     assert_eq!(
@@ -446,21 +447,15 @@ async fn a_read_only_run_refuses_the_confirm_at_its_dispatch() {
 async fn an_outcome_after_a_mutation_is_an_ambiguous_screen_never_an_answer() {
     let live = Live::start(Variant::FirstValley).await;
     live.sign_on().await;
-    let mut base = bound(&live, capability(TRANSFER), false).capability;
-    base.content_hash = None;
-    for outcome in &mut base.outcomes {
-        if outcome.code.as_str() == "insufficient_funds" {
-            outcome.detect = cua_artifact::Predicate::TextPresent {
-                value: cua_artifact::ValueExpr::String("Confirmation Number".to_owned()),
-            };
+    let prepared = edited(&live, |base| {
+        for outcome in &mut base.outcomes {
+            if outcome.code.as_str() == "insufficient_funds" {
+                outcome.detect = cua_artifact::Predicate::TextPresent {
+                    value: cua_artifact::ValueExpr::String("Confirmation Number".to_owned()),
+                };
+            }
         }
-    }
-    let base = base.sealed();
-    let prepared = PreparedCapability {
-        approval: Some(approval_of(&base)),
-        capability: base,
-        overlay: None,
-    };
+    });
     let (report, run_dir) = live.run(request(prepared, true)).await;
     let error = report.result.error.clone().unwrap();
     assert_eq!(
