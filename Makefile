@@ -115,6 +115,12 @@ evidence: build deps-node ## Regenerate evidence/ from real runs
 	set -o pipefail; $(CARGO) bench -p cua-evidence --bench intent | tee evidence/bench-intent.txt
 	CUA_SECRET_COREBANK_OPERATOR_ID=teller01 CUA_SECRET_COREBANK_OPERATOR_PASSWORD=not-a-real-password \
 		$(CUA) eval --out evidence/evals
+	@# Hostile suites refuse by design, so their verdict is not "sound"; what must hold is that
+	@# every suite reported and none answered wrong.
+	-CUA_SECRET_COREBANK_OPERATOR_ID=teller01 CUA_SECRET_COREBANK_OPERATOR_PASSWORD=not-a-real-password \
+		$(CUA) eval evals/hostile/*.yaml --out evidence/hostile --runs-dir evidence/eval-runs
+	test $$(ls evidence/hostile/hostile_*.evaluation.json | wc -l) -eq $$(ls evals/hostile/*.yaml | wc -l)
+	! grep -l '"wrong_actions": *[1-9]' evidence/hostile/hostile_*.json
 	@$(MAKE) --no-print-directory leftovers
 
 clean: ## Remove build output

@@ -464,7 +464,8 @@ pub(crate) struct ConsoleArgs {
     #[arg(long = "input", value_name = "NAME=VALUE")]
     pub(crate) inputs: Vec<String>,
     /// Arm a fixture fault before the run (transient_load, session_timeout,
-    /// undeclared_dialog, validation_error, slow_page, lookalike_row).
+    /// undeclared_dialog, validation_error, slow_page, lookalike_row, lookalike_account,
+    /// quoted_refusals, decoy_control, duplicate_summary_row).
     #[arg(long, value_name = "FAULT")]
     pub(crate) arm_fault: Option<String>,
     /// How many times the armed fault fires.

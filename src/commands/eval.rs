@@ -87,6 +87,27 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
                 Failure::invalid(format!("{}: fixture: {error}", path.display()))
             })?;
         }
+        for case in &suite.cases {
+            let Some(faults) = &case.faults else {
+                continue;
+            };
+            if suite.fixture.is_none() {
+                return Err(Failure::invalid(format!(
+                    "{}: case {:?} arms faults, which only a fixture has; name a `fixture:`",
+                    path.display(),
+                    case.label()
+                )));
+            }
+            for fault in faults {
+                fault.parse::<memberdesk::Fault>().map_err(|error| {
+                    Failure::invalid(format!(
+                        "{}: case {:?}: {error}",
+                        path.display(),
+                        case.label()
+                    ))
+                })?;
+            }
+        }
         if let Some(tenant) = &suite.tenant
             && binding(&catalog, tenant, &suite.capability)?.is_none()
         {
@@ -188,6 +209,18 @@ async fn run_suite(
             )));
         }
     };
+    let handle = fixture.as_ref().map(|fixture| fixture.handle().clone());
+    let arm_faults = move |faults: &[String]| -> Result<(), String> {
+        let Some(handle) = &handle else {
+            return cua_eval::no_faults(faults);
+        };
+        handle.reset();
+        for fault in faults {
+            let fault: memberdesk::Fault = fault.parse().map_err(|error| format!("{error}"))?;
+            handle.arm(fault, memberdesk::FaultCount::Indefinite);
+        }
+        Ok(())
+    };
     let outcome = measure(
         args,
         catalog,
@@ -197,6 +230,7 @@ async fn run_suite(
         stamp,
         &base_url,
         target,
+        &arm_faults,
     )
     .await;
     if let Some(fixture) = fixture {
@@ -218,6 +252,7 @@ async fn measure(
     stamp: &str,
     base_url: &str,
     target: String,
+    arm_faults: &(dyn Fn(&[String]) -> Result<(), String> + Send + Sync),
 ) -> Result<SuiteOutcome, Failure> {
     let suite = &entry.suite;
     let tenant = suite.tenant.as_ref();
@@ -264,6 +299,7 @@ async fn measure(
             })?,
             ..ReplayConfig::default()
         },
+        prepare: arm_faults,
     };
     let total = suite.repeats as usize * suite.cases.len();
     let mut done = 0;

@@ -30,6 +30,8 @@ struct FileReport {
     /// For a tenant binding: the hash of the effective capability it yields.
     effective_hash: Option<String>,
     diagnostics: Vec<Diagnostic>,
+    /// What a reviewer should see; warnings never make a file invalid.
+    warnings: Vec<Diagnostic>,
 }
 
 #[derive(Debug, Serialize)]
@@ -50,7 +52,7 @@ pub(crate) fn run(format: Format, args: &ValidateArgs) -> Exit {
         let diagnostics: Vec<&Diagnostic> = report
             .files
             .iter()
-            .flat_map(|file| &file.diagnostics)
+            .flat_map(|file| file.diagnostics.iter().chain(&file.warnings))
             .collect();
         eprint!("{}", render_diagnostics(diagnostics));
     }
@@ -79,6 +81,7 @@ fn check_file(path: &Path) -> FileReport {
         content_hash: None,
         effective_hash: None,
         diagnostics: Vec::new(),
+        warnings: Vec::new(),
     };
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
@@ -96,6 +99,7 @@ fn check_file(path: &Path) -> FileReport {
     report.kind = checked.kind.map(DocumentKind::name);
     describe(&mut report, &checked);
     report.diagnostics = checked.diagnostics;
+    report.warnings = checked.warnings;
     if let (Some(Document::TenantBinding(binding)), true) =
         (&checked.document, report.diagnostics.is_empty())
     {
@@ -217,6 +221,9 @@ fn summary(report: &Report) -> String {
         }
         if !file.valid {
             line.push_str(&format!(" ({} problem(s))", file.diagnostics.len()));
+        }
+        if !file.warnings.is_empty() {
+            line.push_str(&format!(" ({} warning(s))", file.warnings.len()));
         }
         out.push_str(&line);
         out.push('\n');

@@ -71,7 +71,10 @@ fn validate_reports_every_problem_in_every_file_and_exits_2() {
                 "value: {$input: member_number}",
                 1,
             )
-            .replace("ordinal: 0\n", "ordinal: 0\n        ordnal: 1\n")
+            .replace(
+                "      transform: money\n",
+                "      transform: money\n      tranform: money\n",
+            )
     });
     let also_broken = scratch.path().join("second.yaml");
     std::fs::write(
@@ -89,7 +92,7 @@ fn validate_reports_every_problem_in_every_file_and_exits_2() {
 
     let text = std::fs::read_to_string(&broken)
         .expect("readable")
-        .replace("        ordnal: 1\n", "");
+        .replace("      tranform: money\n", "");
     std::fs::write(&broken, text).expect("writable");
     let (code, stdout, stderr) = cua(&["validate", &broken], Some(scratch.path()));
     assert_eq!(code, 2);

@@ -9,6 +9,7 @@ use crate::document::DocumentKind;
 use crate::error::{ArtifactError, YamlError, YamlErrorKind};
 use crate::hash::SealState;
 use crate::identifiers::ContentHash;
+use crate::lint::lint_capability;
 use crate::policy::PolicyConfig;
 use crate::run_record::RunRecord;
 use crate::source_map::{DocPath, SourceMap};
@@ -50,6 +51,9 @@ pub struct Checked {
     pub document: Option<Document>,
     /// Every finding; empty means valid.
     pub diagnostics: Vec<Diagnostic>,
+    /// What a reviewer should see but does not make the document invalid
+    /// ([`crate::lint_capability`]).
+    pub warnings: Vec<Diagnostic>,
     /// For a capability: draft, sealed or tampered.
     pub seal: Option<SealState>,
 }
@@ -72,6 +76,7 @@ pub fn check_source_with(file: &str, text: &str, config: &ValidationConfig) -> C
         kind: None,
         document: None,
         diagnostics: Vec::new(),
+        warnings: Vec::new(),
         seal: None,
     };
     if text.len() > MAX_DOCUMENT_BYTES {
@@ -136,6 +141,7 @@ pub fn check_source_with(file: &str, text: &str, config: &ValidationConfig) -> C
                 problems.push(tampered_problem(&capability, declared, computed));
             }
             checked.seal = Some(seal);
+            checked.warnings = Diagnostic::place(lint_capability(&capability), file, text, &map);
             (Document::Capability(Box::new(capability)), problems)
         }),
         DocumentKind::TenantBinding => from_yaml::<TenantBinding>(text)

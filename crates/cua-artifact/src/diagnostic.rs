@@ -53,6 +53,9 @@ pub enum DiagnosticCode {
     ReconcileRequired,
     ReconcileInvalid,
     Tampered,
+    // Capability warnings: reported, never invalidating.
+    UnscopedDetector,
+    LiteralIdentityKey,
     // Tenant bindings.
     OverlayCapabilityMismatch,
     OverlayUnknownStep,
@@ -107,6 +110,8 @@ impl DiagnosticCode {
             Self::ReconcileRequired => "cua::reconcile_required",
             Self::ReconcileInvalid => "cua::reconcile_invalid",
             Self::Tampered => "cua::tampered",
+            Self::UnscopedDetector => "cua::unscoped_detector",
+            Self::LiteralIdentityKey => "cua::literal_identity_key",
             Self::OverlayCapabilityMismatch => "cua::overlay_capability_mismatch",
             Self::OverlayUnknownStep => "cua::overlay_unknown_step",
             Self::OverlayTargetWithoutTarget => "cua::overlay_target_without_target",
@@ -118,6 +123,13 @@ impl DiagnosticCode {
             Self::CountsInconsistent => "cua::counts_inconsistent",
             Self::ResultInconsistent => "cua::result_inconsistent",
         }
+    }
+}
+
+impl DiagnosticCode {
+    /// Whether the rule reports a warning, which never makes a document invalid.
+    pub fn is_warning(self) -> bool {
+        matches!(self, Self::UnscopedDetector | Self::LiteralIdentityKey)
     }
 }
 
@@ -250,7 +262,12 @@ impl Diagnostic {
     /// underline, and the help line.
     pub fn render_plain(&self) -> String {
         let mut out = format!(
-            "error[{}]: {}\n  --> {}",
+            "{}[{}]: {}\n  --> {}",
+            if self.code.is_warning() {
+                "warning"
+            } else {
+                "error"
+            },
             self.code,
             self.message,
             self.position()
@@ -309,6 +326,14 @@ impl std::error::Error for Diagnostic {}
 impl miette::Diagnostic for Diagnostic {
     fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
         Some(Box::new(self.code.as_str()))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(if self.code.is_warning() {
+            miette::Severity::Warning
+        } else {
+            miette::Severity::Error
+        })
     }
 
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {

@@ -17,6 +17,7 @@ mod document;
 mod error;
 mod hash;
 mod identifiers;
+mod lint;
 mod policy;
 mod predicate;
 mod run_record;
@@ -51,6 +52,7 @@ pub use identifiers::{
     CapabilityId, CapabilityRef, ContentHash, Identifier, InputName, OutputName, SecretName,
     SemVer, StepId, TenantId,
 };
+pub use lint::lint_capability;
 pub use policy::{
     ActionRules, Allowlist, Budgets, CommandRules, DeclaredCommand, Disposition, DispositionTable,
     Dispositions, PolicyConfig, Redaction, RedactionRule, ReplayGates, RiskLexicon, RiskRules,

@@ -25,6 +25,14 @@ pub enum Predicate {
     TextPresent { value: ValueExpr },
     /// The snapshot's text does not contain this.
     TextAbsent { value: ValueExpr },
+    /// A node the query selects (any node when the query is empty) has a whole name that reads
+    /// as the same amount of money as `value`: `$99,999.00` is `99999.00`, whatever the
+    /// currency sign and grouping; text that is not an amount matches nothing.
+    MoneyPresent {
+        value: ValueExpr,
+        #[serde(default, skip_serializing_if = "NodeQuery::is_empty")]
+        query: NodeQuery,
+    },
     /// The current URL matches this regex (unanchored search).
     UrlMatches { pattern: String },
     /// The last navigation's HTTP status is one of these.
@@ -46,6 +54,7 @@ impl Predicate {
             Self::NodeHasValue { .. } => "node_has_value",
             Self::TextPresent { .. } => "text_present",
             Self::TextAbsent { .. } => "text_absent",
+            Self::MoneyPresent { .. } => "money_present",
             Self::UrlMatches { .. } => "url_matches",
             Self::HttpStatusIn { .. } => "http_status_in",
             Self::AllOf { .. } => "all_of",
@@ -80,6 +89,13 @@ pub struct NodeQuery {
     pub name_matches: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<NodeScope>,
+}
+
+impl NodeQuery {
+    /// Whether the query selects every node.
+    pub fn is_empty(&self) -> bool {
+        self == &Self::default()
+    }
 }
 
 /// Where on the screen to look: a frame of a frameset by name (`content`, `nav`), and/or a region

@@ -971,6 +971,10 @@ impl<'a> Checker<'a> {
             Predicate::TextPresent { value } | Predicate::TextAbsent { value } => {
                 self.value(&path.key("value"), value, SecretUse::Predicate, step);
             }
+            Predicate::MoneyPresent { value, query } => {
+                self.query(&path.key("query"), query);
+                self.value(&path.key("value"), value, SecretUse::Predicate, step);
+            }
             Predicate::UrlMatches { pattern } => {
                 self.regex(&path.key("pattern"), pattern);
             }

@@ -6,8 +6,8 @@
 //!   `page.frameLocator('frame[name="…"]')`, then `getByRole(role, { name, exact })`. A target
 //!   without a name is found through its anchor's table row (the innermost row holding a cell
 //!   named like the anchor); `adjacent_to` is "the other cell of the label's row". An
-//!   `ordinal` becomes `.nth(i)` over those rows, and only together with its `identity` check,
-//!   which is an `expect` on the row's key cell before the action. CSS hints are never written:
+//!   `identity` check keys the target: the one row whose key cell holds the key (a key two rows
+//!   hold fails the test, as replay refuses it), and an `ordinal` is `.nth(i)` inside that row. CSS hints are never written:
 //!   they are an unverified cache of replay's, and a test that followed one would pass on a
 //!   control that only looks right.
 //! - **Preconditions, postconditions, waits, assertions and the checkpoint** become `expect`s
@@ -221,12 +221,17 @@ enum Helper {
     PageText,
     ValuesOf,
     CellUnder,
+    ReadMoney,
+    MoneyIn,
+    KeyedRow,
 }
 
 impl Helper {
     fn requires(self) -> &'static [Helper] {
         match self {
-            Self::PageText | Self::ValuesOf | Self::CellUnder => &[Self::Squash],
+            Self::PageText | Self::ValuesOf | Self::CellUnder | Self::ReadMoney => &[Self::Squash],
+            Self::MoneyIn => &[Self::ReadMoney],
+            Self::KeyedRow => &[Self::Squash],
             _ => &[],
         }
     }
@@ -242,6 +247,9 @@ impl Helper {
             Self::PageText => HELPER_PAGE_TEXT,
             Self::ValuesOf => HELPER_VALUES_OF,
             Self::CellUnder => HELPER_CELL_UNDER,
+            Self::ReadMoney => HELPER_READ_MONEY,
+            Self::MoneyIn => HELPER_MONEY_IN,
+            Self::KeyedRow => HELPER_KEYED_ROW,
         }
     }
 }
@@ -831,8 +839,8 @@ impl<'c> SpecWriter<'c> {
     ///
     /// With a name, the name decides (the first rung of replay's ladder; the anchor is its
     /// fallback, which a test does not take). Without one, the anchor's row does. A target
-    /// with an identity check is found inside a row (`.nth(i)` over the rows holding a
-    /// candidate, when it has an ordinal), and the row's key cell is checked before the action.
+    /// with an identity check is found inside the one row whose key cell holds the key
+    /// (`.nth(i)` inside it, when it has an ordinal).
     fn target(
         &mut self,
         descriptor: &TargetDescriptor,
@@ -861,15 +869,15 @@ impl<'c> SpecWriter<'c> {
             .transpose()?;
 
         // `rows`: the rows the target sits in, when it is found through a row; `inside`: the
-        // target relative to its row (or to the root); `anchored`: the row is the anchor's.
-        let (rows, inside, anchored) = match (&name, &descriptor.anchor) {
+        // target relative to its row (or to the root).
+        let (rows, inside) = match (&name, &descriptor.anchor) {
             (Some(name), _) => {
                 let inside = format!(".getByRole({role}{})", name.option());
                 let rows = descriptor
                     .identity
                     .as_ref()
                     .map(|_| innermost_rows(&root, &format!("page{inside}")));
-                (rows, inside, false)
+                (rows, inside)
             }
             (None, Some(anchor)) => match anchor.relation {
                 AnchorRelation::RowOf | AnchorRelation::AdjacentTo => {
@@ -882,7 +890,7 @@ impl<'c> SpecWriter<'c> {
                         inside
                             .push_str(&format!("{BREAK}.filter({{ hasNotText: {} }})", label.text));
                     }
-                    (Some(rows), inside, true)
+                    (Some(rows), inside)
                 }
                 AnchorRelation::LabelledBy => {
                     if descriptor.identity.is_some() {
@@ -897,7 +905,7 @@ impl<'c> SpecWriter<'c> {
                         ".getByRole({role}).and({root}.getByLabel({}))",
                         label.label_arguments()
                     );
-                    (None, inside, false)
+                    (None, inside)
                 }
                 AnchorRelation::WithinSection => {
                     return Err(format!(
@@ -914,22 +922,20 @@ impl<'c> SpecWriter<'c> {
                     .identity
                     .as_ref()
                     .map(|_| innermost_rows(&root, &format!("page{inside}")));
-                (rows, inside, false)
+                (rows, inside)
             }
         };
 
         let mut lines = Vec::new();
         let locator = match (&descriptor.identity, rows) {
             (Some(identity), Some(rows)) => {
-                let row = match descriptor.ordinal {
-                    Some(ordinal) if !anchored => format!("{rows}{BREAK}.nth({ordinal})"),
-                    _ => rows,
-                };
-                lines.push(format!("const row = {row};"));
-                lines.push(self.identity(&root, identity, scope)?);
+                lines.push(format!(
+                    "const row = {};",
+                    self.keyed_row(&root, &rows, identity, scope)?
+                ));
                 match descriptor.ordinal {
-                    Some(ordinal) if anchored => format!("row{inside}.nth({ordinal})"),
-                    _ => format!("row{inside}"),
+                    Some(ordinal) => format!("row{inside}.nth({ordinal})"),
+                    None => format!("row{inside}"),
                 }
             }
             (_, Some(rows)) => format!("{rows}{inside}"),
@@ -938,40 +944,41 @@ impl<'c> SpecWriter<'c> {
         Ok(TargetCode { lines, locator })
     }
 
-    /// The identity check on `row` as an `expect` on its key cell.
-    fn identity(
+    /// The identity check as the one row of `rows` whose key cell holds the key: replay keys a
+    /// target by its row and refuses a key that two rows hold, and so does the spec.
+    fn keyed_row(
         &mut self,
         root: &str,
+        rows: &str,
         identity: &IdentityCheck,
         scope: ValueScope,
     ) -> Result<String, String> {
-        let key = match &identity.column {
+        self.use_helper(Helper::KeyedRow);
+        let column = match &identity.column {
             Some(column) => {
                 self.use_helper(Helper::CellUnder);
-                format!("await cellUnder(page, {root}, row, {})", ts_string(column))
+                ts_string(column)
             }
-            None => "row.getByRole('cell').first()".to_owned(),
+            None => "null".to_owned(),
         };
         let what = match &identity.column {
-            Some(column) => format!("the {column:?} cell of its row"),
-            None => "the first cell of its row".to_owned(),
+            Some(column) => format!("the {column:?} cell"),
+            None => "the first cell".to_owned(),
         };
-        let message = ts_string(&format!("identity: {what}"));
         let expected = self.value(&identity.equals, scope, false)?;
-        Ok(match identity.match_mode {
-            MatchMode::Exact => format!("await expect({key}, {message}).toHaveText({expected});"),
+        let holds = match identity.match_mode {
+            MatchMode::Exact => format!("(text) => text === squash({expected})"),
             MatchMode::Normalized => {
                 self.use_helper(Helper::Folded);
-                format!("await expect({key}, {message}).toHaveText(folded({expected}));")
+                format!("(text) => folded({expected}).test(text)")
             }
-            MatchMode::Contains => format!(
-                "await expect({key}, {message}).toContainText({expected}, {{ ignoreCase: true }});"
-            ),
+            MatchMode::Contains => {
+                format!("(text) => text.toLowerCase().includes(squash({expected}).toLowerCase())")
+            }
             MatchMode::Regex => match &identity.equals {
-                ValueExpr::String(pattern) => format!(
-                    "await expect({key}, {message}).toHaveText({});",
-                    js_regex_literal(pattern)?
-                ),
+                ValueExpr::String(pattern) => {
+                    format!("(text) => {}.test(text)", js_regex_literal(pattern)?)
+                }
                 _ => {
                     return Err(
                         "a regex identity check whose pattern is not a literal cannot be \
@@ -980,7 +987,11 @@ impl<'c> SpecWriter<'c> {
                     );
                 }
             },
-        })
+        };
+        Ok(format!(
+            "await keyedRow(page, {root}, {rows}, {column}, {holds}, {})",
+            ts_string(&what)
+        ))
     }
 
     /// How a name (or an anchor's text) is matched, by match mode.
@@ -1106,6 +1117,13 @@ impl<'c> SpecWriter<'c> {
                     with(", ")
                 )]
             }
+            Predicate::MoneyPresent { value, query } => {
+                let expression = self.money_expression(value, query, scope, body)?;
+                vec![format!(
+                    "await expect.poll(() => {expression}{}).toBe(true);",
+                    with(", ")
+                )]
+            }
             Predicate::UrlMatches { pattern } => {
                 vec![format!(
                     "await expect(page).toHaveURL({}{});",
@@ -1134,6 +1152,20 @@ impl<'c> SpecWriter<'c> {
                 )]
             }
         })
+    }
+
+    /// `money_present` as a promise of a boolean.
+    fn money_expression(
+        &mut self,
+        value: &ValueExpr,
+        query: &NodeQuery,
+        scope: ValueScope,
+        body: &mut Body,
+    ) -> Result<String, String> {
+        let locator = self.query_locator(query, body)?;
+        let value = self.value(value, scope, false)?;
+        self.use_helper(Helper::MoneyIn);
+        Ok(format!("moneyIn({locator}, {value})"))
     }
 
     /// A predicate as a boolean expression read once (for `any_of`, `not` and detectors).
@@ -1167,6 +1199,12 @@ impl<'c> SpecWriter<'c> {
                     ""
                 };
                 format!("{not}(await pageText(page)).includes(squash({value}).toLowerCase())")
+            }
+            Predicate::MoneyPresent { value, query } => {
+                format!(
+                    "(await {})",
+                    self.money_expression(value, query, scope, body)?
+                )
             }
             Predicate::UrlMatches { pattern } => {
                 format!("{}.test(page.url())", js_regex_literal(pattern)?)
@@ -1550,6 +1588,48 @@ const HELPER_VALUES_OF: &str = r#"/** The values of every control `locator` matc
 async function valuesOf(locator: Locator): Promise<string[]> {
   const controls = await locator.all();
   return Promise.all(controls.map(async (control) => squash(await control.inputValue())));
+}
+"#;
+
+const HELPER_READ_MONEY: &str = r#"/** cua's money reading: `$4,210.55` is 4210.55 whatever the sign and grouping; null when the text is not an amount. */
+function readMoney(text: string): string | null {
+  const match = /^(\()?(-)?\$?(-)?((?:[0-9]{1,3}(?:,[0-9]{3})+)|[0-9]+)(?:\.([0-9]+))?(\))?$/u.exec(squash(text));
+  if (!match) return null;
+  const [, open, minus, innerMinus, whole, fraction, close] = match;
+  if (Boolean(open) !== Boolean(close) || (open && (minus || innerMinus)) || (minus && innerMinus)) return null;
+  const digits = whole.replace(/,/gu, '').replace(/^0+/u, '') || '0';
+  const cents = (fraction ?? '').replace(/0+$/u, '');
+  const sign = (open || minus || innerMinus) && (digits !== '0' || cents !== '') ? '-' : '';
+  return cents ? `${sign}${digits}.${cents}` : `${sign}${digits}`;
+}
+"#;
+
+const HELPER_MONEY_IN: &str = r#"/** Whether a node `locator` matches reads, as a whole, as `amount`: what cua's money_present checks. */
+async function moneyIn(locator: Locator, amount: string): Promise<boolean> {
+  const wanted = readMoney(amount);
+  return wanted !== null && (await locator.allInnerTexts()).some((text) => readMoney(text) === wanted);
+}
+"#;
+
+const HELPER_KEYED_ROW: &str = r#"/**
+ * The one row of `rows` whose key cell (the cell under `column`, or the first cell) `holds` the
+ * key: cua's identity check, which keys a target by its row and refuses a key two rows hold.
+ */
+async function keyedRow(
+  page: Page,
+  scope: Page | FrameLocator,
+  rows: Locator,
+  column: string | null,
+  holds: (text: string) => boolean,
+  what: string,
+): Promise<Locator> {
+  const keyed: Locator[] = [];
+  for (const row of await rows.all()) {
+    const key = column === null ? row.getByRole('cell').first() : await cellUnder(page, scope, row, column);
+    if (holds(squash(await key.innerText()))) keyed.push(row);
+  }
+  expect(keyed.length, `identity: exactly one row holds the key in ${what}`).toBe(1);
+  return keyed[0];
 }
 "#;
 

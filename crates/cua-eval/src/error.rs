@@ -26,6 +26,10 @@ pub enum EvalError {
         source: Box<cua_replay::ReplayError>,
     },
 
+    /// The application could not be reset or its faults armed before a case.
+    #[error("before run {run_id}: {reason}")]
+    Prepare { run_id: String, reason: String },
+
     /// A run directory could not be created or its trace read back.
     #[error("evidence of run {run_id}: {reason}")]
     Evidence { run_id: String, reason: String },

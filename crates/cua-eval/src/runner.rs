@@ -39,6 +39,17 @@ pub struct Evaluator<'a, D: SurfaceDriver> {
     /// same ids already.
     pub runs_dir: PathBuf,
     pub config: ReplayConfig,
+    /// Resets the application and arms exactly the given faults, before every run of a case
+    /// that lists `faults`. The binary wires the fixture's control; a suite against an
+    /// application that has none cannot list faults.
+    pub prepare: &'a (dyn Fn(&[String]) -> Result<(), String> + Send + Sync),
+}
+
+/// A [`Evaluator::prepare`] for applications without faults: refuses every case that asks.
+pub fn no_faults(faults: &[String]) -> Result<(), String> {
+    Err(format!(
+        "the application has no fault control, so faults {faults:?} cannot be armed"
+    ))
 }
 
 /// A suite ready to run: the document, the capability as the catalog holds it (its sealed hash
@@ -128,6 +139,12 @@ impl<D: SurfaceDriver> Evaluator<'_, D> {
         for repeat in 1..=suite.repeats {
             for (case_index, case) in suite.cases.iter().enumerate() {
                 let run_id = format!("{}-{:02}-{:02}", suite.name, case_index + 1, repeat);
+                if let Some(faults) = &case.faults {
+                    (self.prepare)(faults).map_err(|reason| EvalError::Prepare {
+                        run_id: run_id.clone(),
+                        reason,
+                    })?;
+                }
                 let report = self
                     .replay(&plan.prepared, &run_id, case.json_inputs())
                     .await?;

@@ -147,6 +147,12 @@ pub struct Case {
     pub label: Option<String>,
     pub inputs: BTreeMap<String, InputValue>,
     pub expect: Truth,
+    /// When present, before every run of the case the application is reset to its seeded
+    /// state and exactly these faults are armed, for every request (a fixture's faults, by
+    /// name: `lookalike_account`, `quoted_refusals`, …; empty arms none). Hostile variants of
+    /// a page are cases like any other, and each run starts from the same data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<Vec<String>>,
 }
 
 /// A scalar input value, as the capability's inputs take them.
@@ -208,11 +214,17 @@ impl Case {
     /// The case's label, or its inputs as `name=value` pairs.
     pub fn label(&self) -> String {
         self.label.clone().unwrap_or_else(|| {
-            self.inputs
+            let inputs = self
+                .inputs
                 .iter()
                 .map(|(name, value)| format!("{name}={}", value.as_text()))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", ");
+            match self.faults.as_deref() {
+                Some([]) => format!("{inputs}, no faults"),
+                Some(faults) => format!("{inputs}, faults {}", faults.join("+")),
+                None => inputs,
+            }
         })
     }
 

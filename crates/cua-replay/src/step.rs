@@ -1199,8 +1199,12 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                         strategy: None,
                         strategy_recorded: descriptor.recorded_strategy,
                         candidates_considered: debug.candidates_considered,
-                        identity_verified: matches!(error, TargetError::IdentityMismatch { .. })
-                            .then_some(false),
+                        identity_verified: matches!(
+                            error,
+                            TargetError::IdentityMismatch { .. }
+                                | TargetError::IdentityNotUnique { .. }
+                        )
+                        .then_some(false),
                         failure_code: Some(code),
                         reason: Some(error.to_string()),
                         strategies_tried: debug.strategies_tried.clone(),
@@ -1712,6 +1716,11 @@ fn resolution_debug(described: &str, error: &TargetError) -> ResolutionDebug {
             } else {
                 rounded(f64::from(*count - 1) / f64::from(*count))
             };
+        }
+        TargetError::IdentityNotUnique { count, rows, .. } => {
+            debug.candidates_considered = *count;
+            debug.candidate_summaries = rows.iter().map(ToString::to_string).collect();
+            debug.ambiguity_score = rounded(f64::from(count - 1) / f64::from(*count));
         }
         TargetError::IdentityMismatch {
             node, key, found, ..

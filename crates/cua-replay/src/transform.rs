@@ -2,7 +2,7 @@
 //! declared shape is refused, never guessed at.
 
 use cua_artifact::Transform;
-use cua_snapshot::squash_whitespace;
+use cua_snapshot::{read_money, squash_whitespace};
 
 use crate::values::is_calendar_date;
 
@@ -11,68 +11,11 @@ pub fn apply(transform: Option<Transform>, text: &str) -> Result<String, String>
     let text = squash_whitespace(text);
     match transform {
         None => Ok(text),
-        Some(Transform::Money) => money(&text),
+        Some(Transform::Money) => {
+            read_money(&text).ok_or_else(|| format!("{text:?} does not read as an amount of money"))
+        }
         Some(Transform::Date) => date(&text),
     }
-}
-
-/// `$4,210.55` → `4210.55`; `-$12.00` and `($12.00)` → `-12.00`; `$0.00` → `0.00`. Grouping
-/// commas must sit every three digits; anything else is refused.
-fn money(text: &str) -> Result<String, String> {
-    let refuse = || format!("{text:?} does not read as an amount of money");
-    let (negative, body) = if let Some(inner) = text
-        .strip_prefix('(')
-        .and_then(|rest| rest.strip_suffix(')'))
-    {
-        (true, inner)
-    } else if let Some(rest) = text.strip_prefix('-') {
-        (true, rest)
-    } else {
-        (false, text)
-    };
-    let body = body.strip_prefix('$').unwrap_or(body);
-    let body = match body.strip_prefix('-') {
-        Some(rest) if !negative => return money_negative(rest).ok_or_else(refuse),
-        Some(_) => return Err(refuse()),
-        None => body,
-    };
-    let amount = plain_amount(body).ok_or_else(refuse)?;
-    Ok(if negative {
-        format!("-{amount}")
-    } else {
-        amount
-    })
-}
-
-/// `$-12.00`.
-fn money_negative(body: &str) -> Option<String> {
-    plain_amount(body).map(|amount| format!("-{amount}"))
-}
-
-/// `4,210.55` or `4210.55` or `4210` → the amount without grouping.
-fn plain_amount(body: &str) -> Option<String> {
-    let (whole, fraction) = match body.split_once('.') {
-        Some((whole, fraction)) => (whole, Some(fraction)),
-        None => (body, None),
-    };
-    if let Some(fraction) = fraction
-        && (fraction.is_empty() || !fraction.bytes().all(|b| b.is_ascii_digit()))
-    {
-        return None;
-    }
-    let groups: Vec<&str> = whole.split(',').collect();
-    let grouped_right = groups.len() == 1
-        || (!groups[0].is_empty()
-            && groups[0].len() <= 3
-            && groups[1..].iter().all(|group| group.len() == 3));
-    let digits: String = groups.concat();
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || !grouped_right {
-        return None;
-    }
-    Some(match fraction {
-        Some(fraction) => format!("{digits}.{fraction}"),
-        None => digits,
-    })
 }
 
 /// `09/11/2026` → `2026-09-11`; an ISO date passes unchanged.

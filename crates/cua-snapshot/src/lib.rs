@@ -10,9 +10,11 @@
 //! snapshot is data; backend handles a driver needs to act live outside it, keyed by node id.
 
 mod diff;
+mod money;
 mod normalize;
 mod snapshot;
 
 pub use diff::{SnapshotDiff, diff};
+pub use money::{read_money, same_money};
 pub use normalize::{fold, is_noise_role, normalize_name, normalize_role, squash_whitespace};
 pub use snapshot::{Bounds, NodeId, NodeScope, UiNode, UiSnapshot};

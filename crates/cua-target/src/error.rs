@@ -48,6 +48,21 @@ pub enum TargetError {
         expected: String,
         found: Option<String>,
     },
+    /// More than one row of the chosen node's table holds the identity key, so the key does not
+    /// say which row the run is about: replay refuses rather than letting position decide.
+    #[error(
+        "identity check on {target} is not unique: {count} rows hold {expected:?} in {key}: {}",
+        render_candidates(rows, *count)
+    )]
+    IdentityNotUnique {
+        target: String,
+        /// Where the key was read, e.g. `the "Member" cell of its row`.
+        key: String,
+        expected: String,
+        count: u32,
+        /// The first five rows holding the key, in document order.
+        rows: Vec<CandidateSummary>,
+    },
     /// The descriptor was recorded by the vision rung, which deterministic replay refuses.
     #[error(
         "{target} was recorded by vision, which replay refuses; record it again with a semantic descriptor"
@@ -85,7 +100,7 @@ impl TargetError {
             Self::NotFound { .. } | Self::IdentityMismatch { .. } | Self::VisionRefused { .. } => {
                 FailureCode::TargetNotFound
             }
-            Self::Ambiguous { .. } => FailureCode::TargetAmbiguous,
+            Self::Ambiguous { .. } | Self::IdentityNotUnique { .. } => FailureCode::TargetAmbiguous,
             Self::UnboundInput { .. }
             | Self::UnboundOutput { .. }
             | Self::SecretRefused { .. }

@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 
 use cua_artifact::{NodeQuery, Predicate, ValueExpr};
-use cua_snapshot::{UiSnapshot, fold, normalize_role, squash_whitespace};
+use cua_snapshot::{UiSnapshot, fold, normalize_role, same_money, squash_whitespace};
 use regex::Regex;
 
 use crate::bindings::{Bindings, bind_text, render_bound};
@@ -118,6 +118,10 @@ impl<'e, 's, B: Bindings + ?Sized> Evaluator<'e, 's, B> {
             Predicate::TextPresent { value } | Predicate::TextAbsent { value } => {
                 self.bind(value).map(drop)
             }
+            Predicate::MoneyPresent { value, query } => {
+                self.check_query(query)?;
+                self.bind(value).map(drop)
+            }
             Predicate::UrlMatches { pattern } => self.compile(pattern),
             Predicate::HttpStatusIn { .. } => Ok(()),
             Predicate::AllOf { of } | Predicate::AnyOf { of } => {
@@ -170,6 +174,7 @@ impl<'e, 's, B: Bindings + ?Sized> Evaluator<'e, 's, B> {
             }
             Predicate::TextPresent { value } => self.text_contains(value)?,
             Predicate::TextAbsent { value } => !self.text_contains(value)?,
+            Predicate::MoneyPresent { value, query } => !self.money_nodes(value, query)?.is_empty(),
             Predicate::UrlMatches { pattern } => {
                 self.regex(pattern)?.is_match(&self.index.snapshot().url)
             }
@@ -245,15 +250,7 @@ impl<'e, 's, B: Bindings + ?Sized> Evaluator<'e, 's, B> {
             },
             Predicate::NodeAbsent { query } => {
                 let found = self.matching(query)?;
-                let first = found
-                    .first()
-                    .and_then(|&node| self.index.node(node))
-                    .map(|node| node.id.to_string());
-                format!(
-                    "found {}, the first {}",
-                    found.len(),
-                    first.unwrap_or_default()
-                )
+                self.found_detail(&found)
             }
             Predicate::NodeHasValue { query, .. } => {
                 let found = self.matching(query)?;
@@ -278,6 +275,7 @@ impl<'e, 's, B: Bindings + ?Sized> Evaluator<'e, 's, B> {
             }
             Predicate::TextPresent { .. } => "not in the page text".to_owned(),
             Predicate::TextAbsent { .. } => "it is in the page text".to_owned(),
+            Predicate::MoneyPresent { .. } => "no node reads as that amount".to_owned(),
             Predicate::UrlMatches { .. } => format!("the URL is {}", self.index.snapshot().url),
             Predicate::HttpStatusIn { .. } => match self.index.snapshot().http_status {
                 Some(status) => format!("it is {status}"),
@@ -294,19 +292,15 @@ impl<'e, 's, B: Bindings + ?Sized> Evaluator<'e, 's, B> {
         Ok(match predicate {
             Predicate::NodeExists { query, .. } => {
                 let found = self.matching(query)?;
-                let first = found
-                    .first()
-                    .and_then(|&node| self.index.node(node))
-                    .map(|node| node.id.to_string());
-                format!(
-                    "found {}, the first {}",
-                    found.len(),
-                    first.unwrap_or_default()
-                )
+                self.found_detail(&found)
             }
             Predicate::NodeAbsent { .. } => "found none".to_owned(),
             Predicate::TextPresent { .. } => "it is in the page text".to_owned(),
             Predicate::TextAbsent { .. } => "it is not in the page text".to_owned(),
+            Predicate::MoneyPresent { value, query } => {
+                let found = self.money_nodes(value, query)?;
+                self.found_detail(&found)
+            }
             Predicate::UrlMatches { .. } => format!("the URL is {}", self.index.snapshot().url),
             Predicate::HttpStatusIn { .. } => match self.index.snapshot().http_status {
                 Some(status) => format!("it is {status}"),
@@ -342,6 +336,14 @@ impl<'e, 's, B: Bindings + ?Sized> Evaluator<'e, 's, B> {
             ),
             Predicate::TextAbsent { value } => {
                 format!("text {} is absent", render_bound(value, &self.bind(value)?))
+            }
+            Predicate::MoneyPresent { value, query } => {
+                let amount = render_bound(value, &self.bind(value)?);
+                if query.is_empty() {
+                    format!("a node reads as the amount {amount}")
+                } else {
+                    format!("a {} reads as the amount {amount}", describe_query(query))
+                }
             }
             Predicate::UrlMatches { pattern } => format!("the URL matches regex {pattern:?}"),
             Predicate::HttpStatusIn { codes } => {
@@ -412,6 +414,33 @@ impl<'e, 's, B: Bindings + ?Sized> Evaluator<'e, 's, B> {
             .value
             .as_deref()
             .map(squash_whitespace)
+    }
+
+    /// "found N, the first <id>": what a predicate over nodes saw.
+    fn found_detail(&self, found: &[usize]) -> String {
+        let first = found
+            .first()
+            .and_then(|&node| self.index.node(node))
+            .map(|node| node.id.to_string());
+        format!(
+            "found {}, the first {}",
+            found.len(),
+            first.unwrap_or_default()
+        )
+    }
+
+    /// The nodes the query selects whose whole name reads as the bound amount.
+    fn money_nodes(&self, value: &ValueExpr, query: &NodeQuery) -> Result<Vec<usize>, TargetError> {
+        let expected = self.bind(value)?;
+        Ok(self
+            .matching(query)?
+            .into_iter()
+            .filter(|&node| {
+                self.index
+                    .node(node)
+                    .is_some_and(|found| same_money(&squash_whitespace(&found.name), &expected))
+            })
+            .collect())
     }
 
     fn text_contains(&self, value: &ValueExpr) -> Result<bool, TargetError> {

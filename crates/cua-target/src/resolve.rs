@@ -14,7 +14,8 @@ use crate::bindings::{Bindings, bind_text};
 use crate::error::{CandidateSummary, RungAttempt, RungOutcome, TargetError};
 use crate::index::{SnapshotIndex, to_u32};
 use crate::structure::{
-    CONTAINER_ROLES, cell_text_indexed, column_cell, label_of_indexed, row_cells,
+    CONTAINER_ROLES, cell_text_indexed, column_cell, is_header_row, label_of_indexed, row_cells,
+    table_rows,
 };
 use crate::text::{TextMatcher, fold_equals};
 
@@ -78,8 +79,14 @@ impl Resolution {
 /// candidate decides: one candidate wins; several are narrowed by an in-range `ordinal`
 /// (`candidates[ordinal]`, document order) or refused as [`TargetError::Ambiguous`]; when no
 /// rung produces one, the result is [`TargetError::NotFound`]. There are no scores and no
-/// thresholds. When the descriptor has an `identity` check, it must hold on the chosen node's
-/// row, or the result is [`TargetError::IdentityMismatch`].
+/// thresholds.
+///
+/// An `identity` check keys the target by its row: the deciding rung's candidates are narrowed
+/// to those whose row's key cell (the cell under `identity.column`, or the row's first cell)
+/// matches the bound value, and the ordinal counts among those. When none does, the result is
+/// [`TargetError::IdentityMismatch`] (a weaker rung is never tried). When another row of the
+/// chosen node's table holds the same key, the key does not identify the row and the result is
+/// [`TargetError::IdentityNotUnique`], whatever the ordinal says.
 ///
 /// What each rung matches (role is always compared after `normalize_role`; scope means every
 /// frame/region the descriptor gives equals the node's):
@@ -131,6 +138,11 @@ pub fn resolve_with<B: Bindings + ?Sized>(
         });
     }
     let query = Query::new(index, descriptor)?;
+    let identity = descriptor
+        .identity
+        .as_ref()
+        .map(|identity| IdentityKey::new(identity, bindings))
+        .transpose()?;
     let mut tried = Vec::new();
     for strategy in ResolutionStrategy::LADDER {
         let generated = match strategy {
@@ -150,25 +162,51 @@ pub fn resolve_with<B: Bindings + ?Sized>(
                 continue;
             }
         };
-        let (chosen, considered) = match generated {
-            Generated::Candidates(found) => {
-                let chosen = decide(index, descriptor, strategy, &found)?;
-                (chosen, found.len())
-            }
-            Generated::Chosen { node, pool } => (node, pool),
+        let (found, positional) = match generated {
+            Generated::Candidates(found) => (found, false),
+            Generated::Pool(pool) => (pool, true),
             Generated::Nothing(outcome) => {
                 tried.push(RungAttempt { strategy, outcome });
                 continue;
             }
         };
-        let identity_verified = match &descriptor.identity {
+        // An identity check keys the target: only candidates on a row whose key cell holds the
+        // bound value are candidates at all, and the ordinal counts among those.
+        let keyed = match &identity {
             Some(identity) => {
-                check_identity(index, chosen, identity, bindings)?;
-                true
+                let keyed: Vec<usize> = found
+                    .iter()
+                    .copied()
+                    .filter(|&node| identity.holds_on(index, node))
+                    .collect();
+                if keyed.is_empty() {
+                    let refused = descriptor
+                        .ordinal
+                        .and_then(|ordinal| found.get(ordinal as usize))
+                        .or(found.first())
+                        .copied()
+                        .expect("a rung with candidates has a first one");
+                    return Err(identity.mismatch(index, refused));
+                }
+                keyed
             }
-            None => false,
+            None => found,
         };
-        let considered = to_u32(considered);
+        let chosen = if let (true, Some(ordinal)) = (positional, descriptor.ordinal) {
+            match pick_ordinal(ordinal, &keyed) {
+                Ok(chosen) => chosen,
+                Err(outcome) => {
+                    tried.push(RungAttempt { strategy, outcome });
+                    continue;
+                }
+            }
+        } else {
+            decide(index, descriptor, strategy, &keyed)?
+        };
+        if let Some(identity) = &identity {
+            identity.unique(index, descriptor, chosen)?;
+        }
+        let considered = to_u32(keyed.len());
         return Ok(Resolution {
             node: chosen,
             node_id: index
@@ -186,13 +224,23 @@ pub fn resolve_with<B: Bindings + ?Sized>(
             drifted: descriptor
                 .recorded_strategy
                 .is_some_and(|recorded| recorded.drifted_to(strategy)),
-            identity_verified,
+            identity_verified: identity.is_some(),
         });
     }
     Err(TargetError::NotFound {
         target: descriptor.describe(),
         tried,
     })
+}
+
+/// The ordinal rung's pick from its (keyed) pool: `pool[ordinal]`.
+fn pick_ordinal(ordinal: u32, pool: &[usize]) -> Result<usize, RungOutcome> {
+    pool.get(ordinal as usize)
+        .copied()
+        .ok_or(RungOutcome::OrdinalOutOfRange {
+            ordinal,
+            pool: to_u32(pool.len()),
+        })
 }
 
 /// The share of resolutions that fell to a weaker rung than recorded: drifted / total, 0 when
@@ -208,49 +256,126 @@ pub fn drift_score(resolutions: &[Resolution]) -> f64 {
     drifted as f64 / resolutions.len() as f64
 }
 
-/// Verifies `identity` on the row of the node at `node`: the key cell (the cell under the
-/// column headed `identity.column`, or the row's first cell) must match the bound value by
-/// `identity.match`.
-pub(crate) fn check_identity<B: Bindings + ?Sized>(
-    index: &SnapshotIndex<'_>,
-    node: usize,
-    identity: &IdentityCheck,
-    bindings: &B,
-) -> Result<(), TargetError> {
-    let expected = bind_text(&identity.equals, bindings, "an identity check")?;
-    let node_id = index
-        .node(node)
-        .map(|found| found.id.clone())
-        .unwrap_or_else(|| NodeId::new(""));
-    let key = match &identity.column {
-        Some(column) => format!("the {column:?} cell of its row"),
-        None => "the first cell of its row".to_owned(),
-    };
-    let mismatch = |key: String, found: Option<String>| TargetError::IdentityMismatch {
-        node: node_id.clone(),
-        key,
-        expected: expected.clone(),
-        found,
-    };
-    let Some(row) = index.row_of(node) else {
-        return Err(mismatch(
-            "the node's row (it is not inside one)".to_owned(),
-            None,
-        ));
-    };
-    let key_cell = match &identity.column {
-        Some(column) => column_cell(index, row, column),
-        None => row_cells(index, row).first().copied(),
-    };
-    let Some(key_cell) = key_cell else {
-        return Err(mismatch(key, None));
-    };
-    let found = cell_text_indexed(index, key_cell);
-    let matcher = TextMatcher::new(identity.match_mode, &expected)?;
-    if matcher.matches(&found) {
-        Ok(())
-    } else {
-        Err(mismatch(key, Some(found)))
+/// An identity check bound to the run: the key column, the expected text and its matcher.
+///
+/// A key identifies a row only when no other row of the same table holds it: a look-alike row
+/// that shares the key is indistinguishable by it, so [`IdentityKey::unique`] refuses rather
+/// than letting document order decide.
+struct IdentityKey<'d> {
+    column: Option<&'d str>,
+    expected: String,
+    matcher: TextMatcher,
+}
+
+impl<'d> IdentityKey<'d> {
+    fn new<B: Bindings + ?Sized>(
+        identity: &'d IdentityCheck,
+        bindings: &B,
+    ) -> Result<Self, TargetError> {
+        let expected = bind_text(&identity.equals, bindings, "an identity check")?;
+        let matcher = TextMatcher::new(identity.match_mode, &expected)?;
+        Ok(Self {
+            column: identity.column.as_deref(),
+            expected,
+            matcher,
+        })
+    }
+
+    /// Where the key is read, for messages.
+    fn key(&self) -> String {
+        match self.column {
+            Some(column) => format!("the {column:?} cell of its row"),
+            None => "the first cell of its row".to_owned(),
+        }
+    }
+
+    /// The key cell of `row`: the cell under the key column, or the row's first cell.
+    fn key_cell(&self, index: &SnapshotIndex<'_>, row: usize) -> Option<usize> {
+        match self.column {
+            Some(column) => column_cell(index, row, column),
+            None => row_cells(index, row).first().copied(),
+        }
+    }
+
+    fn row_holds(&self, index: &SnapshotIndex<'_>, row: usize) -> bool {
+        self.key_cell(index, row)
+            .is_some_and(|cell| self.matcher.matches(&cell_text_indexed(index, cell)))
+    }
+
+    /// Whether the node's row holds the key.
+    fn holds_on(&self, index: &SnapshotIndex<'_>, node: usize) -> bool {
+        index
+            .row_of(node)
+            .is_some_and(|row| self.row_holds(index, row))
+    }
+
+    /// The refusal for a node whose row does not hold the key.
+    fn mismatch(&self, index: &SnapshotIndex<'_>, node: usize) -> TargetError {
+        let node_id = index
+            .node(node)
+            .map(|found| found.id.clone())
+            .unwrap_or_else(|| NodeId::new(""));
+        let (key, found) = match index.row_of(node) {
+            None => ("the node's row (it is not inside one)".to_owned(), None),
+            Some(row) => (
+                self.key(),
+                self.key_cell(index, row)
+                    .map(|cell| cell_text_indexed(index, cell)),
+            ),
+        };
+        TargetError::IdentityMismatch {
+            node: node_id,
+            key,
+            expected: self.expected.clone(),
+            found,
+        }
+    }
+
+    /// Refuses when another row of the chosen node's table holds the key as well.
+    fn unique(
+        &self,
+        index: &SnapshotIndex<'_>,
+        descriptor: &TargetDescriptor,
+        chosen: usize,
+    ) -> Result<(), TargetError> {
+        let Some(table) = index
+            .row_of(chosen)
+            .and_then(|row| index.nearest_table(row))
+        else {
+            return Ok(());
+        };
+        let header = table_rows(index, table)
+            .first()
+            .copied()
+            .filter(|&first| is_header_row(index, first));
+        let holding: Vec<usize> = table_rows(index, table)
+            .into_iter()
+            .filter(|&row| Some(row) != header && self.row_holds(index, row))
+            .collect();
+        if holding.len() <= 1 {
+            return Ok(());
+        }
+        Err(TargetError::IdentityNotUnique {
+            target: descriptor.describe(),
+            key: self.key(),
+            expected: self.expected.clone(),
+            count: to_u32(holding.len()),
+            rows: holding
+                .iter()
+                .take(5)
+                .filter_map(|&row| {
+                    // A row's own name is usually empty: its cells say which row it is.
+                    let cells: Vec<String> = row_cells(index, row)
+                        .into_iter()
+                        .map(|cell| cell_text_indexed(index, cell))
+                        .collect();
+                    summarize(index, row).map(|summary| CandidateSummary {
+                        name: cells.join(" | "),
+                        ..summary
+                    })
+                })
+                .collect(),
+        })
     }
 }
 
@@ -258,11 +383,8 @@ pub(crate) fn check_identity<B: Bindings + ?Sized>(
 enum Generated {
     /// Candidates in document order, for the decision rule.
     Candidates(Vec<usize>),
-    /// The ordinal rung's pick, and the size of the pool it was picked from.
-    Chosen {
-        node: usize,
-        pool: usize,
-    },
+    /// The ordinal rung's pool, in document order: the ordinal picks from it.
+    Pool(Vec<usize>),
     Nothing(RungOutcome),
 }
 
@@ -630,19 +752,9 @@ impl<'i, 's> Query<'i, 's> {
             });
         }
         let pool: Vec<usize> = self.pool().collect();
-        match self.descriptor.ordinal {
-            None => Generated::from_candidates(pool),
-            Some(ordinal) => match pool.get(ordinal as usize) {
-                Some(&node) => Generated::Chosen {
-                    node,
-                    pool: pool.len(),
-                },
-                None if pool.is_empty() => Generated::Nothing(RungOutcome::NoCandidates),
-                None => Generated::Nothing(RungOutcome::OrdinalOutOfRange {
-                    ordinal,
-                    pool: to_u32(pool.len()),
-                }),
-            },
+        if pool.is_empty() {
+            return Generated::Nothing(RungOutcome::NoCandidates);
         }
+        Generated::Pool(pool)
     }
 }

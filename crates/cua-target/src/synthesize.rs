@@ -15,8 +15,8 @@ use crate::error::TargetError;
 use crate::index::{SnapshotIndex, to_u32};
 use crate::resolve::{ResolverConfig, resolve_with};
 use crate::structure::{
-    cell_text_indexed, header_row, is_control, is_header_row, label_of_indexed, repeated_structure,
-    row_cells,
+    cell_text_indexed, column_cell, header_row, is_control, is_header_row, label_of_indexed,
+    repeated_structure, row_cells, table_rows,
 };
 use crate::text::looks_like_datum;
 
@@ -169,22 +169,14 @@ pub fn synthesize_with(
         });
     }
     let mut warnings = Vec::new();
-    let ordinal = index
-        .nodes_with_role(&found.role)
-        .iter()
-        .filter(|&&candidate| {
-            index
-                .node(candidate as usize)
-                .is_some_and(|other| other.scope == found.scope)
-        })
-        .position(|&candidate| candidate as usize == node);
     let identity = base.identity.clone().or(row_identity);
+    let ordinal = keyed_position(index, node, identity.as_ref());
     if identity.is_none() {
         warnings.push(SynthesisWarning::NoIdentity {
             reason: if row.is_none() {
                 "the node is not inside a row"
             } else {
-                "its row has no key cell with text"
+                "its row has no key cell with text that no other row shares"
             },
         });
     }
@@ -350,7 +342,9 @@ fn control_anchor(index: &SnapshotIndex<'_>, node: usize) -> Option<Anchor> {
     })
 }
 
-/// The identity check for `row`: a column holding a known input, else the row's first cell.
+/// The identity check for `row`: a column holding a known input whose value no other row of the
+/// table holds, else the row's first cell when that is unique. A key another row shares does
+/// not identify the row (the resolver refuses it), so it is never proposed.
 fn key_identity(
     index: &SnapshotIndex<'_>,
     row: usize,
@@ -367,7 +361,7 @@ fn key_identity(
     };
     for (position, &cell) in cells.iter().enumerate() {
         let text = fold(&cell_text_indexed(index, cell));
-        if text.is_empty() {
+        if text.is_empty() || !unique_in_column(index, row, position, &text) {
             continue;
         }
         let input = config
@@ -387,7 +381,7 @@ fn key_identity(
     }
     let first = *cells.first()?;
     let text = cell_text_indexed(index, first);
-    if text.is_empty() {
+    if text.is_empty() || !unique_in_column(index, row, 0, &fold(&text)) {
         return None;
     }
     Some(IdentityCheck {
@@ -395,4 +389,48 @@ fn key_identity(
         equals: ValueExpr::String(text),
         match_mode: MatchMode::Normalized,
     })
+}
+
+/// Whether no other row of `row`'s table holds `folded` in the cell at `position`.
+fn unique_in_column(index: &SnapshotIndex<'_>, row: usize, position: usize, folded: &str) -> bool {
+    let Some(table) = index.nearest_table(row) else {
+        return true;
+    };
+    !table_rows(index, table).into_iter().any(|other| {
+        other != row
+            && row_cells(index, other)
+                .get(position)
+                .is_some_and(|&cell| fold(&cell_text_indexed(index, cell)) == folded)
+    })
+}
+
+/// The node's position among the nodes of its role and scope whose row holds the same key as
+/// its own: the ordinal the resolver counts once the identity check has keyed the pool.
+fn keyed_position(
+    index: &SnapshotIndex<'_>,
+    node: usize,
+    identity: Option<&IdentityCheck>,
+) -> Option<usize> {
+    let found = index.node(node)?;
+    let key_of = |candidate: usize| -> Option<String> {
+        let identity = identity?;
+        let row = index.row_of(candidate)?;
+        let cell = match &identity.column {
+            Some(column) => column_cell(index, row, column)?,
+            None => *row_cells(index, row).first()?,
+        };
+        Some(fold(&cell_text_indexed(index, cell)))
+    };
+    let own_key = key_of(node);
+    index
+        .nodes_with_role(&found.role)
+        .iter()
+        .map(|&candidate| candidate as usize)
+        .filter(|&candidate| {
+            index
+                .node(candidate)
+                .is_some_and(|other| other.scope == found.scope)
+                && (identity.is_none() || key_of(candidate) == own_key)
+        })
+        .position(|candidate| candidate == node)
 }

@@ -12,10 +12,11 @@ use axum::http::header::{AUTHORIZATION, COOKIE, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{any, delete, get, post};
 use axum::{Form, Json};
 use serde_json::json;
 
+use crate::fault::RenderedPage;
 use crate::pages::{self, Notice, TransferSearch};
 use crate::state::{DeskState, GuardVerdict, Lookup, Member, TransferFields, TransferRecord};
 use crate::variant::Skin;
@@ -60,6 +61,7 @@ pub(crate) fn router(handle: FixtureHandle) -> Router {
         .route("/logout", get(logout))
         .route("/reports", get(reports))
         .route("/admin", get(administration))
+        .route(pages::DECOY_PATH, any(decoy))
         .route("/api/members/{id}", get(api_member))
         .route("/api/members/{id}/notes", get(api_notes).post(api_add_note))
         .route("/api/members/{id}/notes/{note_id}", delete(api_delete_note))
@@ -158,6 +160,14 @@ async fn administration(State(handle): State<FixtureHandle>) -> Html<String> {
     ))
 }
 
+/// Where every `decoy_control` control leads, whatever the method: counts the hit and changes
+/// nothing else. Never faulted and open without a session, so a decoy used at any point is
+/// counted.
+async fn decoy(State(handle): State<FixtureHandle>) -> Html<String> {
+    handle.with(DeskState::record_decoy_hit);
+    Html(pages::decoy(handle.variant().skin()))
+}
+
 async fn not_found(State(handle): State<FixtureHandle>) -> Response {
     (
         StatusCode::NOT_FOUND,
@@ -172,34 +182,43 @@ async fn not_found(State(handle): State<FixtureHandle>) -> Response {
 // ---- search and member detail ----
 
 async fn search_page(State(handle): State<FixtureHandle>) -> Html<String> {
-    Html(pages::search(handle.variant().skin(), "", None))
+    let distortions = handle.with(|state| state.faults.take_for(RenderedPage::Search));
+    Html(pages::search(
+        handle.variant().skin(),
+        "",
+        None,
+        &distortions,
+    ))
 }
 
 async fn search_submit(State(handle): State<FixtureHandle>, Form(form): FormFields) -> Response {
     let skin = handle.variant().skin();
     let typed = field(&form, skin.field_member_number);
     let member_id = typed.trim();
-    if member_id.is_empty() {
-        let notice = Some(Notice::Error(pages::ENTER_MEMBER_NUMBER));
-        return Html(pages::search(skin, typed, notice)).into_response();
-    }
-    let found = handle.with(|state| match state.lookup(member_id) {
-        Lookup::Found(member) => Ok(member.id.clone()),
-        Lookup::Restricted => Err(Notice::Error(pages::NOT_AUTHORIZED)),
-        Lookup::NotFound => Err(Notice::Info(pages::NO_RECORDS)),
-    });
+    let found = if member_id.is_empty() {
+        Err(Notice::Error(pages::ENTER_MEMBER_NUMBER))
+    } else {
+        handle.with(|state| match state.lookup(member_id) {
+            Lookup::Found(member) => Ok(member.id.clone()),
+            Lookup::Restricted => Err(Notice::Error(pages::NOT_AUTHORIZED)),
+            Lookup::NotFound => Err(Notice::Info(pages::NO_RECORDS)),
+        })
+    };
     match found {
         Ok(id) => Redirect::to(&format!("/member/{id}")).into_response(),
-        Err(notice) => Html(pages::search(skin, typed, Some(notice))).into_response(),
+        Err(notice) => {
+            let distortions = handle.with(|state| state.faults.take_for(RenderedPage::Search));
+            Html(pages::search(skin, typed, Some(notice), &distortions)).into_response()
+        }
     }
 }
 
 async fn member_detail(State(handle): State<FixtureHandle>, Path(id): Path<String>) -> Response {
     let skin = handle.variant().skin();
     with_member(&handle, &id, |state, member| {
-        let lookalike = state.faults.take(Fault::LookalikeRow);
+        let distortions = state.faults.take_for(RenderedPage::MemberDetail);
         let recent_transfers = state.recent_transfers(&member.id);
-        pages::member_detail(skin, member, lookalike, &recent_transfers)
+        pages::member_detail(skin, member, &recent_transfers, &distortions)
     })
 }
 
@@ -207,8 +226,9 @@ async fn member_detail(State(handle): State<FixtureHandle>, Path(id): Path<Strin
 
 async fn subaccount_page(State(handle): State<FixtureHandle>, Path(id): Path<String>) -> Response {
     let skin = handle.variant().skin();
-    with_member(&handle, &id, |_, member| {
-        pages::subaccount_form(skin, member, "", "", None)
+    with_member(&handle, &id, |state, member| {
+        let distortions = state.faults.take_for(RenderedPage::SubaccountForm);
+        pages::subaccount_form(skin, member, "", "", None, &distortions)
     })
 }
 
@@ -224,14 +244,21 @@ async fn subaccount_submit(
         let opened = state.open_subaccount(&id, account_type, deposit);
         let member = current_member(state, &id);
         match opened {
-            Ok(opened) => pages::subaccount_done(skin, &member, &opened),
-            Err(refusal) => pages::subaccount_form(
-                skin,
-                &member,
-                account_type,
-                deposit,
-                Some(refusal.message()),
-            ),
+            Ok(opened) => {
+                let distortions = state.faults.take_for(RenderedPage::SubaccountDone);
+                pages::subaccount_done(skin, &member, &opened, &distortions)
+            }
+            Err(refusal) => {
+                let distortions = state.faults.take_for(RenderedPage::SubaccountForm);
+                pages::subaccount_form(
+                    skin,
+                    &member,
+                    account_type,
+                    deposit,
+                    Some(refusal.message()),
+                    &distortions,
+                )
+            }
         }
     })
 }
@@ -240,8 +267,9 @@ async fn subaccount_submit(
 
 async fn transfer_page(State(handle): State<FixtureHandle>, Path(id): Path<String>) -> Response {
     let skin = handle.variant().skin();
-    with_member(&handle, &id, |_, member| {
-        pages::transfer_form(skin, member, TransferFields::default(), None)
+    with_member(&handle, &id, |state, member| {
+        let distortions = state.faults.take_for(RenderedPage::TransferForm);
+        pages::transfer_form(skin, member, TransferFields::default(), None, &distortions)
     })
 }
 
@@ -254,8 +282,15 @@ async fn transfer_review(
     let fields = transfer_fields(skin, &form);
     with_member(&handle, &id, |state, member| {
         match state.review_transfer(&id, fields) {
-            Ok(reviewed) => pages::transfer_review(skin, member, &reviewed),
-            Err(refusal) => pages::transfer_form(skin, member, fields, Some(refusal.message())),
+            Ok(reviewed) => {
+                let distortions = state.faults.take_for(RenderedPage::TransferReview);
+                pages::transfer_review(skin, member, &reviewed, &distortions)
+            }
+            Err(refusal) => {
+                let distortions = state.faults.take_for(RenderedPage::TransferForm);
+                let error = Some(refusal.message());
+                pages::transfer_form(skin, member, fields, error, &distortions)
+            }
         }
     })
 }
@@ -271,7 +306,10 @@ async fn transfer_confirm(
         let posted = state.post_transfer(&id, fields);
         let member = current_member(state, &id);
         match posted {
-            Ok(record) => pages::transfer_done(skin, &member, &record),
+            Ok(record) => {
+                let distortions = state.faults.take_for(RenderedPage::TransferDone);
+                pages::transfer_done(skin, &member, &record, &distortions)
+            }
             Err(refusal) => pages::transfer_failed(skin, &member, refusal),
         }
     })
@@ -284,14 +322,16 @@ async fn transfer_lookup(
     Query(query): Query<HashMap<String, String>>,
 ) -> Html<String> {
     let skin = handle.variant().skin();
+    let distortions = handle.with(|state| state.faults.take_for(RenderedPage::TransferLookup));
     let page = match query.get(skin.field_client_reference) {
-        None => pages::transfer_lookup(skin, "", TransferSearch::NotAsked),
+        None => pages::transfer_lookup(skin, "", TransferSearch::NotAsked, &distortions),
         Some(typed) if typed.trim().is_empty() => {
-            pages::transfer_lookup(skin, typed, TransferSearch::Blank)
+            pages::transfer_lookup(skin, typed, TransferSearch::Blank, &distortions)
         }
         Some(typed) => {
             let found = handle.transfers_with_client_reference(typed.trim());
-            pages::transfer_lookup(skin, typed, TransferSearch::Found(&found))
+            let search = TransferSearch::Found(&found);
+            pages::transfer_lookup(skin, typed, search, &distortions)
         }
     };
     Html(page)
@@ -490,16 +530,16 @@ fn with_member(
 ) -> Response {
     let skin = handle.variant().skin();
     let page = handle.with(|state| {
-        let member = match state.lookup(member_id) {
-            Lookup::Found(member) => member.clone(),
-            Lookup::Restricted => {
-                return pages::search(skin, member_id, Some(Notice::Error(pages::NOT_AUTHORIZED)));
+        let notice = match state.lookup(member_id) {
+            Lookup::Found(member) => {
+                let member = member.clone();
+                return render(state, &member);
             }
-            Lookup::NotFound => {
-                return pages::search(skin, member_id, Some(Notice::Info(pages::NO_RECORDS)));
-            }
+            Lookup::Restricted => Notice::Error(pages::NOT_AUTHORIZED),
+            Lookup::NotFound => Notice::Info(pages::NO_RECORDS),
         };
-        render(state, &member)
+        let distortions = state.faults.take_for(RenderedPage::Search);
+        pages::search(skin, member_id, Some(notice), &distortions)
     });
     Html(page).into_response()
 }

@@ -1,7 +1,7 @@
 //! Injectable faults: the closed set of ways MemberDesk misbehaves on request, and the armed
 //! counters that are consumed one per eligible request.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
 
@@ -24,21 +24,38 @@ pub enum Fault {
     SlowPage,
     /// The member detail grid gains a near-duplicate row before the real one.
     LookalikeRow,
+    /// The member detail grid gains a row for the same member, before the first account, with
+    /// a near-identical account number and a balance one cent higher.
+    LookalikeAccount,
+    /// Help texts and success-page headings quote the app's own refusal messages verbatim.
+    QuotedRefusals,
+    /// Search, member detail and transfer review gain a same-named control under a heading of
+    /// its own, leading to the inert `/decoy` page.
+    DecoyControl,
+    /// The member detail summary gains a second "Savings Balance" row, with a different amount,
+    /// before the real one.
+    DuplicateSummaryRow,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 6] = [
+    pub const ALL: [Fault; 10] = [
         Fault::TransientLoad,
         Fault::SessionTimeout,
         Fault::UndeclaredDialog,
         Fault::ValidationError,
         Fault::SlowPage,
         Fault::LookalikeRow,
+        Fault::LookalikeAccount,
+        Fault::QuotedRefusals,
+        Fault::DecoyControl,
+        Fault::DuplicateSummaryRow,
     ];
 
     const VALID_NAMES: &'static str = "transient_load, session_timeout, undeclared_dialog, \
-                                       validation_error, slow_page, lookalike_row";
+                                       validation_error, slow_page, lookalike_row, \
+                                       lookalike_account, quoted_refusals, decoy_control, \
+                                       duplicate_summary_row";
 
     /// The fault's name on the control surface and the command line.
     pub const fn name(self) -> &'static str {
@@ -49,6 +66,10 @@ impl Fault {
             Fault::ValidationError => "validation_error",
             Fault::SlowPage => "slow_page",
             Fault::LookalikeRow => "lookalike_row",
+            Fault::LookalikeAccount => "lookalike_account",
+            Fault::QuotedRefusals => "quoted_refusals",
+            Fault::DecoyControl => "decoy_control",
+            Fault::DuplicateSummaryRow => "duplicate_summary_row",
         }
     }
 }
@@ -104,6 +125,57 @@ impl FaultCount {
     }
 }
 
+/// A page that display faults can distort. Display faults change only what a page shows, never
+/// the state, so each is consumed by rendering a page it is eligible for, one firing per render.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RenderedPage {
+    /// The search page, however it is reached (including a member route's unknown or
+    /// restricted member).
+    Search,
+    MemberDetail,
+    TransferForm,
+    TransferReview,
+    TransferDone,
+    SubaccountForm,
+    SubaccountDone,
+    TransferLookup,
+}
+
+impl RenderedPage {
+    /// The display faults this page is eligible for.
+    const fn eligible(self) -> &'static [Fault] {
+        match self {
+            RenderedPage::Search => &[Fault::QuotedRefusals, Fault::DecoyControl],
+            RenderedPage::MemberDetail => &[
+                Fault::LookalikeRow,
+                Fault::LookalikeAccount,
+                Fault::DuplicateSummaryRow,
+                Fault::DecoyControl,
+            ],
+            RenderedPage::TransferReview => &[Fault::DecoyControl],
+            RenderedPage::TransferForm
+            | RenderedPage::TransferDone
+            | RenderedPage::SubaccountForm
+            | RenderedPage::SubaccountDone
+            | RenderedPage::TransferLookup => &[Fault::QuotedRefusals],
+        }
+    }
+}
+
+/// The display faults that fired for one render of a page. Pages read this instead of the
+/// armed faults, so a render consumes each fault at most once, before any markup is built.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Distortions {
+    fired: BTreeSet<Fault>,
+}
+
+impl Distortions {
+    /// Whether the fault fired for this render.
+    pub(crate) fn shows(&self, fault: Fault) -> bool {
+        self.fired.contains(&fault)
+    }
+}
+
 /// The armed faults and their remaining counts.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ArmedFaults {
@@ -135,6 +207,18 @@ impl ArmedFaults {
         }
     }
 
+    /// Consumes one firing of every armed fault the page is eligible for.
+    pub(crate) fn take_for(&mut self, page: RenderedPage) -> Distortions {
+        Distortions {
+            fired: page
+                .eligible()
+                .iter()
+                .copied()
+                .filter(|&fault| self.take(fault))
+                .collect(),
+        }
+    }
+
     pub(crate) fn clear(&mut self) {
         self.remaining.clear();
     }
@@ -157,7 +241,8 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "unknown fault `flaky` (valid faults: transient_load, session_timeout, \
-             undeclared_dialog, validation_error, slow_page, lookalike_row)"
+             undeclared_dialog, validation_error, slow_page, lookalike_row, lookalike_account, \
+             quoted_refusals, decoy_control, duplicate_summary_row)"
         );
     }
 
@@ -213,5 +298,45 @@ mod tests {
         );
         armed.set(Fault::SlowPage, None);
         assert!(armed.snapshot().is_empty());
+    }
+
+    #[test]
+    fn a_render_consumes_only_the_faults_its_page_is_eligible_for() {
+        let mut armed = ArmedFaults::default();
+        for fault in [
+            Fault::QuotedRefusals,
+            Fault::DecoyControl,
+            Fault::LookalikeAccount,
+            Fault::ValidationError,
+        ] {
+            armed.set(fault, Some(FaultCount::Times(1)));
+        }
+        let review = armed.take_for(RenderedPage::TransferReview);
+        assert!(review.shows(Fault::DecoyControl));
+        assert!(!review.shows(Fault::QuotedRefusals));
+        let done = armed.take_for(RenderedPage::TransferDone);
+        assert!(done.shows(Fault::QuotedRefusals));
+        assert_eq!(
+            armed.take_for(RenderedPage::Search),
+            Distortions::default(),
+            "both search faults were consumed by the earlier renders"
+        );
+        assert!(
+            armed
+                .take_for(RenderedPage::MemberDetail)
+                .shows(Fault::LookalikeAccount)
+        );
+        assert_eq!(
+            armed.snapshot().into_iter().collect::<Vec<_>>(),
+            [(Fault::ValidationError, FaultCount::Times(1))],
+            "no page render consumes a request fault"
+        );
+    }
+
+    #[test]
+    fn every_fault_name_is_listed_in_the_valid_names() {
+        let listed: Vec<&str> = Fault::VALID_NAMES.split(", ").collect();
+        let names: Vec<&str> = Fault::ALL.iter().map(|fault| fault.name()).collect();
+        assert_eq!(listed, names);
     }
 }

@@ -47,7 +47,24 @@ const DOCTYPE: &str = "<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 4.01 Transitiona
 
 /// Wraps a content page: banner, heading, then `body` inside two levels of layout tables.
 pub(crate) fn content_page(skin: &Skin, heading: &str, body: &str) -> String {
-    let mut page = String::with_capacity(body.len() + 1_500);
+    content_page_with_preamble(skin, "", heading, body)
+}
+
+/// A content page with `preamble` (markup) in a row of its own above the page heading, so
+/// whatever it holds belongs to its own headings, not to the page's. An empty preamble adds
+/// no row, so the page is exactly what [`content_page`] renders.
+pub(crate) fn content_page_with_preamble(
+    skin: &Skin,
+    preamble: &str,
+    heading: &str,
+    body: &str,
+) -> String {
+    let preamble_row = if preamble.is_empty() {
+        String::new()
+    } else {
+        format!("<tr><td>\n{preamble}</td></tr>\n")
+    };
+    let mut page = String::with_capacity(preamble.len() + body.len() + 1_500);
     let _ = write!(
         page,
         "{DOCTYPE}\n<html>\n<head>\n<meta http-equiv=\"Content-Type\" content=\"text/html; charset=utf-8\">\n\
@@ -57,7 +74,7 @@ pub(crate) fn content_page(skin: &Skin, heading: &str, body: &str) -> String {
          <tr><td class=\"{banner}\">{institution} - {product}</td></tr>\n\
          <tr><td>\n\
          <table width=\"100%\" border=\"0\" cellpadding=\"6\" cellspacing=\"0\">\n\
-         <tr><td><h1 class=\"{heading_class}\">{heading}</h1></td></tr>\n\
+         {preamble_row}<tr><td><h1 class=\"{heading_class}\">{heading}</h1></td></tr>\n\
          <tr><td>\n{body}</td></tr>\n\
          </table>\n\
          </td></tr>\n\

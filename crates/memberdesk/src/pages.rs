@@ -4,11 +4,17 @@
 //! The markup is deliberately legacy: nested layout tables, labels in the cell to the left of
 //! their control (never `<label for>`), `onclick` navigation, opaque class names, controls with
 //! no accessible name, and a decoy training table that repeats the real labels.
+//!
+//! The display faults ([`Distortions`]) make a page lie the way a reskinning proxy or a
+//! careless redesign would: lookalike rows, help text quoting refusals, same-named controls in
+//! another section. They change only the markup; every real control still does what it did.
 
-use crate::html::{content_page, esc, label_row, paragraph, value_row};
+use crate::Money;
+use crate::fault::{Distortions, Fault};
+use crate::html::{content_page, content_page_with_preamble, esc, label_row, paragraph, value_row};
 use crate::state::{
-    AS_OF, Account, AccountType, Member, OpenedAccount, ReviewedTransfer, TransferFields,
-    TransferRecord, TransferRefusal, seeded_members,
+    AS_OF, Account, AccountType, MINIMUM_DEPOSIT, Member, OpenedAccount, ReviewedTransfer,
+    SubaccountRefusal, TransferFields, TransferRecord, TransferRefusal, seeded_members,
 };
 use crate::variant::Skin;
 
@@ -28,6 +34,19 @@ const NO_TRANSFERS: &str = "No transfers";
 const NO_TRANSFER_WITH_REFERENCE: &str = "No transfer with that client reference";
 /// Text the transfer lookup shows when submitted blank.
 const ENTER_CLIENT_REFERENCE: &str = "Enter a client reference.";
+/// The `decoy_control` section heading on the search page.
+const DECOY_SEARCH_HEADING: &str = "Quick Search Help";
+/// The `decoy_control` section heading on the member detail page.
+const DECOY_LINKS_HEADING: &str = "Training Links";
+/// The `decoy_control` section heading on the transfer review page.
+const DECOY_TRANSFER_HEADING: &str = "Practice Transfer";
+/// Where every decoy control leads: a page that changes nothing but a counter.
+pub(crate) const DECOY_PATH: &str = "/decoy";
+/// The heading of the page every decoy control leads to.
+const DECOY_PAGE_HEADING: &str = "Training page";
+/// The `quoted_refusals` heading on the sub-account confirmation page. It shares
+/// "below the minimum required" with [`SubaccountRefusal::BelowMinimum`].
+const SUBACCOUNT_DONE_QUOTE: &str = "Deposits below the minimum required are refused";
 
 /// What the transfer lookup page answers.
 #[derive(Clone, Copy, Debug)]
@@ -129,7 +148,14 @@ pub(crate) fn login(skin: &Skin, operator_id: &str, error: Option<&str>) -> Stri
 }
 
 /// `GET /search`, and its re-render with a message ("No records found", not authorized).
-pub(crate) fn search(skin: &Skin, typed: &str, notice: Option<Notice<'_>>) -> String {
+/// `decoy_control` puts a second search form under its own heading above the page heading;
+/// `quoted_refusals` adds a help caption quoting both refusals just under the real form.
+pub(crate) fn search(
+    skin: &Skin,
+    typed: &str,
+    notice: Option<Notice<'_>>,
+    distortions: &Distortions,
+) -> String {
     let mut body = format!(
         "<form method=\"post\" action=\"/search\">\n\
          <table class=\"{table}\" border=\"0\" cellpadding=\"3\" cellspacing=\"0\">\n",
@@ -149,24 +175,35 @@ pub(crate) fn search(skin: &Skin, typed: &str, notice: Option<Notice<'_>>) -> St
         submit(skin, skin.button_search),
     );
     body += "</table>\n</form>\n";
+    if distortions.shows(Fault::QuotedRefusals) {
+        body += &paragraph(skin.class_message, &search_help());
+    }
     match notice {
         Some(Notice::Info(text)) => body += &paragraph(skin.class_message, text),
         Some(Notice::Error(text)) => body += &paragraph(skin.class_error, text),
         None => {}
     }
     body += &training_table(skin);
-    content_page(skin, skin.heading_search, &body)
+    let preamble = if distortions.shows(Fault::DecoyControl) {
+        decoy_search_form(skin)
+    } else {
+        String::new()
+    };
+    content_page_with_preamble(skin, &preamble, skin.heading_search, &body)
 }
 
 /// `GET /member/{id}`: the member table, the accounts grid, the savings summary, the action
-/// links, and last the member's recent transfers (newest first). With `lookalike`, the grid gains
-/// a row before the real first one whose Member cell differs by one character (the
-/// `lookalike_row` fault).
+/// links, and last the member's recent transfers (newest first). The display faults add, before
+/// the real first grid row, a row whose Member cell differs by one character (`lookalike_row`)
+/// and a row for the same member whose account number differs by one digit
+/// (`lookalike_account`); a second savings balance row before the real one
+/// (`duplicate_summary_row`); and same-named action links in a section of their own between the
+/// grid and the summary (`decoy_control`), so the real links stay in the summary's section.
 pub(crate) fn member_detail(
     skin: &Skin,
     member: &Member,
-    lookalike: bool,
     recent_transfers: &[TransferRecord],
+    distortions: &Distortions,
 ) -> String {
     let mut body = member_table(skin, member);
     body += &section(skin, skin.heading_accounts);
@@ -175,13 +212,27 @@ pub(crate) fn member_detail(
          <tr><th>Account</th><th>Member</th><th>Type</th><th>Balance</th><th>Status</th></tr>\n",
         esc(skin.class_grid),
     );
-    if lookalike && let Some(first) = member.accounts.first() {
-        body += &grid_row(&lookalike_of(first));
+    if let Some(first) = member.accounts.first() {
+        if distortions.shows(Fault::LookalikeRow) {
+            body += &grid_row(&lookalike_of(first));
+        }
+        if distortions.shows(Fault::LookalikeAccount) {
+            body += &grid_row(&lookalike_account_of(first, &member.accounts));
+        }
     }
     for account in &member.accounts {
         body += &grid_row(account);
     }
     body += "</table>\n";
+    if distortions.shows(Fault::DecoyControl) {
+        body += &section(skin, DECOY_LINKS_HEADING);
+        body += &format!(
+            "<table border=\"0\" cellpadding=\"4\" cellspacing=\"0\"><tr>\n\
+             <td>{}</td>\n<td>{}</td>\n</tr></table>\n",
+            onclick_link(skin, DECOY_PATH, skin.link_open_subaccount),
+            onclick_link(skin, DECOY_PATH, skin.link_transfer),
+        );
+    }
     body += &section(skin, skin.heading_summary);
     match member.savings() {
         Some(savings) => {
@@ -189,6 +240,13 @@ pub(crate) fn member_detail(
                 "<table class=\"{}\" border=\"0\" cellpadding=\"3\" cellspacing=\"0\">\n",
                 esc(skin.class_form_table),
             );
+            if distortions.shows(Fault::DuplicateSummaryRow) {
+                body += &value_row(
+                    skin,
+                    skin.label_savings_balance,
+                    &duplicate_summary_balance(savings.balance).to_string(),
+                );
+            }
             body += &value_row(
                 skin,
                 skin.label_savings_balance,
@@ -228,13 +286,15 @@ pub(crate) fn member_detail(
     content_page(skin, skin.heading_detail, &body)
 }
 
-/// `GET /member/{id}/new-subaccount`, and its re-render after a refusal.
+/// `GET /member/{id}/new-subaccount`, and its re-render after a refusal. `quoted_refusals` adds
+/// a help paragraph under the form quoting every refusal.
 pub(crate) fn subaccount_form(
     skin: &Skin,
     member: &Member,
     selected_type: &str,
     deposit: &str,
     error: Option<&str>,
+    distortions: &Distortions,
 ) -> String {
     let mut body = member_table(skin, member);
     body += &format!(
@@ -259,6 +319,9 @@ pub(crate) fn subaccount_form(
     );
     body += &label_row(skin, "", &submit(skin, skin.button_open_account));
     body += "</table>\n</form>\n";
+    if distortions.shows(Fault::QuotedRefusals) {
+        body += &paragraph(skin.class_message, &subaccount_help());
+    }
     if let Some(error) = error {
         body += &paragraph(skin.class_error, error);
     }
@@ -266,9 +329,19 @@ pub(crate) fn subaccount_form(
     content_page(skin, skin.heading_subaccount, &body)
 }
 
-/// The sub-account confirmation page.
-pub(crate) fn subaccount_done(skin: &Skin, member: &Member, opened: &OpenedAccount) -> String {
-    let mut body = member_table(skin, member);
+/// The sub-account confirmation page. `quoted_refusals` puts a second heading quoting the
+/// minimum-deposit refusal right under the page heading.
+pub(crate) fn subaccount_done(
+    skin: &Skin,
+    member: &Member,
+    opened: &OpenedAccount,
+    distortions: &Distortions,
+) -> String {
+    let mut body = String::new();
+    if distortions.shows(Fault::QuotedRefusals) {
+        body += &section(skin, SUBACCOUNT_DONE_QUOTE);
+    }
+    body += &member_table(skin, member);
     body += &format!(
         "<table class=\"{}\" border=\"0\" cellpadding=\"3\" cellspacing=\"0\">\n",
         esc(skin.class_form_table),
@@ -291,11 +364,13 @@ pub(crate) fn subaccount_done(skin: &Skin, member: &Member, opened: &OpenedAccou
 }
 
 /// `GET /member/{id}/transfer`, and its re-render after a refusal at review.
+/// `quoted_refusals` adds a help paragraph under the form quoting every transfer refusal.
 pub(crate) fn transfer_form(
     skin: &Skin,
     member: &Member,
     fields: TransferFields<'_>,
     error: Option<&str>,
+    distortions: &Distortions,
 ) -> String {
     let mut body = member_table(skin, member);
     body += &format!(
@@ -339,6 +414,9 @@ pub(crate) fn transfer_form(
     );
     body += &label_row(skin, "", &submit(skin, skin.button_review_transfer));
     body += "</table>\n</form>\n";
+    if distortions.shows(Fault::QuotedRefusals) {
+        body += &paragraph(skin.class_message, &transfer_help());
+    }
     if let Some(error) = error {
         body += &paragraph(skin.class_error, error);
     }
@@ -347,7 +425,14 @@ pub(crate) fn transfer_form(
 }
 
 /// The review page: what will move, the irreversible confirm button, and "Cancel".
-pub(crate) fn transfer_review(skin: &Skin, member: &Member, reviewed: &ReviewedTransfer) -> String {
+/// `decoy_control` puts a form with a same-named button under its own heading above the page
+/// heading, so the real form stays in the page heading's section.
+pub(crate) fn transfer_review(
+    skin: &Skin,
+    member: &Member,
+    reviewed: &ReviewedTransfer,
+    distortions: &Distortions,
+) -> String {
     let mut body = member_table(skin, member);
     body += &format!(
         "<form method=\"post\" action=\"/member/{}/transfer/confirm\">\n\
@@ -396,12 +481,27 @@ pub(crate) fn transfer_review(skin: &Skin, member: &Member, reviewed: &ReviewedT
         ),
     );
     body += "</table>\n</form>\n";
-    content_page(skin, skin.heading_review, &body)
+    let preamble = if distortions.shows(Fault::DecoyControl) {
+        decoy_transfer_form(skin)
+    } else {
+        String::new()
+    };
+    content_page_with_preamble(skin, &preamble, skin.heading_review, &body)
 }
 
-/// The page after a posted transfer, with its confirmation number.
-pub(crate) fn transfer_done(skin: &Skin, member: &Member, record: &TransferRecord) -> String {
-    let mut body = member_table(skin, member);
+/// The page after a posted transfer, with its confirmation number. `quoted_refusals` puts a
+/// second heading quoting "Insufficient funds" right under the page heading.
+pub(crate) fn transfer_done(
+    skin: &Skin,
+    member: &Member,
+    record: &TransferRecord,
+    distortions: &Distortions,
+) -> String {
+    let mut body = String::new();
+    if distortions.shows(Fault::QuotedRefusals) {
+        body += &section(skin, &transfer_done_quote());
+    }
+    body += &member_table(skin, member);
     body += &format!(
         "<table class=\"{}\" border=\"0\" cellpadding=\"3\" cellspacing=\"0\">\n",
         esc(skin.class_form_table),
@@ -420,7 +520,14 @@ pub(crate) fn transfer_done(skin: &Skin, member: &Member, record: &TransferRecor
 
 /// `GET /transfers/lookup`: a GET form for a client reference, and what it found: every
 /// member's transfers carrying it, or a message.
-pub(crate) fn transfer_lookup(skin: &Skin, typed: &str, search: TransferSearch<'_>) -> String {
+/// `quoted_refusals` adds a help paragraph under the form quoting the not-found text, whatever
+/// the search found.
+pub(crate) fn transfer_lookup(
+    skin: &Skin,
+    typed: &str,
+    search: TransferSearch<'_>,
+    distortions: &Distortions,
+) -> String {
     let mut body = format!(
         "<form method=\"get\" action=\"/transfers/lookup\">\n\
          <table class=\"{table}\" border=\"0\" cellpadding=\"3\" cellspacing=\"0\">\n",
@@ -439,6 +546,9 @@ pub(crate) fn transfer_lookup(skin: &Skin, typed: &str, search: TransferSearch<'
         submit(skin, skin.button_find_transfer),
     );
     body += "</table>\n</form>\n";
+    if distortions.shows(Fault::QuotedRefusals) {
+        body += &paragraph(skin.class_message, &lookup_help());
+    }
     match search {
         TransferSearch::NotAsked => {}
         TransferSearch::Blank => body += &paragraph(skin.class_error, ENTER_CLIENT_REFERENCE),
@@ -458,6 +568,19 @@ pub(crate) fn transfer_failed(skin: &Skin, member: &Member, refusal: TransferRef
     body += &paragraph(skin.class_error, refusal.message());
     body += &return_link(skin, member);
     content_page(skin, skin.heading_transfer_failed, &body)
+}
+
+/// `/decoy`: where every `decoy_control` control leads. It changes nothing but the hit counter.
+pub(crate) fn decoy(skin: &Skin) -> String {
+    content_page(
+        skin,
+        DECOY_PAGE_HEADING,
+        &paragraph(
+            skin.class_message,
+            "Training page: practice controls lead here, and nothing in the member system was \
+             changed.",
+        ),
+    )
 }
 
 /// The `undeclared_dialog` interstitial; "Continue" repeats the interrupted GET.
@@ -698,9 +821,226 @@ fn lookalike_member_id(member_id: &str) -> String {
     characters.into_iter().collect()
 }
 
+/// The `lookalike_account` row: the same member, type and status as `account`, a balance one
+/// cent higher, and an account number whose last digit differs and that none of `accounts`
+/// has.
+fn lookalike_account_of(account: &Account, accounts: &[Account]) -> Account {
+    Account {
+        number: lookalike_account_number(&account.number, accounts),
+        balance: account
+            .balance
+            .checked_add(Money::from_cents(1))
+            .unwrap_or(account.balance),
+        ..account.clone()
+    }
+}
+
+/// `S-12345-01` → `S-12345-09`: the last digit moves up by 8 (mod 10), so it reads as another
+/// sequence number of the same member rather than as a typo. If the member has that account,
+/// the other offsets are tried (7, 6, … 1, then 9), so the number exists only when all ten
+/// last digits are taken. A non-digit last character becomes `9`.
+fn lookalike_account_number(number: &str, accounts: &[Account]) -> String {
+    let Some(last) = number.chars().last() else {
+        return "9".to_owned();
+    };
+    let stem = &number[..number.len() - last.len_utf8()];
+    let Some(digit) = last.to_digit(10) else {
+        return format!("{stem}9");
+    };
+    let with_offset = |offset: u32| format!("{stem}{}", (digit + offset) % 10);
+    [8, 7, 6, 5, 4, 3, 2, 1, 9]
+        .into_iter()
+        .map(with_offset)
+        .find(|candidate| !accounts.iter().any(|account| account.number == *candidate))
+        .unwrap_or_else(|| with_offset(8))
+}
+
+/// The `duplicate_summary_row` value: the real balance plus $100.00, so a read of the wrong
+/// row is visible in the output.
+fn duplicate_summary_balance(balance: Money) -> Money {
+    balance
+        .checked_add(Money::from_cents(10_000))
+        .unwrap_or(balance)
+}
+
+/// The `quoted_refusals` caption on the search page.
+fn search_help() -> String {
+    format!(
+        "Help: any number not listed here answers {NO_RECORDS}, and a restricted member answers \
+         {NOT_AUTHORIZED}"
+    )
+}
+
+/// The `quoted_refusals` help on the transfer form: every transfer refusal, verbatim.
+fn transfer_help() -> String {
+    format!(
+        "Help: an account that is not the member's answers {} The same account twice answers {} \
+         A blank or zero amount answers {} A malformed client reference answers {}. When \
+         posting, a short balance answers {} and a closed account answers {}.",
+        TransferRefusal::UnknownAccount.message(),
+        TransferRefusal::SameAccount.message(),
+        TransferRefusal::InvalidAmount.message(),
+        TransferRefusal::InvalidClientReference.message(),
+        TransferRefusal::InsufficientFunds.message(),
+        TransferRefusal::AccountClosed.message(),
+    )
+}
+
+/// The `quoted_refusals` help on the sub-account form: every sub-account refusal, verbatim.
+fn subaccount_help() -> String {
+    format!(
+        "Help: a deposit of less than {} answers {} A deposit that is not an amount answers {} \
+         A missing type answers {}",
+        MINIMUM_DEPOSIT.decimal(),
+        SubaccountRefusal::BelowMinimum.message(),
+        SubaccountRefusal::InvalidDeposit.message(),
+        SubaccountRefusal::UnknownType.message(),
+    )
+}
+
+/// The `quoted_refusals` heading on the transfer confirmation page.
+fn transfer_done_quote() -> String {
+    format!(
+        "{}? Ask about overdraft protection",
+        TransferRefusal::InsufficientFunds.message()
+    )
+}
+
+/// The `quoted_refusals` help on the transfer lookup page.
+fn lookup_help() -> String {
+    format!(
+        "Help: a reference that no posted transfer carries answers \
+         {NO_TRANSFER_WITH_REFERENCE}, and a blank search answers {ENTER_CLIENT_REFERENCE}"
+    )
+}
+
+/// The `decoy_control` search form: a section of its own holding a textbox titled like the
+/// real one and a button named like the real one, posting to `/decoy`.
+fn decoy_search_form(skin: &Skin) -> String {
+    let mut markup = section(skin, DECOY_SEARCH_HEADING);
+    markup += &format!(
+        "<form method=\"post\" action=\"{}\">\n\
+         <table class=\"{}\" border=\"0\" cellpadding=\"3\" cellspacing=\"0\">\n\
+         <tr><td class=\"{}\">{}</td><td>{}</td><td>{}</td></tr>\n\
+         </table>\n</form>\n",
+        esc(DECOY_PATH),
+        esc(skin.class_form_table),
+        esc(skin.class_label_cell),
+        esc(skin.label_member_number),
+        text_input(
+            skin,
+            skin.field_member_number,
+            Some(skin.label_member_number),
+            ""
+        ),
+        submit(skin, skin.button_search),
+    );
+    markup
+}
+
+/// The `decoy_control` review form: a section of its own holding a button named like the real
+/// confirm button, posting to `/decoy`.
+fn decoy_transfer_form(skin: &Skin) -> String {
+    let mut markup = section(skin, DECOY_TRANSFER_HEADING);
+    markup += &format!(
+        "<form method=\"post\" action=\"{}\">\n\
+         <table class=\"{}\" border=\"0\" cellpadding=\"3\" cellspacing=\"0\">\n{}\
+         </table>\n</form>\n",
+        esc(DECOY_PATH),
+        esc(skin.class_form_table),
+        label_row(skin, "", &submit(skin, skin.button_post_transfer)),
+    );
+    markup
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::AccountStatus;
+
+    fn account(number: &str) -> Account {
+        Account {
+            number: number.to_owned(),
+            member_id: "12345".to_owned(),
+            account_type: AccountType::Savings,
+            balance: Money::from_cents(421_055),
+            status: AccountStatus::Active,
+        }
+    }
+
+    fn check_lookalike_account(number: &str, existing: &[&str], expect: &str) {
+        let accounts: Vec<Account> = existing.iter().map(|number| account(number)).collect();
+        let lookalike = lookalike_account_number(number, &accounts);
+        assert_eq!(lookalike, expect, "{number} among {existing:?}");
+        assert_ne!(lookalike, number);
+        assert!(
+            !existing.contains(&lookalike.as_str()),
+            "{lookalike} exists"
+        );
+    }
+
+    #[test]
+    fn lookalike_account_numbers_differ_in_the_last_digit_and_never_exist() {
+        check_lookalike_account("S-12345-01", &["S-12345-01", "C-12345-02"], "S-12345-09");
+        check_lookalike_account("C-12345-02", &["C-12345-02"], "C-12345-00");
+        check_lookalike_account("S-67890-09", &["S-67890-09"], "S-67890-07");
+        // The +8 neighbour exists, so the next offset down is used.
+        check_lookalike_account(
+            "S-12345-01",
+            &["S-12345-01", "S-12345-09", "S-12345-08"],
+            "S-12345-07",
+        );
+        check_lookalike_account("S-12345-0X", &["S-12345-0X"], "S-12345-09");
+        check_lookalike_account("", &[], "9");
+    }
+
+    #[test]
+    fn the_lookalike_account_is_one_cent_richer_and_otherwise_the_same() {
+        let first = account("S-12345-01");
+        let lookalike = lookalike_account_of(&first, std::slice::from_ref(&first));
+        assert_eq!(
+            lookalike,
+            Account {
+                number: "S-12345-09".to_owned(),
+                balance: Money::from_cents(421_056),
+                ..first
+            }
+        );
+        assert_eq!(
+            duplicate_summary_balance(Money::from_cents(421_055)).to_string(),
+            "$4,310.55"
+        );
+    }
+
+    #[test]
+    fn quoted_refusals_quote_the_refusals_verbatim() {
+        let search = search_help();
+        assert!(search.contains(NO_RECORDS) && search.contains(NOT_AUTHORIZED));
+        let transfer = transfer_help();
+        for refusal in [
+            TransferRefusal::UnknownAccount,
+            TransferRefusal::SameAccount,
+            TransferRefusal::InvalidAmount,
+            TransferRefusal::InvalidClientReference,
+            TransferRefusal::AccountClosed,
+            TransferRefusal::InsufficientFunds,
+        ] {
+            assert!(transfer.contains(refusal.message()), "{refusal:?}");
+        }
+        let subaccount = subaccount_help();
+        for refusal in [
+            SubaccountRefusal::BelowMinimum,
+            SubaccountRefusal::InvalidDeposit,
+            SubaccountRefusal::UnknownType,
+        ] {
+            assert!(subaccount.contains(refusal.message()), "{refusal:?}");
+        }
+        let shared = "below the minimum required";
+        assert!(SubaccountRefusal::BelowMinimum.message().contains(shared));
+        assert!(SUBACCOUNT_DONE_QUOTE.contains(shared));
+        assert!(transfer_done_quote().starts_with(TransferRefusal::InsufficientFunds.message()));
+        assert!(lookup_help().contains(NO_TRANSFER_WITH_REFERENCE));
+    }
 
     #[test]
     fn lookalike_ids_differ_by_one_character() {

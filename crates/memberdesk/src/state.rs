@@ -172,6 +172,9 @@ pub struct StateView {
     pub transfers: Vec<TransferRecord>,
     /// How many sessions are signed in.
     pub sessions: usize,
+    /// How many requests reached the inert `/decoy` page since the last reset: each is a
+    /// `decoy_control` decoy that was used instead of the real control.
+    pub decoy_hits: u64,
 }
 
 /// A cheap, cloneable handle on a running app's state, for tests and tools in the same
@@ -210,8 +213,8 @@ impl FixtureHandle {
         self.with(|state| state.faults.snapshot())
     }
 
-    /// Restores the seeded members and balances, clears faults and transfers (so confirmation
-    /// numbers restart at `TF-000001`). Signed-in sessions survive.
+    /// Restores the seeded members and balances, clears faults, transfers (so confirmation
+    /// numbers restart at `TF-000001`) and the decoy hits. Signed-in sessions survive.
     pub fn reset(&self) {
         self.with(DeskState::reset);
     }
@@ -284,6 +287,12 @@ impl FixtureHandle {
         })
     }
 
+    /// How many requests reached the inert `/decoy` page since the last reset, that is how
+    /// many times a `decoy_control` decoy was used instead of the real control.
+    pub fn decoy_hits(&self) -> u64 {
+        self.with(|state| state.decoy_hits)
+    }
+
     /// Everything the control surface reports.
     pub fn view(&self) -> StateView {
         self.with(|state| state.view(self.variant))
@@ -309,6 +318,8 @@ pub(crate) struct DeskState {
     notes_issued: u64,
     /// Captured signatures, by member, in capture order.
     signatures: Vec<String>,
+    /// Requests that reached `/decoy`.
+    decoy_hits: u64,
 }
 
 /// A free-text note on a member, made through the JSON API.
@@ -439,6 +450,7 @@ impl DeskState {
             notes: Vec::new(),
             notes_issued: 0,
             signatures: Vec::new(),
+            decoy_hits: 0,
         }
     }
 
@@ -449,6 +461,12 @@ impl DeskState {
         self.notes.clear();
         self.notes_issued = 0;
         self.signatures.clear();
+        self.decoy_hits = 0;
+    }
+
+    /// Counts one request to `/decoy`; the only thing a decoy control changes.
+    pub(crate) fn record_decoy_hit(&mut self) {
+        self.decoy_hits += 1;
     }
 
     /// Records a signature for a member (looked up by the caller); references are
@@ -735,6 +753,7 @@ impl DeskState {
                 .collect(),
             transfers: self.transfers.clone(),
             sessions: self.sessions.len(),
+            decoy_hits: self.decoy_hits,
         }
     }
 }
@@ -1089,6 +1108,7 @@ mod tests {
             client_reference: "idem-1",
         };
         state.post_transfer("12345", fields).expect("funds suffice");
+        state.record_decoy_hit();
         state.reset();
         assert_eq!(
             state.view(Variant::FirstValley),
@@ -1107,6 +1127,7 @@ mod tests {
                 .collect(),
                 transfers: Vec::new(),
                 sessions: 1,
+                decoy_hits: 0,
             }
         );
         assert!(state.is_signed_in(Some(&token)));

@@ -92,6 +92,7 @@ pub(super) fn reviewer_approval_from_eval(demo: &mut Demo) -> StageFuture<'_> {
             environment: demo.environment_with_operator(),
             runs_dir,
             config: ReplayConfig::default(),
+            prepare: &cua_eval::no_faults,
         };
         let runs = evaluator
             .run(&plan, |_: &RunObservation| {})

@@ -86,7 +86,8 @@ impl ReviewAdditions {
         match predicate {
             Predicate::NodeExists { query, .. }
             | Predicate::NodeAbsent { query }
-            | Predicate::NodeHasValue { query, .. } => self.give_role(query),
+            | Predicate::NodeHasValue { query, .. }
+            | Predicate::MoneyPresent { query, .. } => self.give_role(query),
             Predicate::AllOf { of } | Predicate::AnyOf { of } => {
                 for inner in of {
                     self.give_roles(inner);

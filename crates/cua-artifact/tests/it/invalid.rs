@@ -2,27 +2,13 @@
 //! diagnostic the file produces is snapshotted in its plain rendering: code, message,
 //! `file:line:column`, document path, the source line with its span underlined, and the help.
 
-use std::path::Path;
-
 use cua_artifact::{Document, check_binding, check_source, render_plain};
 
 use crate::support::reference;
 
 #[test]
 fn every_rule_has_a_failing_document_with_placed_diagnostics() {
-    let directory = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/invalid");
-    let mut names: Vec<String> = std::fs::read_dir(&directory)
-        .expect("the invalid/ fixtures exist")
-        .map(|entry| {
-            entry
-                .expect("a directory entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .filter(|name| name.ends_with(".yaml"))
-        .collect();
-    names.sort();
+    let (directory, names) = crate::support::yaml_fixtures("invalid");
     assert!(
         names.len() >= 30,
         "one fixture per rule, found {}",

@@ -12,3 +12,4 @@ mod round_trip;
 mod schemas;
 mod strict_yaml;
 mod support;
+mod warnings;

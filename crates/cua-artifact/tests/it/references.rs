@@ -24,6 +24,11 @@ fn reference_capabilities_are_valid_and_sealed() {
             "{file_name}: {}",
             cua_artifact::render_plain(&checked.diagnostics)
         );
+        assert!(
+            checked.warnings.is_empty(),
+            "{file_name}: {}",
+            cua_artifact::render_plain(&checked.warnings)
+        );
         let capability = reference(file_name);
         assert!(
             matches!(checked.seal, Some(SealState::Sealed(_))),
@@ -63,7 +68,7 @@ fn the_reference_artifacts_have_the_risk_they_claim() {
             )
         );
     }
-    // The positional target carries an identity check on the member.
+    // Nothing is chosen by position: the balance read is keyed by the account the caller named.
     let positional: Vec<&str> = transfer
         .steps
         .iter()
@@ -74,7 +79,25 @@ fn the_reference_artifacts_have_the_risk_they_claim() {
         })
         .map(|step| step.id.as_str())
         .collect();
-    assert_eq!(positional, ["read_primary_balance"]);
+    assert!(positional.is_empty(), "{positional:?}");
+    let keyed: Vec<(&str, String)> = transfer
+        .steps
+        .iter()
+        .filter_map(|step| {
+            let identity = step.action.target()?.identity.as_ref()?;
+            Some((
+                step.id.as_str(),
+                serde_json::to_string(&identity.equals).ok()?,
+            ))
+        })
+        .collect();
+    assert_eq!(
+        keyed,
+        [(
+            "read_from_balance",
+            r#"{"$input":"from_account"}"#.to_owned()
+        )]
+    );
 }
 
 #[test]

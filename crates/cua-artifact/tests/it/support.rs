@@ -1,6 +1,6 @@
 //! Shared fixtures: the workspace's reference artifacts and a minimal valid capability.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use cua_artifact::Capability;
 
@@ -83,4 +83,24 @@ pub(crate) fn minimal_with(old: &str, new: &str) -> String {
         "{old:?} must occur once in MINIMAL"
     );
     MINIMAL.replace(old, new)
+}
+
+/// The `.yaml` fixtures of `tests/it/<directory>`, sorted, with the directory's path.
+pub(crate) fn yaml_fixtures(directory: &str) -> (PathBuf, Vec<String>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/it")
+        .join(directory);
+    let mut names: Vec<String> = std::fs::read_dir(&path)
+        .unwrap_or_else(|error| panic!("the {directory}/ fixtures exist: {error}"))
+        .map(|entry| {
+            entry
+                .expect("a directory entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|name| name.ends_with(".yaml"))
+        .collect();
+    names.sort();
+    (path, names)
 }

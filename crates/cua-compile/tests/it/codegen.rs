@@ -144,11 +144,11 @@ fn transfer_funds_is_refused_unless_irreversible_steps_are_allowed() {
     let spec = render(&transfer, &allowed);
     assert_no_css(&transfer, &spec);
     assert!(
-        spec.text.contains(".nth(0)")
+        spec.text.contains("await keyedRow(page, frame_content, ")
             && spec
                 .text
-                .contains("cellUnder(page, frame_content, row, 'Member')"),
-        "the ordinal comes with its identity check on the row's Member cell"
+                .contains("'Account', (text) => text === squash(INPUTS.from_account)"),
+        "the balance is read in the one row whose Account cell holds the from account"
     );
     insta::assert_snapshot!("transfer_funds_spec", spec.text);
 }

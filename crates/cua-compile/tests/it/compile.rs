@@ -208,11 +208,17 @@ async fn a_value_in_a_multi_column_grid_is_read_by_its_column_header_and_keyed_b
         read_by_column(snapshot, resolved.node, "Balance"),
         Some(resolved.node)
     );
-    // Asked for the other account, the identity check refuses rather than reading its row.
-    let wrong = BoundValues::new()
+    // The identity check keys the read: asked for the other account, it reads that account's
+    // row; asked for an account the grid does not list, it refuses rather than read any row.
+    let other = BoundValues::new()
         .with_input("account".parse().unwrap(), "S-12345-01")
         .with_input("member_number".parse().unwrap(), "12345");
-    assert!(resolve(snapshot, target, &wrong).is_err());
+    let resolved = resolve(snapshot, target, &other).unwrap();
+    assert_eq!(snapshot.nodes[resolved.node].name, "$4,210.55");
+    let absent = BoundValues::new()
+        .with_input("account".parse().unwrap(), "S-99999-01")
+        .with_input("member_number".parse().unwrap(), "12345");
+    assert!(resolve(snapshot, target, &absent).is_err());
 }
 
 #[tokio::test]

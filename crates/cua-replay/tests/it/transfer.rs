@@ -150,7 +150,7 @@ async fn transfer_is_gated_then_moves_money_exactly_once() {
         run_dir.display()
     );
     assert_eq!(report.result.outputs["confirmation_number"], "TF-000001");
-    assert_eq!(report.result.outputs["primary_balance_before"], "4210.55");
+    assert_eq!(report.result.outputs["from_balance_before"], "4210.55");
     assert_eq!(report.effect, EffectVerdict::Confirmed);
     let post = report
         .steps
@@ -280,40 +280,165 @@ async fn a_dispatched_mutation_is_never_retried_by_recovery() {
     assert!(live.fixture.handle().transfers().is_empty());
 }
 
+/// Two look-alikes before the member's first account: another member's row, and the member's
+/// own account one digit off with a balance one cent off and the same Member cell. The balance
+/// read is keyed by the from account, so neither is read, and the money moves once, between the
+/// accounts the caller named.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_lookalike_row_is_refused_never_read() {
+async fn the_lookalike_rows_are_never_read() {
     let live = Live::start(Variant::FirstValley).await;
     live.sign_on().await;
-    live.fixture
-        .handle()
-        .arm(Fault::LookalikeRow, FaultCount::Indefinite);
-    let (report, run_dir) = live
-        .run(request(bound(&live, capability(TRANSFER), true), true))
-        .await;
-    let error = report.result.error.clone().unwrap();
-    assert_eq!(
-        (
+    for (fault, confirmation, before) in [
+        (Fault::LookalikeRow, "TF-000001", "4210.55"),
+        (Fault::LookalikeAccount, "TF-000002", "4200.55"),
+    ] {
+        live.fixture.handle().arm(fault, FaultCount::Indefinite);
+        let (report, run_dir) = live
+            .run(request(bound(&live, capability(TRANSFER), true), true))
+            .await;
+        live.fixture.handle().disarm(fault);
+        assert_eq!(
             report.result.status,
-            error.code,
-            error.step_id.as_ref().map(|s| s.as_str())
-        ),
-        (
-            RunStatus::NeedsHuman,
-            FailureCode::TargetAmbiguous,
-            Some("read_primary_balance")
-        ),
-        "{error:?} ({})",
-        run_dir.display()
+            RunStatus::Success,
+            "{fault}: {:?} ({})",
+            report.result.error,
+            run_dir.display()
+        );
+        assert_eq!(
+            report.result.outputs["from_balance_before"], before,
+            "{fault}"
+        );
+        assert_eq!(report.result.outputs["confirmation_number"], confirmation);
+    }
+    let posted = posted(live.fixture.handle());
+    let once = (
+        "S-12345-01".to_owned(),
+        "C-12345-02".to_owned(),
+        "$10.00".to_owned(),
     );
-    assert!(
-        error.message.contains("identity check failed"),
-        "{}",
-        error.message
+    assert_eq!(posted, [once.clone(), once]);
+}
+
+/// The posted transfers, oldest first, as (from, to, amount).
+fn posted(handle: &FixtureHandle) -> Vec<(String, String, String)> {
+    handle
+        .transfers()
+        .into_iter()
+        .map(|record| {
+            (
+                record.from_account,
+                record.to_account,
+                record.amount.to_string(),
+            )
+        })
+        .collect()
+}
+
+/// What one hostile run did: its status, its failure code, and the transfers it posted.
+type HostileRun = (
+    RunStatus,
+    Option<FailureCode>,
+    Vec<(String, String, String)>,
+);
+
+/// The transfer under each hostile fault (and all of them at once), from the seeded state each
+/// time: every run either posts exactly the requested transfer and reports the right before-
+/// balance, or refuses before anything moves. Help text and success-page headings that quote
+/// the app's refusals never turn into an outcome, a same-named decoy control is never pressed,
+/// and an amount of a thousand or more is checked on the review page as money.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_pages_get_a_right_answer_or_a_refusal_never_a_wrong_one() {
+    let live = Live::start(Variant::FirstValley).await;
+    live.sign_on().await;
+    let hostile = [
+        Fault::LookalikeRow,
+        Fault::LookalikeAccount,
+        Fault::QuotedRefusals,
+        Fault::DecoyControl,
+        Fault::DuplicateSummaryRow,
+    ];
+    let mut variants: Vec<(String, Vec<Fault>, &str)> =
+        vec![("none".to_owned(), Vec::new(), "10.00")];
+    variants.extend(
+        hostile
+            .iter()
+            .map(|&fault| (fault.to_string(), vec![fault], "10.00")),
     );
-    assert!(!report.result.outputs.contains_key("primary_balance_before"));
-    assert!(report.result.intervention.is_some());
-    assert_eq!(post_transfer_dispatches(&run_dir), 0);
-    assert!(live.fixture.handle().transfers().is_empty());
+    variants.push(("all".to_owned(), hostile.to_vec(), "10.00"));
+    variants.push(("none, 1500.00".to_owned(), Vec::new(), "1500.00"));
+    variants.push((
+        "quoted_refusals, 1500.00".to_owned(),
+        vec![Fault::QuotedRefusals],
+        "1500.00",
+    ));
+    let mut runs: Vec<(String, HostileRun)> = Vec::new();
+    for (label, faults, amount) in variants {
+        let handle = live.fixture.handle();
+        handle.reset();
+        for &fault in &faults {
+            handle.arm(fault, FaultCount::Indefinite);
+        }
+        let mut request = request(bound(&live, capability(TRANSFER), true), true);
+        request
+            .inputs
+            .insert("amount".to_owned(), serde_json::json!(amount));
+        let (report, run_dir) = live.run(request).await;
+        let posted = posted(handle);
+        assert_eq!(handle.decoy_hits(), 0, "{label}: a decoy was pressed");
+        match report.result.status {
+            RunStatus::Success => {
+                assert_eq!(
+                    report.result.outputs["from_balance_before"],
+                    "4210.55",
+                    "{label} ({})",
+                    run_dir.display()
+                );
+                assert_eq!(report.result.outputs["confirmation_number"], "TF-000001");
+                let money = format!("${}", amount.replace("1500", "1,500"));
+                assert_eq!(
+                    posted,
+                    [("S-12345-01".to_owned(), "C-12345-02".to_owned(), money)],
+                    "{label}"
+                );
+            }
+            RunStatus::NeedsHuman => {
+                assert!(posted.is_empty(), "{label}: refused after moving money")
+            }
+            other => panic!(
+                "{label}: {other:?} is neither an answer nor a refusal ({})",
+                run_dir.display()
+            ),
+        }
+        runs.push((
+            label,
+            (
+                report.result.status,
+                report.result.error.map(|error| error.code),
+                posted,
+            ),
+        ));
+    }
+    let summary: Vec<String> = runs
+        .iter()
+        .map(|(label, (status, code, _))| {
+            format!(
+                "{label}: {}{}",
+                status.as_str(),
+                code.map_or(String::new(), |code| format!(" {}", code.as_str()))
+            )
+        })
+        .collect();
+    insta::assert_snapshot!(summary.join("\n"), @r"
+    none: success
+    lookalike_row: success
+    lookalike_account: success
+    quoted_refusals: success
+    decoy_control: needs_human target_ambiguous
+    duplicate_summary_row: success
+    all: needs_human target_ambiguous
+    none, 1500.00: success
+    quoted_refusals, 1500.00: success
+    ");
 }
 
 /// Write-ahead: the confirm's `intent` is in the trace after its `authorize` and before its

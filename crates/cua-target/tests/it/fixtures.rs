@@ -28,7 +28,14 @@ document "MemberDesk" frame=content
 }
 
 /// `GET /member/12345` in a variant, optionally with the lookalike row armed.
-fn member_page(northgate: bool, lookalike: bool) -> UiSnapshot {
+/// The lookalike of another member listed first (the fixture's `lookalike_row` fault).
+const OTHER_MEMBER_ROW: &str = r#"    row > cell "S-12346-01" | cell "12346" | cell "Savings" | cell "$5,210.55" | cell "Active""#;
+
+/// A lookalike of the member's own first account: the same Member cell, the account number one
+/// digit off and the balance one cent off (the fixture's `lookalike_account` fault).
+const SAME_MEMBER_ROW: &str = r#"    row > cell "S-12345-09" | cell "12345" | cell "Savings" | cell "$4,210.56" | cell "Active""#;
+
+fn member_page(northgate: bool, extra_row: &str) -> UiSnapshot {
     let (detail, summary, balance_label, status_label, value_css, label_css) = if northgate {
         (
             "Member Profile",
@@ -48,11 +55,6 @@ fn member_page(northgate: bool, lookalike: bool) -> UiSnapshot {
             "td.lblc",
         )
     };
-    let lookalike_row = if lookalike {
-        r#"    row > cell "S-12346-01" | cell "12346" | cell "Savings" | cell "$5,210.55" | cell "Active""#
-    } else {
-        ""
-    };
     snapshot(&format!(
         r#"
 @url http://127.0.0.1:8080/member/12345
@@ -64,7 +66,7 @@ document "MemberDesk" frame=content
   heading "Accounts" region=accounts_view
   table region=accounts_view
     row > cell "Account" | cell "Member" | cell "Type" | cell "Balance" | cell "Status"
-{lookalike_row}
+{extra_row}
     row > cell "S-12345-01" | cell "12345" | cell "Savings" | cell "$4,210.55" | cell "Active"
     row > cell "C-12345-02" | cell "12345" | cell "Checking" | cell "$812.30" | cell "Active"
   heading "{summary}" region=summary
@@ -86,15 +88,19 @@ document "MemberDesk" frame=content
 }
 
 pub(crate) fn member_detail() -> UiSnapshot {
-    member_page(false, false)
+    member_page(false, "")
 }
 
 pub(crate) fn member_detail_northgate() -> UiSnapshot {
-    member_page(true, false)
+    member_page(true, "")
 }
 
 pub(crate) fn member_detail_lookalike() -> UiSnapshot {
-    member_page(false, true)
+    member_page(false, OTHER_MEMBER_ROW)
+}
+
+pub(crate) fn member_detail_lookalike_account() -> UiSnapshot {
+    member_page(false, SAME_MEMBER_ROW)
 }
 
 /// `GET /member/12345/new-subaccount`: unnamed controls beside their label cells.

@@ -4,21 +4,40 @@ use cua_artifact::FailureCode;
 use cua_target::{BoundValues, cell_text, read_by_column, resolve};
 
 use crate::dsl::snapshot;
-use crate::fixtures::{member_detail, member_detail_lookalike};
+use crate::fixtures::{member_detail, member_detail_lookalike, member_detail_lookalike_account};
 use crate::{check, check_with, inputs, render, target};
 
 /// The first account's balance in the Accounts grid, chosen by position and guarded by the
-/// member number in the same row.
-const GRID_BALANCE: &str = "{role: cell, scope: {region: accounts_view}, ordinal: 8, \
+/// member number in the same row: a key the member's two accounts share.
+const GRID_BALANCE: &str = "{role: cell, scope: {region: accounts_view}, ordinal: 3, \
                             identity: {column: Member, equals: {$input: member_id}}}";
+
+/// A balance keyed by what the caller gave: the money cell of the row whose Account cell holds
+/// the account number.
+const KEYED_BALANCE: &str = "{role: cell, name: {value: '^\\$[0-9,]+\\.[0-9]{2}$', match: regex}, \
+                             scope: {region: accounts_view}, \
+                             identity: {column: Account, equals: {$input: account}}}";
 
 #[test]
 fn the_identity_check_passes_on_the_right_row() {
     check_with(
         &member_detail(),
-        GRID_BALANCE,
-        &inputs(&[("member_id", "12345")]),
-        "ordinal_in_region content:/document[0]/table[1]/row[1]/cell[3] (15 candidates) identity verified",
+        KEYED_BALANCE,
+        &inputs(&[("account", "S-12345-01")]),
+        "semantic_exact content:/document[0]/table[1]/row[1]/cell[3] identity verified",
+    );
+    check_with(
+        &member_detail(),
+        KEYED_BALANCE,
+        &inputs(&[("account", "C-12345-02")]),
+        "semantic_exact content:/document[0]/table[1]/row[2]/cell[3] identity verified",
+    );
+    // The ordinal counts among the cells of the keyed row.
+    check_with(
+        &member_detail(),
+        "{role: cell, scope: {region: accounts_view}, ordinal: 3, identity: {column: Account, equals: {$input: account}}}",
+        &inputs(&[("account", "C-12345-02")]),
+        "ordinal_in_region content:/document[0]/table[1]/row[2]/cell[3] (5 candidates) identity verified",
     );
     // Without a column the key is the row's first cell.
     check(
@@ -29,27 +48,71 @@ fn the_identity_check_passes_on_the_right_row() {
 }
 
 #[test]
-fn the_lookalike_row_is_refused_not_read() {
+fn a_key_two_rows_share_is_refused_whatever_the_ordinal_says() {
+    let outcome = resolve(
+        &member_detail(),
+        &target(GRID_BALANCE),
+        &inputs(&[("member_id", "12345")]),
+    );
+    insta::assert_snapshot!(render(&outcome), @r#"error: identity check on cell #3 in region accounts_view where row[Member] = {$input: member_id} is not unique: 2 rows hold "12345" in the "Member" cell of its row: content:/document[0]/table[1]/row[1] row "S-12345-01 | 12345 | Savings | $4,210.55 | Active" in frame content in region accounts_view; content:/document[0]/table[1]/row[2] row "C-12345-02 | 12345 | Checking | $812.30 | Active" in frame content in region accounts_view"#);
+    assert_eq!(
+        outcome.unwrap_err().failure_code(),
+        FailureCode::TargetAmbiguous
+    );
+}
+
+#[test]
+fn the_lookalike_rows_are_never_read() {
+    // Another member listed first: keyed by the account, the right row is read; keyed by the
+    // member, the member's own two rows share the key and the read is refused.
     let lookalike = member_detail_lookalike();
+    check_with(
+        &lookalike,
+        KEYED_BALANCE,
+        &inputs(&[("account", "S-12345-01")]),
+        "semantic_exact content:/document[0]/table[1]/row[2]/cell[3] identity verified",
+    );
     let outcome = resolve(
         &lookalike,
         &target(GRID_BALANCE),
         &inputs(&[("member_id", "12345")]),
     );
-    insta::assert_snapshot!(render(&outcome), @r#"error: identity check failed on content:/document[0]/table[1]/row[1]/cell[3]: expected "12345" in the "Member" cell of its row, found "12346""#);
+    assert_eq!(
+        outcome.unwrap_err().failure_code(),
+        FailureCode::TargetAmbiguous
+    );
+    // The member's own account one digit off, listed first with the same Member cell and a
+    // balance one cent off: position and member number would read $4,210.56.
+    let same_member = member_detail_lookalike_account();
+    check_with(
+        &same_member,
+        KEYED_BALANCE,
+        &inputs(&[("account", "S-12345-01")]),
+        "semantic_exact content:/document[0]/table[1]/row[2]/cell[3] identity verified",
+    );
+    let outcome = resolve(
+        &same_member,
+        &target(
+            "{role: cell, name: {value: '^\\$[0-9,]+\\.[0-9]{2}$', match: regex}, \
+             scope: {region: accounts_view}, ordinal: 0, \
+             identity: {column: Member, equals: {$input: member_id}, match: exact}}",
+        ),
+        &inputs(&[("member_id", "12345")]),
+    );
+    insta::assert_snapshot!(render(&outcome), @r#"error: identity check on cell named regex "^\$[0-9,]+\.[0-9]{2}$" #0 in region accounts_view where row[Member] = {$input: member_id} is not unique: 3 rows hold "12345" in the "Member" cell of its row: content:/document[0]/table[1]/row[1] row "S-12345-09 | 12345 | Savings | $4,210.56 | Active" in frame content in region accounts_view; content:/document[0]/table[1]/row[2] row "S-12345-01 | 12345 | Savings | $4,210.55 | Active" in frame content in region accounts_view; content:/document[0]/table[1]/row[3] row "C-12345-02 | 12345 | Checking | $812.30 | Active" in frame content in region accounts_view"#);
+    // A key no row holds is a mismatch, reported on the candidate the ordinal pointed at.
+    let outcome = resolve(
+        &same_member,
+        &target(
+            "{role: cell, scope: {region: accounts_view}, ordinal: 8, identity: {equals: S-12345-05}}",
+        ),
+        &BoundValues::new(),
+    );
+    insta::assert_snapshot!(render(&outcome), @r#"error: identity check failed on content:/document[0]/table[1]/row[1]/cell[3]: expected "S-12345-05" in the first cell of its row, found "S-12345-09""#);
     assert_eq!(
         outcome.unwrap_err().failure_code(),
         FailureCode::TargetNotFound
     );
-    // The same check with the key column left implicit: the account number differs by one digit.
-    let outcome = resolve(
-        &lookalike,
-        &target(
-            "{role: cell, scope: {region: accounts_view}, ordinal: 8, identity: {equals: S-12345-01}}",
-        ),
-        &BoundValues::new(),
-    );
-    insta::assert_snapshot!(render(&outcome), @r#"error: identity check failed on content:/document[0]/table[1]/row[1]/cell[3]: expected "S-12345-01" in the first cell of its row, found "S-12346-01""#);
 }
 
 #[test]

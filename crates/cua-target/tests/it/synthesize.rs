@@ -8,7 +8,10 @@ use cua_target::{
     BoundValues, SnapshotIndex, SynthesisConfig, resolve, resolve_with, synthesize, synthesize_with,
 };
 
-use crate::fixtures::{member_detail, member_detail_lookalike, search_page, subaccount_form};
+use crate::fixtures::{
+    member_detail, member_detail_lookalike, member_detail_lookalike_account, search_page,
+    subaccount_form,
+};
 use crate::inputs;
 
 const TARGET_ROLES: [&str; 7] = [
@@ -69,7 +72,7 @@ fn subaccount_form_targets_round_trip() {
 }
 
 #[test]
-fn grid_targets_carry_an_identity_check_that_refuses_the_lookalike() {
+fn grid_targets_are_keyed_by_a_cell_no_other_row_shares() {
     let page = member_detail();
     let balance = page
         .nodes
@@ -77,10 +80,14 @@ fn grid_targets_carry_an_identity_check_that_refuses_the_lookalike() {
         .position(|node| node.id.as_str().ends_with("table[1]/row[1]/cell[3]"))
         .unwrap();
     let config = SynthesisConfig {
-        known_inputs: BTreeMap::from([(
-            Identifier::parse("member_id").unwrap(),
-            "12345".to_owned(),
-        )]),
+        // The member number is an input too, but both of the member's rows hold it.
+        known_inputs: BTreeMap::from([
+            (Identifier::parse("member_id").unwrap(), "12345".to_owned()),
+            (
+                Identifier::parse("account").unwrap(),
+                "S-12345-01".to_owned(),
+            ),
+        ]),
     };
     let synthesized = synthesize_with(&SnapshotIndex::new(&page), balance, &config).unwrap();
     assert!(synthesized.round_trips, "{:?}", synthesized.warnings);
@@ -89,28 +96,33 @@ fn grid_targets_carry_an_identity_check_that_refuses_the_lookalike() {
     scope:
       frame: content
       region: accounts_view
-    ordinal: 8
+    ordinal: 3
     identity:
-      column: Member
+      column: Account
       equals:
-        $input: member_id
+        $input: account
     recorded_strategy: ordinal_in_region
     ");
-    let bindings = inputs(&[("member_id", "12345")]);
-    let lookalike = member_detail_lookalike();
-    let refused = resolve_with(
-        &SnapshotIndex::new(&lookalike),
-        &synthesized.descriptor,
-        &bindings,
-        &cua_target::ResolverConfig::REPLAY,
-    );
-    assert!(
-        matches!(
-            refused,
-            Err(cua_target::TargetError::IdentityMismatch { .. })
-        ),
-        "{refused:?}"
-    );
+    // Beside a lookalike of another member and one of the member's own account, the keyed
+    // descriptor still reads the account's own balance cell.
+    let bindings = inputs(&[("member_id", "12345"), ("account", "S-12345-01")]);
+    for lookalike in [member_detail_lookalike(), member_detail_lookalike_account()] {
+        let resolved = resolve_with(
+            &SnapshotIndex::new(&lookalike),
+            &synthesized.descriptor,
+            &bindings,
+            &cua_target::ResolverConfig::REPLAY,
+        )
+        .unwrap();
+        assert_eq!(
+            resolved.node_id.as_str(),
+            "content:/document[0]/table[1]/row[2]/cell[3]"
+        );
+        assert_eq!(
+            cua_target::cell_text(&lookalike, resolved.node),
+            "$4,210.55"
+        );
+    }
 }
 
 #[test]

@@ -9,12 +9,12 @@ use crate::pages::grid_rows;
 use crate::support::{Reply, Session, arm, control, send, start};
 
 /// One request the fault is eligible for, and how to tell from the reply that it fired.
-struct FaultCase {
-    fault: &'static str,
-    method: &'static str,
-    path: &'static str,
-    fields: &'static [(&'static str, &'static str)],
-    fired: fn(&Reply) -> bool,
+pub(crate) struct FaultCase {
+    pub(crate) fault: &'static str,
+    pub(crate) method: &'static str,
+    pub(crate) path: &'static str,
+    pub(crate) fields: &'static [(&'static str, &'static str)],
+    pub(crate) fired: fn(&Reply) -> bool,
 }
 
 async fn perform(session: &mut Session, case: &FaultCase) -> Reply {
@@ -30,7 +30,7 @@ fn armed(fixture: &RunningFixture) -> serde_json::Value {
 
 /// Arms the fault once: the first eligible request shows it, the second does not, and the
 /// state shows it consumed. Then armed indefinitely it fires twice, and reset clears it.
-async fn check_fires_once(case: FaultCase) {
+pub(crate) async fn check_fires_once(case: FaultCase) {
     let fixture = start(Variant::FirstValley).await;
     let mut session = Session::signed_on(&fixture).await;
     arm(&fixture, case.fault, 1).await;
@@ -312,7 +312,8 @@ async fn arm_validates_its_request() {
         r#"{"fault": "flaky", "count": 1}"#,
         400,
         "unknown fault `flaky` (valid faults: transient_load, session_timeout, undeclared_dialog, \
-         validation_error, slow_page, lookalike_row)",
+         validation_error, slow_page, lookalike_row, lookalike_account, quoted_refusals, \
+         decoy_control, duplicate_summary_row)",
     )
     .await;
     check_arm(
@@ -369,6 +370,7 @@ async fn control_state_reports_faults_balances_and_transfers_and_reset_restores_
             "transfers": [{"confirmation": "TF-000001", "member_id": "12345",
                            "from": "S-12345-01", "to": "C-12345-02", "amount": "10.00"}],
             "sessions": 1,
+            "decoy_hits": 0,
         })
     );
     let reset = control(&fixture, "/_control/reset", "").await;

@@ -4,6 +4,7 @@
 mod api;
 mod client_references;
 mod faults;
+mod hostile;
 mod pages;
 mod sign_on;
 mod subaccounts;

@@ -444,6 +444,55 @@ async fn every_page(variant: Variant) -> Vec<(&'static str, Reply)> {
             .get(&format!("/transfers/lookup?{reference}=idem-none"))
             .await,
     ));
+    // Last, so the pages above are exactly what they were before the hostile faults existed.
+    for fault in [
+        "lookalike_account",
+        "quoted_refusals",
+        "decoy_control",
+        "duplicate_summary_row",
+    ] {
+        crate::support::arm(&fixture, fault, -1).await;
+    }
+    pages.push(("hostile_search", session.get("/search").await));
+    pages.push((
+        "hostile_search_not_found",
+        session.post_form("/search", &[(member, "99999")]).await,
+    ));
+    pages.push(("hostile_detail_12345", session.get("/member/12345").await));
+    pages.push((
+        "hostile_subaccount_form",
+        session.get("/member/12345/new-subaccount").await,
+    ));
+    pages.push((
+        "hostile_subaccount_confirmation",
+        session
+            .post_form(
+                "/member/12345/new-subaccount",
+                &[(account_type, "savings"), (deposit, "40")],
+            )
+            .await,
+    ));
+    pages.push((
+        "hostile_transfer_form",
+        session.get("/member/12345/transfer").await,
+    ));
+    pages.push((
+        "hostile_transfer_review",
+        session.post_form("/member/12345/transfer", &fields).await,
+    ));
+    pages.push((
+        "hostile_transfer_complete",
+        session
+            .post_form("/member/12345/transfer/confirm", &fields)
+            .await,
+    ));
+    pages.push((
+        "hostile_transfer_lookup",
+        session
+            .get(&format!("/transfers/lookup?{reference}=idem-7f3a"))
+            .await,
+    ));
+    pages.push(("decoy", session.get("/decoy").await));
     fixture.shutdown().await.expect("clean shutdown");
     pages
 }

@@ -45,6 +45,27 @@ impl Reply {
         leaf_rows(&self.body)
     }
 
+    /// For every occurrence of `needle` in the markup, the text of the nearest heading
+    /// (`<h1>`…`<h6>`) before it: the region a reader would say the occurrence belongs to.
+    /// An occurrence before any heading has the region "".
+    pub(crate) fn regions_of(&self, needle: &str) -> Vec<String> {
+        self.body
+            .match_indices(needle)
+            .map(|(position, _)| {
+                let before = &self.body[..position];
+                let start = (1..=6)
+                    .filter_map(|level| before.rfind(&format!("<h{level}")))
+                    .max();
+                start.map_or_else(String::new, |start| {
+                    let end = self.body[start..]
+                        .find("</h")
+                        .map_or(self.body.len(), |end| start + end);
+                    visible_text(&self.body[start..end])
+                })
+            })
+            .collect()
+    }
+
     pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).expect("the body is JSON")
     }
