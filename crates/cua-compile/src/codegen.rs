@@ -9,7 +9,8 @@
 //!   `identity` check keys the target: the one row whose key cell holds the key (a key two rows
 //!   hold fails the test, as replay refuses it), and an `ordinal` is `.nth(i)` inside that row. CSS hints are never written:
 //!   they are an unverified cache of replay's, and a test that followed one would pass on a
-//!   control that only looks right.
+//!   control that only looks right. A target's region is checked on each candidate element
+//!   (`inRegion`: the slug of the last heading before it), as cua's snapshot infers it.
 //! - **Preconditions, postconditions, waits, assertions and the checkpoint** become `expect`s
 //!   (`toBeVisible`, `toHaveCount(0)`, `toHaveValue`, `toHaveURL`, polled page text); a step's
 //!   wait timeout bounds its postcondition. Playwright's strict mode refuses a locator that
@@ -25,8 +26,8 @@
 //!
 //! Every interpolated text goes through an escaper ([`ts_string`], [`comment_text`],
 //! [`css_string`], [`js_regex_literal`]). What cannot be expressed faithfully (a `raw_input`,
-//! a region scope, a `within_section` anchor, an `http_status_in` check, a regex the
-//! JavaScript engine reads differently, an irreversible step without
+//! a region scope in a condition, a `within_section` anchor, an `http_status_in` check, a regex
+//! the JavaScript engine reads differently, an irreversible step without
 //! [`CodegenConfig::allow_irreversible`]) is refused, every refusal at once, naming the step
 //! and why ([`CompileError::Unexpressible`]).
 
@@ -224,6 +225,7 @@ enum Helper {
     ReadMoney,
     MoneyIn,
     KeyedRow,
+    InRegion,
 }
 
 impl Helper {
@@ -250,6 +252,7 @@ impl Helper {
             Self::ReadMoney => HELPER_READ_MONEY,
             Self::MoneyIn => HELPER_MONEY_IN,
             Self::KeyedRow => HELPER_KEYED_ROW,
+            Self::InRegion => HELPER_IN_REGION,
         }
     }
 }
@@ -860,7 +863,13 @@ impl<'c> SpecWriter<'c> {
                     .to_owned(),
             );
         }
-        let root = self.scope_expression(descriptor.scope.as_ref(), body)?;
+        // A target's region is checked on the element itself (`inRegion`); the frame scopes
+        // the locator.
+        let frame_scope = descriptor.scope.as_ref().map(|scope| NodeScope {
+            frame: scope.frame.clone(),
+            region: None,
+        });
+        let root = self.scope_expression(frame_scope.as_ref(), body)?;
         let role = ts_string(playwright_role(&descriptor.role)?);
         let name = descriptor
             .name
@@ -940,6 +949,21 @@ impl<'c> SpecWriter<'c> {
             }
             (_, Some(rows)) => format!("{rows}{inside}"),
             (_, None) => format!("{root}{inside}"),
+        };
+        let locator = match descriptor
+            .scope
+            .as_ref()
+            .and_then(|scope| scope.region.as_ref())
+        {
+            Some(region) => {
+                self.use_helper(Helper::InRegion);
+                lines.push(format!(
+                    "const regional = await inRegion({locator}, {});",
+                    ts_string(region)
+                ));
+                "regional".to_owned()
+            }
+            None => locator,
         };
         Ok(TargetCode { lines, locator })
     }
@@ -1608,6 +1632,34 @@ const HELPER_MONEY_IN: &str = r#"/** Whether a node `locator` matches reads, as 
 async function moneyIn(locator: Locator, amount: string): Promise<boolean> {
   const wanted = readMoney(amount);
   return wanted !== null && (await locator.allInnerTexts()).some((text) => readMoney(text) === wanted);
+}
+"#;
+
+const HELPER_IN_REGION: &str = r#"/**
+ * The one element of `candidates` in `region`: cua's region is the slug of the last heading
+ * before the element in its frame's document order, so a same-named control under another
+ * heading is not a candidate.
+ */
+async function inRegion(candidates: Locator, region: string): Promise<Locator> {
+  const inside: Locator[] = [];
+  for (const candidate of await candidates.all()) {
+    const found = await candidate.evaluate((element) => {
+      let last: Element | null = null;
+      for (const heading of element.ownerDocument.querySelectorAll('h1, h2, h3, h4, h5, h6, [role="heading"]')) {
+        const name = (heading.textContent ?? '').replace(/\s+/gu, ' ').trim();
+        if (name && heading.compareDocumentPosition(element) & Node.DOCUMENT_POSITION_FOLLOWING) last = heading;
+      }
+      let slug = '';
+      for (const c of (last?.textContent ?? '').toLowerCase()) {
+        if (/[\p{L}\p{N}]/u.test(c)) slug += c;
+        else if (slug && !slug.endsWith('_')) slug += '_';
+      }
+      return slug.replace(/_+$/u, '');
+    });
+    if (found === region) inside.push(candidate);
+  }
+  expect(inside.length, `exactly one candidate in region ${region}`).toBe(1);
+  return inside[0];
 }
 "#;
 

@@ -7,7 +7,7 @@ use cua_artifact::{
 
 const EVALUATION: &str = "schema: cua.capability_evaluation/v1
 capability: corebank.member.savings_balance@1.0.0
-content_hash: blake3:8568b55d889e0f6f8e0afb75a318039d961f10b71da3b01e8c1d446afa99120d
+content_hash: blake3:713b2dda4d72825177885d079246a228718554f1687c7635a51d09f663409682
 suite: cross_tenant
 runs: 20
 successes: 14
@@ -27,7 +27,7 @@ fallback_rate: 0.0
 fn approvals_cover_exactly_their_pinned_hash() {
     let text = "schema: cua.capability_approval/v1
 capability: corebank.member.savings_balance@1.0.0
-content_hash: blake3:8568b55d889e0f6f8e0afb75a318039d961f10b71da3b01e8c1d446afa99120d
+content_hash: blake3:713b2dda4d72825177885d079246a228718554f1687c7635a51d09f663409682
 state: approved
 approved_by: aditya
 ";
@@ -43,7 +43,7 @@ approved_by: aditya
     assert!(check_source("approval.yaml", text).is_valid());
     // An approval is always pinned: no hash, no approval.
     let unpinned = text.replace(
-        "content_hash: blake3:8568b55d889e0f6f8e0afb75a318039d961f10b71da3b01e8c1d446afa99120d\n",
+        "content_hash: blake3:713b2dda4d72825177885d079246a228718554f1687c7635a51d09f663409682\n",
         "",
     );
     let checked = check_source("approval.yaml", &unpinned);

@@ -46,7 +46,7 @@ fn other_documents_round_trip() {
         );
     }
     let approval_text = "schema: cua.capability_approval/v1\ncapability: corebank.member.savings_balance@1.0.0\n\
-        content_hash: blake3:8568b55d889e0f6f8e0afb75a318039d961f10b71da3b01e8c1d446afa99120d\nstate: approved\n\
+        content_hash: blake3:713b2dda4d72825177885d079246a228718554f1687c7635a51d09f663409682\nstate: approved\n\
         approved_by: aditya\napproved_at: \"2026-09-15T18:27:33Z\"\nscope: {unattended_replay: true}\n";
     let approval: CapabilityApproval = yaml::from_yaml(approval_text).expect("an approval parses");
     let dumped = yaml::to_yaml(&approval).expect("dumps");

@@ -220,12 +220,19 @@ fn inexpressible_steps_are_refused_naming_the_step_and_why() {
     );
     check_refused(
         |c| {
-            c.steps[0].action.target_mut().unwrap().scope = Some(NodeScope {
-                frame: Some("content".to_owned()),
-                region: Some("search_form".to_owned()),
+            c.steps[0].precondition = Some(Predicate::NodeExists {
+                query: NodeQuery {
+                    role: Some("textbox".to_owned()),
+                    scope: Some(NodeScope {
+                        frame: Some("content".to_owned()),
+                        region: Some("search_form".to_owned()),
+                    }),
+                    ..NodeQuery::default()
+                },
+                min_count: 1,
             });
         },
-        "step `enter_member_id` (action): the region `search_form` is inferred from headings",
+        "step `enter_member_id` (precondition): the region `search_form` is inferred from headings",
     );
     check_refused(
         |c| c.steps[2].action.target_mut().unwrap().role = "text".to_owned(),

@@ -133,7 +133,7 @@ async fn a_plan_returns_an_approval_request_bound_to_hash_overlay_inputs_and_exp
     let request = &plan["approval_request"];
     assert_eq!(
         request["artifact_hash"],
-        "blake3:837e6cf2d9b07db622ef90343c10ed060bf32ff0aa6637a187e39160c059dc0f"
+        "blake3:4e5d8496125669ec174b6a53c89400b7ca3631c776277ac3313afb3de3d7879d"
     );
     assert!(
         request["overlay_hash"]
@@ -221,7 +221,7 @@ async fn a_plan_approval_does_not_survive_a_change_of_the_artifact() {
     assert!(
         message.starts_with(
             "refused: the capability changed since it was planned (artifact_hash: planned \
-             blake3:837e6cf2"
+             blake3:4e5d8496"
         ),
         "{message}"
     );

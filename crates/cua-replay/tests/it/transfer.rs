@@ -433,9 +433,9 @@ async fn hostile_pages_get_a_right_answer_or_a_refusal_never_a_wrong_one() {
     lookalike_row: success
     lookalike_account: success
     quoted_refusals: success
-    decoy_control: needs_human target_ambiguous
+    decoy_control: success
     duplicate_summary_row: success
-    all: needs_human target_ambiguous
+    all: success
     none, 1500.00: success
     quoted_refusals, 1500.00: success
     ");
