@@ -52,6 +52,7 @@ pub enum DiagnosticCode {
     ObservationStale,
     ReconcileRequired,
     ReconcileInvalid,
+    UnboundPlaceholder,
     Tampered,
     // Capability warnings: reported, never invalidating.
     UnscopedDetector,
@@ -109,6 +110,7 @@ impl DiagnosticCode {
             Self::ObservationStale => "cua::observation_stale",
             Self::ReconcileRequired => "cua::reconcile_required",
             Self::ReconcileInvalid => "cua::reconcile_invalid",
+            Self::UnboundPlaceholder => "cua::unbound_placeholder",
             Self::Tampered => "cua::tampered",
             Self::UnscopedDetector => "cua::unscoped_detector",
             Self::LiteralIdentityKey => "cua::literal_identity_key",

@@ -67,7 +67,7 @@ pub use source_map::{DocPath, SourceLocation, SourceMap, SourceNode};
 pub use target::{
     Anchor, AnchorRelation, Hints, IdentityCheck, MatchMode, NameMatch, TargetDescriptor,
 };
-pub use template::{Template, TemplatePart, TemplateRef, json_pointer_problem};
+pub use template::{Template, TemplatePart, TemplateRef, json_pointer_problem, tenant_placeholder};
 pub use tenant::{PolicyNarrowing, StepOverride, TargetOverride, TenantBinding};
 pub use validate::{ValidationConfig, looks_like_css, validate_capability};
 pub use value::{ValueExpr, ValueType};

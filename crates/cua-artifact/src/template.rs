@@ -5,6 +5,30 @@
 
 use crate::identifiers::{Identifier, SecretName};
 
+/// The first tenant placeholder (`{base_url}`, `{name}`) left in a text: a `{` followed by a
+/// lowercase identifier and `}`. References (`{$input: …}`) are not placeholders.
+pub fn tenant_placeholder(text: &str) -> Option<&str> {
+    let mut rest = text;
+    while let Some(start) = rest.find('{') {
+        let after = &rest[start + 1..];
+        if let Some(end) = after.find('}') {
+            let name = &after[..end];
+            let identifier = name
+                .chars()
+                .next()
+                .is_some_and(|first| first.is_ascii_lowercase() || first == '_')
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if identifier {
+                return Some(name);
+            }
+        }
+        rest = after;
+    }
+    None
+}
+
 /// A parsed template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template {
@@ -110,6 +134,24 @@ pub fn json_pointer_problem(pointer: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tenant_placeholders_are_found_and_references_are_not() {
+        assert_eq!(tenant_placeholder("{base_url}/"), Some("base_url"));
+        assert_eq!(tenant_placeholder("http://127.0.0.1:8811/"), None);
+        assert_eq!(
+            tenant_placeholder("{base_url}/w/{$input: page}"),
+            Some("base_url")
+        );
+        assert_eq!(
+            tenant_placeholder("http://h/w/{$input: page}?q={x-y}"),
+            None
+        );
+        assert_eq!(
+            tenant_placeholder("http://h/{$input: page}/{tenant_path}"),
+            Some("tenant_path")
+        );
+    }
 
     fn check(text: &str, expect: &str) {
         let actual = match Template::parse(text) {

@@ -15,7 +15,7 @@ use crate::policy::RiskLexicon;
 use crate::predicate::{NodeQuery, NodeScope, Predicate};
 use crate::source_map::DocPath;
 use crate::target::{MatchMode, TargetDescriptor};
-use crate::template::{Template, TemplateRef, json_pointer_problem};
+use crate::template::{Template, TemplatePart, TemplateRef, json_pointer_problem};
 use crate::value::{ValueExpr, ValueType};
 use crate::vocabulary::RiskTier;
 
@@ -93,9 +93,16 @@ impl<'a> Checker<'a> {
                 "a capability does at least one thing; add the steps it takes",
             );
         }
+        // The entrypoint is bound before any step has run: inputs only.
+        self.url(
+            &root.key("entrypoint").key("url"),
+            &self.capability.entrypoint.url,
+            Some(0),
+        );
         for (index, step) in self.capability.steps.iter().enumerate() {
             self.step(&root.key("steps").index(index), index, step);
         }
+        self.placeholders(&root);
         self.predicate(&root.key("checkpoint"), &self.capability.checkpoint, None);
         for (index, outcome) in self.capability.outcomes.iter().enumerate() {
             let path = root.key("outcomes").index(index);
@@ -111,6 +118,27 @@ impl<'a> Checker<'a> {
         }
         self.recovery(&root);
         self.budgets(&root);
+    }
+
+    /// A `{$…}` reference is read only where a template is: a URL (`entrypoint.url`, a
+    /// `navigate`'s or an `http` call's) and an `http` header. Anywhere else it
+    /// is literal text that would be typed, matched or sent as it stands, so it is an error,
+    /// never a surprise at replay. Free text (titles, descriptions, notes) is not checked.
+    fn placeholders(&mut self, root: &DocPath) {
+        let Ok(value) = serde_json::to_value(self.capability) else {
+            return;
+        };
+        let mut found = Vec::new();
+        literal_references(&value, root, &mut found);
+        for (path, text) in found {
+            self.report(
+                DiagnosticCode::UnboundPlaceholder,
+                path,
+                format!("{text:?} holds a reference where none is bound; it would be used as literal text"),
+                "write a value as a mapping, `value: {$input: name}` (unquoted in YAML), or move the \
+                 reference into a URL or an http header, where templates are read",
+            );
+        }
     }
 
     fn unique_ids(&mut self) {
@@ -524,9 +552,9 @@ impl<'a> Checker<'a> {
             Action::Assert { that } => self.predicate(&path.key("that"), that, step),
             Action::Http(call) => self.http(path, call, step),
             Action::Command(call) => self.command(path, call, step),
+            Action::Navigate { url } => self.url(&path.key("url"), url, step),
             Action::Click { .. }
             | Action::PressKey { .. }
-            | Action::Navigate { .. }
             | Action::Reload {}
             | Action::Scroll { .. }
             | Action::RawInput { .. }
@@ -535,17 +563,20 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn http(&mut self, path: &DocPath, call: &HttpCall, step: Option<usize>) {
-        match Template::parse(&call.url) {
+    /// A URL template (an `http` call's, a `navigate`'s, the entrypoint's): references only
+    /// after a fixed origin, never a secret (URLs are recorded in evidence).
+    fn url(&mut self, path: &DocPath, url: &str, step: Option<usize>) {
+        match Template::parse(url) {
             Err(problem) => self.report(
                 DiagnosticCode::InvalidValue,
-                path.key("url"),
+                path.clone(),
                 format!("the url is not a template: {problem}"),
                 "write references as `{$input: name}` or `{$output: name}`",
             ),
             Ok(template) => {
                 let prefix = template.literal_prefix();
-                let fixed_origin = prefix.starts_with("{base_url}")
+                let fixed_origin = template.references().next().is_none()
+                    || prefix.starts_with("{base_url}")
                     || ["http://", "https://"].iter().any(|scheme| {
                         prefix
                             .strip_prefix(scheme)
@@ -554,14 +585,18 @@ impl<'a> Checker<'a> {
                 if !fixed_origin {
                     self.report(
                         DiagnosticCode::InvalidValue,
-                        path.key("url"),
-                        format!("the url {:?} does not fix its origin before its first reference", call.url),
+                        path.clone(),
+                        format!("the url {url:?} does not fix its origin before its first reference"),
                         "start it with `{base_url}/` (or a literal `http://host/`): a bound value may fill a path or a query, never choose the server",
                     );
                 }
-                self.template(&path.key("url"), &template, SecretUse::Misplaced, step);
+                self.template(path, &template, SecretUse::Misplaced, step);
             }
         }
+    }
+
+    fn http(&mut self, path: &DocPath, call: &HttpCall, step: Option<usize>) {
+        self.url(&path.key("url"), &call.url, step);
         for (name, value) in &call.headers {
             let header_path = path.key("headers").key(name);
             let valid_name = !name.is_empty()
@@ -866,13 +901,19 @@ impl<'a> Checker<'a> {
     fn target(&mut self, path: &DocPath, target: &TargetDescriptor, step: Option<usize>) {
         self.role(&path.key("role"), &target.role);
         if let Some(name) = &target.name {
-            self.text_match(&path.key("name").key("value"), &name.value, name.match_mode);
+            self.target_text(
+                &path.key("name").key("value"),
+                &name.value,
+                name.match_mode,
+                step,
+            );
         }
         if let Some(anchor) = &target.anchor {
-            self.text_match(
+            self.target_text(
                 &path.key("anchor").key("text"),
                 &anchor.text,
                 anchor.match_mode,
+                step,
             );
         }
         if let Some(scope) = &target.scope {
@@ -922,6 +963,34 @@ impl<'a> Checker<'a> {
                 "use a lowercase accessibility role such as textbox, button, link, cell, combobox",
             );
         }
+    }
+
+    /// A target's name or anchor text: a template whose references (inputs and outputs, never
+    /// a secret, which would be compared with the screen) are bound literally at resolution.
+    fn target_text(&mut self, path: &DocPath, text: &str, mode: MatchMode, step: Option<usize>) {
+        let template = match Template::parse(text) {
+            Ok(template) => template,
+            Err(problem) => {
+                self.report(
+                    DiagnosticCode::InvalidValue,
+                    path.clone(),
+                    format!("the text is not a template: {problem}"),
+                    "write references as `{$input: name}` or `{$output: name}`",
+                );
+                return;
+            }
+        };
+        self.template(path, &template, SecretUse::Predicate, step);
+        // A bound value is matched literally (escaped in a regex), so any value stands for it.
+        let literal: String = template
+            .parts()
+            .iter()
+            .map(|part| match part {
+                TemplatePart::Text(text) => text.as_str(),
+                TemplatePart::Ref(_) => "x",
+            })
+            .collect();
+        self.text_match(path, &literal, mode);
     }
 
     fn text_match(&mut self, path: &DocPath, text: &str, mode: MatchMode) {
@@ -1124,6 +1193,54 @@ impl<'a> Checker<'a> {
         help: impl Into<String>,
     ) {
         self.problems.push(Problem::new(code, path, message, help));
+    }
+}
+
+/// Keys whose strings are templates, and keys whose strings are free text.
+const TEMPLATE_KEYS: [&str; 2] = ["url", "headers"];
+const FREE_TEXT_KEYS: [&str; 5] = ["title", "description", "notes", "review_notes", "summary"];
+
+/// Every string under `value`, outside template and free-text keys, that holds `{$`. A target's
+/// `name.value` and `anchor.text` are templates too.
+fn literal_references(
+    value: &serde_json::Value,
+    path: &DocPath,
+    found: &mut Vec<(DocPath, String)>,
+) {
+    literal_references_under(value, path, None, found);
+}
+
+fn literal_references_under(
+    value: &serde_json::Value,
+    path: &DocPath,
+    parent: Option<&str>,
+    found: &mut Vec<(DocPath, String)>,
+) {
+    match value {
+        serde_json::Value::String(text) if text.contains("{$") => {
+            found.push((path.clone(), text.clone()));
+        }
+        serde_json::Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                literal_references_under(item, &path.index(index), parent, found);
+            }
+        }
+        serde_json::Value::Object(object) => {
+            for (key, item) in object {
+                let target_text = matches!(
+                    (parent, key.as_str()),
+                    (Some("name"), "value") | (Some("anchor"), "text")
+                );
+                if target_text
+                    || TEMPLATE_KEYS.contains(&key.as_str())
+                    || FREE_TEXT_KEYS.contains(&key.as_str())
+                {
+                    continue;
+                }
+                literal_references_under(item, &path.key(key), Some(key), found);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -40,7 +40,8 @@ use std::fmt;
 use cua_artifact::{
     Action, AnchorRelation, Capability, CapabilityRef, IdentityCheck, MatchMode, NodeQuery,
     NodeScope, Predicate, RecoveryScope, Remedy, ResolutionStrategy, RiskTier, ScrollDirection,
-    Step, TargetDescriptor, TenantId, ValueExpr, ValueType, WaitCondition,
+    Step, TargetDescriptor, Template, TemplatePart, TemplateRef, TenantId, ValueExpr, ValueType,
+    WaitCondition,
 };
 use cua_evidence::{DEFAULT_ENV_PREFIX, env_var};
 
@@ -370,7 +371,7 @@ impl<'c> SpecWriter<'c> {
         }
         body.blank();
 
-        match self.url_expression(&capability.entrypoint.url) {
+        match self.url_expression(&capability.entrypoint.url, ValueScope::Test) {
             Ok(url) => body.line(1, format!("await page.goto({url});")),
             Err(reason) => self.refuse("entrypoint", reason),
         }
@@ -563,9 +564,10 @@ impl<'c> SpecWriter<'c> {
                 Ok(format!("await {name}(page);"))
             }
             Remedy::Action(Action::Reload {}) => Ok("await page.reload();".to_owned()),
-            Remedy::Action(Action::Navigate { url }) => {
-                Ok(format!("await page.goto({});", self.url_expression(url)?))
-            }
+            Remedy::Action(Action::Navigate { url }) => Ok(format!(
+                "await page.goto({});",
+                self.url_expression(url, ValueScope::Remedy)?
+            )),
             Remedy::Action(action) => Err(format!(
                 "the remedy `{}` is not translated",
                 action.kind().as_str()
@@ -750,7 +752,10 @@ impl<'c> SpecWriter<'c> {
                 None => lines.push(format!("await page.keyboard.press({});", ts_string(key))),
             },
             Action::Navigate { url } => {
-                lines.push(format!("await page.goto({});", self.url_expression(url)?));
+                lines.push(format!(
+                    "await page.goto({});",
+                    self.url_expression(url, scope)?
+                ));
             }
             Action::Reload {} => lines.push("await page.reload();".to_owned()),
             Action::Scroll {
@@ -1020,6 +1025,12 @@ impl<'c> SpecWriter<'c> {
 
     /// How a name (or an anchor's text) is matched, by match mode.
     fn name_spec(&mut self, mode: MatchMode, text: &str) -> Result<NameSpec, String> {
+        if text.contains("{$") {
+            return Err(format!(
+                "the name or anchor {text:?} depends on a run's value, which is not translated to a \
+                 locator yet"
+            ));
+        }
         Ok(match mode {
             MatchMode::Exact => NameSpec {
                 value: ts_string(text),
@@ -1344,22 +1355,43 @@ impl<'c> SpecWriter<'c> {
     }
 
     /// A URL with `{base_url}` as a concatenation with `baseUrl()`; other placeholders refuse.
-    fn url_expression(&mut self, url: &str) -> Result<String, String> {
+    fn url_expression(&mut self, url: &str, scope: ValueScope) -> Result<String, String> {
+        let template =
+            Template::parse(url).map_err(|problem| format!("the URL {url:?}: {problem}"))?;
         let mut parts = Vec::new();
-        for (position, piece) in url.split("{base_url}").enumerate() {
-            if position > 0 {
-                self.use_helper(Helper::BaseUrl);
-                parts.push("baseUrl()".to_owned());
-            }
-            if let Some(start) = piece.find('{')
-                && piece[start..].contains('}')
-            {
-                return Err(format!(
-                    "the URL {url:?} holds a placeholder other than {{base_url}}, unbound here"
-                ));
-            }
-            if !piece.is_empty() {
-                parts.push(ts_string(piece));
+        for part in template.parts() {
+            match part {
+                TemplatePart::Text(text) => {
+                    for (position, piece) in text.split("{base_url}").enumerate() {
+                        if position > 0 {
+                            self.use_helper(Helper::BaseUrl);
+                            parts.push("baseUrl()".to_owned());
+                        }
+                        if let Some(placeholder) = cua_artifact::tenant_placeholder(piece) {
+                            return Err(format!(
+                                "the URL {url:?} holds the placeholder {{{placeholder}}}, unbound here"
+                            ));
+                        }
+                        if !piece.is_empty() {
+                            parts.push(ts_string(piece));
+                        }
+                    }
+                }
+                TemplatePart::Ref(TemplateRef::Secret(_)) => {
+                    return Err("a secret is never placed in a URL".to_owned());
+                }
+                TemplatePart::Ref(reference) => {
+                    let value = match reference {
+                        TemplateRef::Input(name) => ValueExpr::Input(name.clone()),
+                        TemplateRef::Output(name) => ValueExpr::Output(name.clone()),
+                        TemplateRef::Secret(name) => ValueExpr::Secret(name.clone()),
+                    };
+                    // As replay binds it: percent-encoded, so it fills one segment or value.
+                    parts.push(format!(
+                        "encodeURIComponent({})",
+                        self.value(&value, scope, false)?
+                    ));
+                }
             }
         }
         if parts.is_empty() {

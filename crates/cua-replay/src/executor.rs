@@ -369,11 +369,11 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 .into());
             }
         }
-        if let Some(placeholder) = placeholder_in(&capability.entrypoint.url) {
+        if let Some(placeholder) = cua_artifact::tenant_placeholder(&capability.entrypoint.url) {
             return Err(ReplayError::UnboundPlaceholder {
                 reference: Box::new(capability.reference()),
                 url: capability.entrypoint.url.clone(),
-                placeholder,
+                placeholder: placeholder.to_owned(),
             }
             .into());
         }
@@ -525,7 +525,9 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
 
     /// Navigates to the entrypoint through the chokepoint and lets it settle.
     async fn enter(&self, frame: &Frame<'_>, tally: &mut Tally) -> Result<(), Halt> {
-        let url = frame.capability.entrypoint.url.clone();
+        let url = self
+            .bind_url(frame, &frame.capability.entrypoint.url)
+            .map_err(Halt::from)?;
         let dispatched = self
             .chokepoint(
                 frame,
@@ -1028,14 +1030,6 @@ fn strategy_mix(steps: &[StepReport]) -> BTreeMap<ResolutionStrategy, u32> {
     mix
 }
 
-/// The first `{name}` placeholder left in a text.
-fn placeholder_in(text: &str) -> Option<String> {
-    let start = text.find('{')?;
-    let rest = &text[start + 1..];
-    let end = rest.find('}')?;
-    Some(rest[..end].to_owned())
-}
-
 /// A JSON input's text, as the redactor should know it.
 fn value_text(value: &Value) -> String {
     match value {
@@ -1051,15 +1045,4 @@ pub(crate) fn millis(duration: Duration) -> u64 {
 /// The step id the checkpoint is reported under.
 pub(crate) fn checkpoint_id() -> StepId {
     StepId::parse("checkpoint").expect("`checkpoint` is a valid identifier")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn placeholders_are_found() {
-        assert_eq!(placeholder_in("{base_url}/"), Some("base_url".to_owned()));
-        assert_eq!(placeholder_in("http://127.0.0.1:8811/"), None);
-    }
 }

@@ -326,16 +326,21 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         })
     }
 
-    /// Binds an `http` call: the URL's references percent-encoded (so a value can never add a
-    /// segment, a query or an origin), headers with their secrets, the body as JSON.
-    fn bind_http(&self, frame: &Frame<'_>, call: &HttpCall) -> Result<HttpRequest, Stop> {
-        let invalid = |what: String| Stop::new(FailureCode::Internal, what);
-        let url_template = Template::parse(&call.url)
-            .map_err(|problem| invalid(format!("the url is not a template: {problem}")))?;
-        let mut url = String::new();
-        for part in url_template.parts() {
+    /// Binds a URL template (an `http` call's, a `navigate`'s, the entrypoint's): each reference
+    /// percent-encoded, so a value fills a path segment or a query value and can never add a
+    /// segment, a query or an origin; a secret is refused (URLs are recorded in evidence). A
+    /// placeholder left in the bound URL is refused before anything is dispatched.
+    pub(crate) fn bind_url(&self, frame: &Frame<'_>, url: &str) -> Result<String, Stop> {
+        let template = Template::parse(url).map_err(|problem| {
+            Stop::new(
+                FailureCode::Internal,
+                format!("the url is not a template: {problem}"),
+            )
+        })?;
+        let mut bound = String::new();
+        for part in template.parts() {
             match part {
-                TemplatePart::Text(text) => url.push_str(text),
+                TemplatePart::Text(text) => bound.push_str(text),
                 TemplatePart::Ref(TemplateRef::Secret(_)) => {
                     return Err(Stop::new(
                         FailureCode::PolicyDenied,
@@ -344,10 +349,29 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 }
                 TemplatePart::Ref(reference) => {
                     let text = self.bind_value(frame, &template_value(reference), &mut false)?;
-                    url.push_str(&percent_encode(&text));
+                    bound.push_str(&percent_encode(&text));
                 }
             }
         }
+        // Bound values are percent-encoded, so a brace left here came from the template itself:
+        // a placeholder nothing bound.
+        if bound.contains(['{', '}']) {
+            return Err(Stop::new(
+                FailureCode::InputValidationFailed,
+                format!(
+                    "the url {url:?} holds a placeholder nothing binds; it is never navigated to"
+                ),
+            )
+            .expected("every placeholder of the url bound by the tenant binding or --base-url"));
+        }
+        Ok(bound)
+    }
+
+    /// Binds an `http` call: the URL's references percent-encoded (so a value can never add a
+    /// segment, a query or an origin), headers with their secrets, the body as JSON.
+    fn bind_http(&self, frame: &Frame<'_>, call: &HttpCall) -> Result<HttpRequest, Stop> {
+        let invalid = |what: String| Stop::new(FailureCode::Internal, what);
+        let url = self.bind_url(frame, &call.url)?;
         let mut headers = Vec::with_capacity(call.headers.len());
         for (name, value) in &call.headers {
             let template = Template::parse(value)

@@ -1244,7 +1244,9 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 value: self.bind_value(frame, value, &mut sensitive)?,
             },
             Action::PressKey { key, .. } => SurfaceAction::PressKey { key: key.clone() },
-            Action::Navigate { url } => SurfaceAction::Navigate { url: url.clone() },
+            Action::Navigate { url } => SurfaceAction::Navigate {
+                url: self.bind_url(frame, url)?,
+            },
             Action::Reload {} => SurfaceAction::Reload,
             Action::Scroll {
                 direction, amount, ..

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use cua_artifact::{Identifier, ValueExpr};
+use cua_artifact::{Identifier, Template, TemplatePart, TemplateRef, ValueExpr};
 
 use crate::error::TargetError;
 
@@ -92,6 +92,43 @@ pub(crate) fn bind_text<B: Bindings + ?Sized>(
         }),
         literal => Ok(literal.literal_text().unwrap_or_default()),
     }
+}
+
+/// Binds a target's name or anchor text: its `{$input: …}` and `{$output: …}` references are
+/// replaced by their values, matched literally (escaped when the text is a regex). A secret is
+/// refused: it would be compared with the screen.
+pub(crate) fn bind_target_text<B: Bindings + ?Sized>(
+    text: &str,
+    bindings: &B,
+    regex: bool,
+) -> Result<String, TargetError> {
+    if !text.contains("{$") {
+        return Ok(text.to_owned());
+    }
+    let template = Template::parse(text).map_err(|message| TargetError::InvalidPattern {
+        pattern: text.to_owned(),
+        message,
+    })?;
+    let mut bound = String::new();
+    for part in template.parts() {
+        match part {
+            TemplatePart::Text(literal) => bound.push_str(literal),
+            TemplatePart::Ref(reference) => {
+                let value = match reference {
+                    TemplateRef::Input(name) => ValueExpr::Input(name.clone()),
+                    TemplateRef::Output(name) => ValueExpr::Output(name.clone()),
+                    TemplateRef::Secret(name) => ValueExpr::Secret(name.clone()),
+                };
+                let text = bind_text(&value, bindings, "a target's name or anchor")?;
+                if regex {
+                    bound.push_str(&regex::escape(&text));
+                } else {
+                    bound.push_str(&text);
+                }
+            }
+        }
+    }
+    Ok(bound)
 }
 
 /// How a value reads in an explanation: the literal, or the reference and what it is bound to.

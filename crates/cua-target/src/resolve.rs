@@ -10,7 +10,7 @@ use cua_artifact::{
 use cua_snapshot::{NodeId, UiSnapshot, fold, normalize_role};
 use serde::Serialize;
 
-use crate::bindings::{Bindings, bind_text};
+use crate::bindings::{Bindings, bind_target_text, bind_text};
 use crate::error::{CandidateSummary, RungAttempt, RungOutcome, TargetError};
 use crate::index::{SnapshotIndex, to_u32};
 use crate::structure::{
@@ -137,7 +137,7 @@ pub fn resolve_with<B: Bindings + ?Sized>(
             target: descriptor.describe(),
         });
     }
-    let query = Query::new(index, descriptor)?;
+    let query = Query::new(index, descriptor, bindings)?;
     let identity = descriptor
         .identity
         .as_ref()
@@ -449,26 +449,37 @@ struct Query<'i, 's> {
 }
 
 impl<'i, 's> Query<'i, 's> {
-    fn new(
+    fn new<B: Bindings + ?Sized>(
         index: &'i SnapshotIndex<'s>,
         descriptor: &'i TargetDescriptor,
+        bindings: &B,
     ) -> Result<Self, TargetError> {
         let name = descriptor
             .name
             .as_ref()
-            .map(|name| TextMatcher::new(name.match_mode, &name.value))
+            .map(|name| {
+                let regex = name.match_mode == MatchMode::Regex;
+                bind_target_text(&name.value, bindings, regex).map(|value| (name.match_mode, value))
+            })
             .transpose()?;
-        let folded_name = descriptor.name.as_ref().and_then(|name| {
-            let folded = fold(&name.value);
-            let applies = name.match_mode != MatchMode::Regex && !folded.is_empty();
-            applies.then_some((folded, name.match_mode == MatchMode::Contains))
+        let folded_name = name.as_ref().and_then(|(mode, value)| {
+            let folded = fold(value);
+            let applies = *mode != MatchMode::Regex && !folded.is_empty();
+            applies.then_some((folded, *mode == MatchMode::Contains))
         });
+        let name = name
+            .map(|(mode, value)| TextMatcher::new(mode, &value))
+            .transpose()?;
         let anchor = descriptor
             .anchor
             .as_ref()
             .map(|anchor| {
-                TextMatcher::new(anchor.match_mode, &anchor.text)
-                    .map(|matcher| (anchor.relation, matcher))
+                let text = bind_target_text(
+                    &anchor.text,
+                    bindings,
+                    anchor.match_mode == MatchMode::Regex,
+                )?;
+                TextMatcher::new(anchor.match_mode, &text).map(|matcher| (anchor.relation, matcher))
             })
             .transpose()?;
         Ok(Self {

@@ -257,7 +257,7 @@ fn inexpressible_steps_are_refused_naming_the_step_and_why() {
     );
     check_refused(
         |c| c.entrypoint.url = "{base_url}/{tenant_path}/".to_owned(),
-        "entrypoint: the URL \"{base_url}/{tenant_path}/\" holds a placeholder other than {base_url}",
+        "entrypoint: the URL \"{base_url}/{tenant_path}/\" holds the placeholder {tenant_path}, unbound here",
     );
     check_refused(
         |c| {
@@ -430,4 +430,21 @@ fn translated_regexes_match_what_the_regex_crate_matches() {
         })
         .collect();
     assert_eq!(javascript, rust);
+}
+
+#[test]
+fn a_url_built_from_an_input_encodes_it_as_replay_does() {
+    let path =
+        repository().join("tests/fixtures/deep_link/corebank.member.balance_by_link@1.0.0.yaml");
+    let deep_link = Capability::from_yaml(&std::fs::read_to_string(path).unwrap())
+        .unwrap()
+        .sealed();
+    let spec = render(&deep_link, &config());
+    assert!(
+        spec.text.contains(
+            "await page.goto(baseUrl() + '/member/' + encodeURIComponent(INPUTS.member_id) + '?view=detail');"
+        ),
+        "{}",
+        spec.text
+    );
 }

@@ -7,6 +7,7 @@
 )]
 
 mod boundaries;
+mod deep_link;
 mod fake;
 mod invariants;
 mod live;

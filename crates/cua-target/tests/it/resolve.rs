@@ -596,3 +596,42 @@ fn an_invalid_regex_name_is_an_error_not_a_miss() {
         "error: invalid regex \"(unclosed\": regex parse error:\n    (unclosed\n    ^\nerror: unclosed group",
     );
 }
+
+/// A name or anchor may use the run's values: bound literally, escaped in a regex, and never a
+/// secret.
+#[test]
+fn names_and_anchors_take_values_literally() {
+    let detail = member_detail();
+    let bindings = crate::inputs(&[("account", "S-12345-01"), ("amount", "$4,210.55")]);
+    crate::check_with(
+        &detail,
+        "{role: cell, name: {value: '{$input: account}', match: exact}, scope: {region: accounts_view}}",
+        &bindings,
+        "semantic_exact content:/document[0]/table[1]/row[1]/cell[0]",
+    );
+    // `$`, `,` and `.` of the amount are literal, not regex syntax.
+    crate::check_with(
+        &detail,
+        "{role: cell, name: {value: '^{$input: amount}$', match: regex}, scope: {region: accounts_view}}",
+        &bindings,
+        "semantic_exact content:/document[0]/table[1]/row[1]/cell[3]",
+    );
+    crate::check_with(
+        &detail,
+        "{role: cell, anchor: {relation: adjacent_to, text: '{$input: account}'}}",
+        &bindings,
+        "structural_anchor content:/document[0]/table[1]/row[1]/cell[1]",
+    );
+    crate::check_with(
+        &detail,
+        "{role: cell, name: {value: '{$input: missing}'}}",
+        &bindings,
+        "error: input `missing` is not bound",
+    );
+    crate::check_with(
+        &detail,
+        "{role: cell, name: {value: '{$secret: corebank.pin}'}}",
+        &bindings,
+        "error: secret `corebank.pin` cannot be used in a target's name or anchor; secrets are bound only at dispatch",
+    );
+}

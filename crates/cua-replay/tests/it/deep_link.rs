@@ -1,0 +1,109 @@
+//! URLs built from inputs: a `navigate` whose URL holds `{$input: …}` binds the value into one
+//! path segment, percent-encoded, and a placeholder nothing binds is refused before the browser
+//! moves.
+
+use cua_artifact::{Action, Capability, FailureCode, RunStatus};
+use cua_replay::{PreparedCapability, RunRequest};
+use memberdesk::Variant;
+
+use crate::live::Live;
+use crate::support::{inputs, root};
+
+fn deep_link(live: &Live, edit: impl FnOnce(&mut Capability)) -> PreparedCapability {
+    let path = root().join("tests/fixtures/deep_link/corebank.member.balance_by_link@1.0.0.yaml");
+    let mut base = Capability::from_yaml(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut base);
+    PreparedCapability::bind(base.sealed(), None, Some(&live.base_url()), None).unwrap()
+}
+
+/// The URL of every page the run observed, in order.
+fn navigations(run_dir: &std::path::Path) -> Vec<String> {
+    let trace = std::fs::read_to_string(run_dir.join("trace.jsonl")).unwrap();
+    let mut urls: Vec<String> = trace
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|line| line["event"] == "observe")
+        .filter_map(|line| line["url"].as_str().map(str::to_owned))
+        .collect();
+    urls.dedup();
+    urls
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_fills_one_path_segment_and_never_more() {
+    let live = Live::start(Variant::FirstValley).await;
+    live.sign_on().await;
+    let base = live.base_url();
+
+    let (report, run_dir) = live
+        .run(RunRequest::new(
+            deep_link(&live, |_| {}),
+            inputs(&[("member_id", "12345")]),
+        ))
+        .await;
+    assert_eq!(
+        report.result.status,
+        RunStatus::Success,
+        "{:?} ({})",
+        report.result.error,
+        run_dir.display()
+    );
+    assert_eq!(report.result.outputs["savings_balance"], "4210.55");
+    assert!(
+        navigations(&run_dir).contains(&format!("{base}/member/12345?view=detail")),
+        "{:?}",
+        navigations(&run_dir)
+    );
+
+    // A value that tries to add segments, a query and another path is one encoded segment.
+    let (report, run_dir) = live
+        .run(RunRequest::new(
+            deep_link(&live, |_| {}),
+            inputs(&[("member_id", "12345/../../admin?x=1#top")]),
+        ))
+        .await;
+    assert_ne!(report.result.status, RunStatus::Success);
+    let dispatched = navigations(&run_dir);
+    assert!(
+        dispatched.contains(&format!(
+            "{base}/member/12345%2F..%2F..%2Fadmin%3Fx%3D1%23top?view=detail"
+        )),
+        "{dispatched:?}"
+    );
+    assert!(
+        !dispatched.iter().any(|url| url.contains("/admin")),
+        "{dispatched:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_placeholder_nothing_binds_is_refused_before_the_browser_moves() {
+    let live = Live::start(Variant::FirstValley).await;
+    live.sign_on().await;
+    let prepared = deep_link(&live, |capability| {
+        capability.steps[0].action = Action::Navigate {
+            url: "{base_url}/{branch_path}/member/{$input: member_id}".to_owned(),
+        };
+    });
+    let (report, run_dir) = live
+        .run(RunRequest::new(prepared, inputs(&[("member_id", "12345")])))
+        .await;
+    let error = report.result.error.clone().unwrap();
+    assert_eq!(
+        (error.code, error.step_id.as_ref().map(|step| step.as_str())),
+        (FailureCode::InputValidationFailed, Some("open_member")),
+        "{error:?}"
+    );
+    assert!(
+        error.message.contains("placeholder nothing binds"),
+        "{}",
+        error.message
+    );
+    // Only the entrypoint was navigated to.
+    assert_eq!(
+        navigations(&run_dir).len(),
+        1,
+        "{:?}",
+        navigations(&run_dir)
+    );
+}
