@@ -71,6 +71,8 @@ async fn record(format: Format, args: &RecordArgs) -> Result<Exit, (Exit, &'stat
             kind: RunKind::Discovery,
             capability: None,
             content_hash: None,
+            sealed_hash: None,
+            bound_by: None,
             tenant: None,
             inputs: BTreeMap::new(),
             goal: Some(args.goal.clone()),

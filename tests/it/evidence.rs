@@ -44,6 +44,8 @@ fn finished_run(root: &Path) -> std::path::PathBuf {
             kind: RunKind::Replay,
             capability: None,
             content_hash: None,
+            sealed_hash: None,
+            bound_by: None,
             tenant: None,
             inputs: BTreeMap::new(),
             goal: None,

@@ -255,6 +255,8 @@ impl<D: SurfaceDriver, L: LlmPort> Discovery<'_, D, L> {
                 kind: RunKind::Discovery,
                 capability: None,
                 content_hash: None,
+                sealed_hash: None,
+                bound_by: None,
                 tenant: None,
                 inputs: request
                     .sensitive_inputs

@@ -24,8 +24,15 @@ pub struct RunRecord {
     pub kind: RunKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capability: Option<CapabilityRef>,
+    /// The hash of the capability as it ran (a binding applied).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capability_content_hash: Option<ContentHash>,
+    /// When a binding produced what ran: the sealed base's hash, the one a reviewer approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_content_hash: Option<ContentHash>,
+    /// What bound the difference between the two hashes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<TenantId>,
     /// The goal a discovery run was given.

@@ -907,6 +907,27 @@ impl<'a> Checker<'a> {
                 name.match_mode,
                 step,
             );
+            if is_blank(&name.value)
+                && matches!(name.match_mode, MatchMode::Normalized | MatchMode::Contains)
+            {
+                self.report(
+                    DiagnosticCode::InvalidValue,
+                    path.key("name").key("value"),
+                    format!("an empty name with `match: {}` matches nothing", name.match_mode.as_str()),
+                    "an unnamed control is `name: {value: \"\", match: exact}` (the node has no accessible \
+                     name); better still, find it through its label with `anchor: {relation: row_of, text: …}`",
+                );
+            }
+        }
+        if let Some(anchor) = &target.anchor
+            && is_blank(&anchor.text)
+        {
+            self.report(
+                DiagnosticCode::InvalidValue,
+                path.key("anchor").key("text"),
+                "an anchor with empty text anchors nothing",
+                "name the text the target sits beside, e.g. `anchor: {relation: row_of, text: Amount}`",
+            );
         }
         if let Some(anchor) = &target.anchor {
             self.target_text(
@@ -1194,6 +1215,12 @@ impl<'a> Checker<'a> {
     ) {
         self.problems.push(Problem::new(code, path, message, help));
     }
+}
+
+/// Whether a name is empty once whitespace and a trailing `:` or `*` are dropped, as the
+/// resolver normalizes names.
+fn is_blank(text: &str) -> bool {
+    text.trim().trim_end_matches([':', '*']).trim().is_empty()
 }
 
 /// Keys whose strings are templates, and keys whose strings are free text.

@@ -188,6 +188,8 @@ impl<D: SurfaceDriver, L: LlmPort> Assistant<'_, D, L> {
                 kind: RunKind::Intervention,
                 capability: Some(capability.reference()),
                 content_hash: capability.content_hash.clone(),
+                sealed_hash: None,
+                bound_by: None,
                 tenant: request.tenant.cloned(),
                 inputs: request.inputs.clone(),
                 goal: Some(format!(

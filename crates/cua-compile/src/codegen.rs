@@ -1025,6 +1025,13 @@ impl<'c> SpecWriter<'c> {
 
     /// How a name (or an anchor's text) is matched, by match mode.
     fn name_spec(&mut self, mode: MatchMode, text: &str) -> Result<NameSpec, String> {
+        if mode == MatchMode::Exact && text.trim().is_empty() {
+            return Err(
+                "an unnamed control (`name: {value: \"\", match: exact}`) has no role-and-name \
+                 locator; find it through its label's row (`anchor: {relation: row_of, …}`)"
+                    .to_owned(),
+            );
+        }
         if text.contains("{$") {
             return Err(format!(
                 "the name or anchor {text:?} depends on a run's value, which is not translated to a \

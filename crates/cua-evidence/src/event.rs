@@ -122,8 +122,16 @@ pub struct RunStart {
     pub kind: RunKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capability: Option<CapabilityRef>,
+    /// The hash of the capability as it runs (a binding applied).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_hash: Option<ContentHash>,
+    /// When a binding produced the running capability: the sealed base's hash, the one a
+    /// reviewer approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_hash: Option<ContentHash>,
+    /// What bound the difference between the two hashes, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<TenantId>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -76,6 +76,8 @@ pub fn project(lines: &[TraceLine]) -> Result<RunRecord, EvidenceError> {
         kind: start.kind,
         capability: start.capability.clone(),
         capability_content_hash: start.content_hash.clone(),
+        sealed_content_hash: start.sealed_hash.clone(),
+        bound_by: start.bound_by.clone(),
         tenant: start.tenant.clone(),
         goal: start.goal.clone(),
         inputs: start.inputs.clone(),

@@ -298,6 +298,16 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 kind: RunKind::Replay,
                 capability: Some(capability.reference()),
                 content_hash: capability.content_hash.clone(),
+                sealed_hash: request
+                    .capability
+                    .overlay
+                    .as_ref()
+                    .and_then(|overlay| overlay.base.content_hash.clone()),
+                bound_by: request
+                    .capability
+                    .overlay
+                    .as_ref()
+                    .map(|overlay| describe_binding(&overlay.binding)),
                 tenant: request.tenant.clone(),
                 inputs: request.inputs.clone(),
                 goal: None,
@@ -1036,6 +1046,27 @@ fn value_text(value: &Value) -> String {
         Value::String(text) => text.clone(),
         other => other.to_string(),
     }
+}
+
+/// A binding in words, for the run record: whose it is, which vars it substitutes and which
+/// steps it overrides.
+fn describe_binding(binding: &cua_artifact::TenantBinding) -> String {
+    let vars: Vec<&str> = binding.vars.keys().map(|name| name.as_str()).collect();
+    let mut text = format!("the binding of tenant {}", binding.tenant);
+    if !vars.is_empty() {
+        text.push_str(&format!(", vars {}", vars.join(", ")));
+    }
+    if !binding.overrides.is_empty() {
+        let steps: Vec<&str> = binding.overrides.keys().map(|step| step.as_str()).collect();
+        text.push_str(&format!(", overriding steps {}", steps.join(", ")));
+    }
+    if binding.policy.is_some()
+        || !binding.recovery_extra.is_empty()
+        || binding.checkpoint.is_some()
+    {
+        text.push_str(", and more (policy, recovery or checkpoint)");
+    }
+    text
 }
 
 pub(crate) fn millis(duration: Duration) -> u64 {

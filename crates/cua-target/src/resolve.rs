@@ -468,7 +468,7 @@ impl<'i, 's> Query<'i, 's> {
             applies.then_some((folded, *mode == MatchMode::Contains))
         });
         let name = name
-            .map(|(mode, value)| TextMatcher::new(mode, &value))
+            .map(|(mode, value)| TextMatcher::for_target_name(mode, &value))
             .transpose()?;
         let anchor = descriptor
             .anchor

@@ -16,11 +16,14 @@ use crate::index::SnapshotIndex;
 /// - `regex`: unanchored search in the whitespace-squashed text.
 ///
 /// An expected text that normalizes to nothing matches nothing: an empty name must never match
-/// every unnamed node.
+/// every unnamed node by accident. The one deliberate form is a target's `name: {value: "",
+/// match: exact}`, compiled by [`TextMatcher::unnamed`]: the node has no accessible name.
 #[derive(Debug, Clone)]
 pub(crate) enum TextMatcher {
     /// The normalized expected text, and its folded form for a cheap first comparison.
     Exact(String, String),
+    /// The name is empty once normalized: an unnamed control.
+    Unnamed,
     Normalized(String),
     Contains(String),
     Regex(Regex),
@@ -37,9 +40,19 @@ impl TextMatcher {
         })
     }
 
+    /// A target name: like [`TextMatcher::new`], except that an exact empty name selects the
+    /// nodes that have no name.
+    pub(crate) fn for_target_name(mode: MatchMode, expected: &str) -> Result<Self, TargetError> {
+        if mode == MatchMode::Exact && normalize_name(expected).is_empty() {
+            return Ok(Self::Unnamed);
+        }
+        Self::new(mode, expected)
+    }
+
     /// Whether `text` matches.
     pub(crate) fn matches(&self, text: &str) -> bool {
         match self {
+            Self::Unnamed => normalize_name(text).is_empty(),
             Self::Exact(expected, _) => !expected.is_empty() && normalize_name(text) == *expected,
             Self::Normalized(expected) => !expected.is_empty() && fold(text) == *expected,
             Self::Contains(expected) => {
@@ -68,6 +81,7 @@ impl TextMatcher {
             Self::Normalized(expected) => {
                 !expected.is_empty() && fold_equals(&found.name, expected)
             }
+            Self::Unnamed => index.normalized_name(node).is_empty(),
             Self::Contains(_) | Self::Regex(_) => self.matches(&found.name),
         }
     }

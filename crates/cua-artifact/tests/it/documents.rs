@@ -95,6 +95,8 @@ fn run_records_project_drift_and_authorization() {
                 .expect("a reference"),
         ),
         capability_content_hash: None,
+        sealed_content_hash: None,
+        bound_by: None,
         tenant: None,
         goal: None,
         inputs: Default::default(),
@@ -135,4 +137,50 @@ fn run_records_project_drift_and_authorization() {
         cua_artifact::render_plain(&checked.diagnostics)
     );
     assert_eq!(RunStatus::BusinessOutcome.as_str(), "business_outcome");
+}
+
+#[test]
+fn an_empty_name_or_anchor_is_refused_with_the_form_for_unnamed_controls() {
+    let checked = cua_artifact::check_source(
+        "minimal.yaml",
+        &crate::support::minimal_with(
+            "target: {role: textbox, name: {value: Member Number}}",
+            "target: {role: textbox, name: {value: '', match: normalized}}",
+        ),
+    );
+    let messages: Vec<String> = checked
+        .diagnostics
+        .iter()
+        .map(|diagnostic| format!("{} | {}", diagnostic.message, diagnostic.help))
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "an empty name with `match: normalized` matches nothing | an unnamed control is `name: {value: \"\", match: exact}` (the node has no accessible name); better still, find it through its label with `anchor: {relation: row_of, text: …}`"
+        ]
+    );
+    let checked = cua_artifact::check_source(
+        "minimal.yaml",
+        &crate::support::minimal_with(
+            "target: {role: textbox, name: {value: Member Number}}",
+            "target: {role: textbox, name: {value: '', match: exact}}",
+        ),
+    );
+    assert!(
+        checked.is_valid(),
+        "{}",
+        cua_artifact::render_plain(&checked.diagnostics)
+    );
+    let checked = cua_artifact::check_source(
+        "minimal.yaml",
+        &crate::support::minimal_with("text: Balance}}", "text: ' '}}"),
+    );
+    assert_eq!(
+        checked
+            .diagnostics
+            .iter()
+            .map(|d| d.message.as_str())
+            .collect::<Vec<_>>(),
+        ["an anchor with empty text anchors nothing"]
+    );
 }

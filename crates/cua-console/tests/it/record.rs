@@ -35,6 +35,8 @@ async fn gestures_are_recorded_as_the_notes_discovery_writes() {
             kind: RunKind::Discovery,
             capability: None,
             content_hash: None,
+            sealed_hash: None,
+            bound_by: None,
             tenant: None,
             inputs: BTreeMap::new(),
             goal: Some("review a transfer".to_owned()),

@@ -273,6 +273,8 @@ impl World {
                 kind: RunKind::Replay,
                 capability: Some(capability()),
                 content_hash: None,
+                sealed_hash: None,
+                bound_by: None,
                 tenant: None,
                 inputs: BTreeMap::new(),
                 goal: None,

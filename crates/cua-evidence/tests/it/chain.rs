@@ -402,6 +402,8 @@ fn run_start() -> RunStart {
         kind: RunKind::Replay,
         capability: None,
         content_hash: None,
+        sealed_hash: None,
+        bound_by: None,
         tenant: None,
         inputs: Default::default(),
         goal: None,

@@ -186,6 +186,8 @@ fn replay_run(bus: &EvidenceBus) {
             kind: RunKind::Replay,
             capability: Some(capability()),
             content_hash: Some(content_hash()),
+            sealed_hash: None,
+            bound_by: None,
             tenant: Some(TenantId::parse("northgate-fcu").expect("a valid tenant")),
             inputs: BTreeMap::from([("member_id".to_owned(), json!("12345"))]),
             goal: None,

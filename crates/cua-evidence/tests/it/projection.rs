@@ -93,6 +93,8 @@ fn start(bus: &EvidenceBus) {
             kind: RunKind::Replay,
             capability: None,
             content_hash: None,
+            sealed_hash: None,
+            bound_by: None,
             tenant: None,
             inputs: BTreeMap::new(),
             goal: None,

@@ -225,6 +225,8 @@ fn one_of_each_event() -> Vec<Event> {
             kind: RunKind::Discovery,
             capability: Some(capability()),
             content_hash: Some(content_hash()),
+            sealed_hash: None,
+            bound_by: None,
             tenant: None,
             inputs: BTreeMap::new(),
             goal: Some("read the savings balance".into()),
@@ -492,6 +494,8 @@ fn canary_secrets_never_reach_a_byte_under_the_run_directory() {
             kind: RunKind::Replay,
             capability: Some(capability()),
             content_hash: Some(content_hash()),
+            sealed_hash: None,
+            bound_by: None,
             tenant: None,
             inputs: BTreeMap::from([
                 ("member_id".to_owned(), json!(SENSITIVE_INPUT)),

@@ -49,6 +49,30 @@ async fn an_input_fills_one_path_segment_and_never_more() {
         run_dir.display()
     );
     assert_eq!(report.result.outputs["savings_balance"], "4210.55");
+    // The record names what a reviewer approved and what ran, and what bound the difference.
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run_record.json")).unwrap())
+            .unwrap();
+    let prepared = deep_link(&live, |_| {});
+    let sealed = prepared
+        .overlay
+        .as_ref()
+        .unwrap()
+        .base
+        .content_hash
+        .clone()
+        .unwrap();
+    let effective = prepared.capability.content_hash.clone().unwrap();
+    assert_ne!(sealed, effective);
+    assert_eq!(record["sealed_content_hash"], sealed.to_string());
+    assert_eq!(record["capability_content_hash"], effective.to_string());
+    assert_eq!(
+        record["bound_by"],
+        format!(
+            "the binding of tenant {}, vars base_url",
+            cua_replay::INVOCATION_TENANT
+        )
+    );
     assert!(
         navigations(&run_dir).contains(&format!("{base}/member/12345?view=detail")),
         "{:?}",

@@ -635,3 +635,20 @@ fn names_and_anchors_take_values_literally() {
         "error: secret `corebank.pin` cannot be used in a target's name or anchor; secrets are bound only at dispatch",
     );
 }
+
+/// An unnamed control is `name: {value: "", match: exact}`: the node has no accessible name.
+#[test]
+fn an_exact_empty_name_selects_the_unnamed_control() {
+    let form = subaccount_form(false);
+    crate::check(
+        &form,
+        "{role: textbox, name: {value: '', match: exact}}",
+        "semantic_exact content:/document[0]/table[0]/row[1]/cell[1]/textbox[0]",
+    );
+    // Any other match mode with an empty name matches nothing (validation says so first).
+    crate::check(
+        &form,
+        "{role: textbox, name: {value: '', match: normalized}}",
+        "error: no node matches textbox named normalized \"\"; tried semantic_exact: no candidate; semantic_normalized: not applicable (a regex name, or one with no letters or digits, does not fold); label_association: no candidate; structural_anchor: not applicable (no anchor); hint_cached: not applicable (no css hint); ordinal_in_region: not applicable (the name or anchor matched nothing and there is no ordinal)",
+    );
+}
