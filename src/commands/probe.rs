@@ -32,8 +32,11 @@ pub(crate) fn run(format: Format, args: &ProbeArgs) -> Exit {
     let error = (!clean).then(|| EnvelopeError {
         code: "probe_found_drift".to_owned(),
         message: format!(
-            "{} drifted, {} ambiguous, {} missing",
-            report.summary.drifted, report.summary.ambiguous, report.summary.missing
+            "{} drifted, {} ambiguous, {} missing, {} not reached",
+            report.summary.drifted,
+            report.summary.ambiguous,
+            report.summary.missing,
+            report.summary.not_reached
         ),
     });
     emit(format, "probe", Some(&report), error.as_ref(), || {

@@ -175,3 +175,67 @@ fn probe_usage_errors_exit_2() {
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
 }
+
+/// A real replay reuses the screen the last action settled on, so most of its snapshots are
+/// labelled `<step>-after`: the probe reads from the trace which snapshot each step was resolved
+/// on and checks the step there, and only there.
+#[test]
+fn a_replayed_run_is_probed_on_the_screens_it_resolved_each_step_on() {
+    let scene = crate::replay::Scene::new();
+    let (code, stdout, stderr) = scene.replay(
+        &[
+            "corebank.member.savings_balance@1.0.0",
+            "--input",
+            "member_id=12345",
+            "--run-id",
+            "probed",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let run_dir = scene.evidence().join("probed");
+    let (code, stdout, stderr) = cua(
+        &[
+            "--format",
+            "json",
+            "probe",
+            "corebank.member.savings_balance@1.0.0",
+            "--snapshots",
+            &run_dir.display().to_string(),
+        ],
+        &run_dir,
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON envelope");
+    let trace = std::fs::read_to_string(run_dir.join("trace.jsonl")).expect("a trace");
+    let mut last_observed = None;
+    let mut resolved_on = std::collections::BTreeMap::new();
+    for line in trace.lines() {
+        let line: serde_json::Value = serde_json::from_str(line).expect("json");
+        match line["event"].as_str() {
+            Some("observe") => last_observed = line["snapshot_ref"].as_str().map(str::to_owned),
+            Some("resolve") => {
+                resolved_on.insert(
+                    line["step"].as_str().unwrap().to_owned(),
+                    last_observed.clone().unwrap(),
+                );
+            }
+            _ => {}
+        }
+    }
+    let steps = report["data"]["steps"].as_array().expect("steps");
+    // The run also resolved the sign-on remedy's steps; every step of the capability is among
+    // what it resolved.
+    let mut after = 0;
+    for step in steps {
+        let name = step["step"].as_str().unwrap();
+        assert_eq!(step["status"], "unique", "{step}");
+        let snapshot = step["snapshot"].as_str().unwrap();
+        assert_eq!(format!("snapshots/{snapshot}"), resolved_on[name], "{name}");
+        after += usize::from(snapshot.ends_with("-after.json"));
+    }
+    assert!(
+        after > 0,
+        "no step was resolved on a reused screen: {steps:?}"
+    );
+}

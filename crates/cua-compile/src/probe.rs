@@ -1,13 +1,15 @@
 //! Probe: every step's target resolved against the snapshots a run recorded, without touching a
 //! live system, so drift is found before a replay fails on it.
 //!
-//! [`load_snapshots`] reads a run directory's `snapshots/NNNN-<label>.json` in order (and the
-//! inputs of its `run_start`, when it has a trace). [`probe`] resolves each step's target
-//! against the last snapshot recorded just before that step (`<step id>-before`, as replay
-//! labels it) and, when the run recorded none for the step (a discovery run, or a replay that
-//! stopped earlier), against every snapshot in order, taking the first that resolves. Each step
-//! is reported `unique`, `drifted` (resolved, on a weaker rung than recorded), `ambiguous` or
-//! `missing`, with the rung used and recorded and the candidates.
+//! [`load_snapshots`] reads a run directory's `snapshots/NNNN-<label>.json` in order, and from
+//! its trace the inputs of `run_start` and, for every step the run resolved, the snapshot it was
+//! resolved on (the last `observe` before the step's `resolve`). [`probe`] resolves each step's
+//! target against exactly that snapshot, or, for a run without that record, the snapshot
+//! labelled `<step id>-before`. A step the run never reached is `not_reached`: it is never
+//! tried against some other screen, where a target can look unique on a page it was never
+//! meant for. Each step is reported `unique`, `drifted` (resolved, on a weaker rung than
+//! recorded), `ambiguous`, `missing` or `not_reached`, with the rung used and recorded and the
+//! candidates.
 //!
 //! Resolution is replay's own (`cua_target::resolve_with`, replay configuration), so a probe
 //! answers exactly what replay would have answered on that screen. Values an identity check
@@ -34,6 +36,9 @@ pub struct RecordedSnapshots {
     pub snapshots: Vec<RecordedSnapshot>,
     /// The inputs of the run's `run_start`, as text; empty without a trace.
     pub inputs: BTreeMap<String, String>,
+    /// For every step the run resolved: the snapshot file it was resolved on (the last one
+    /// observed before its last `resolve`). Empty without a trace.
+    pub resolved_on: BTreeMap<String, String>,
 }
 
 /// One recorded snapshot.
@@ -80,8 +85,6 @@ pub struct StepProbe {
     pub status: ProbeStatus,
     /// The snapshot file the answer comes from.
     pub snapshot: Option<String>,
-    /// Whether the run recorded no snapshot for this step, so every snapshot was tried.
-    pub fallback: bool,
     pub strategy_used: Option<ResolutionStrategy>,
     pub strategy_recorded: Option<ResolutionStrategy>,
     /// The resolved node (unique, drifted) or every surviving candidate (ambiguous).
@@ -102,6 +105,8 @@ pub enum ProbeStatus {
     Ambiguous,
     /// Nothing (or a failed identity check): replay would stop with `target_not_found`.
     Missing,
+    /// The run never resolved this step, so there is no screen to check it against.
+    NotReached,
     /// The step acts on no target (navigate, reload, a wait, an assertion).
     NoTarget,
 }
@@ -114,6 +119,7 @@ impl ProbeStatus {
             Self::Drifted => "drifted",
             Self::Ambiguous => "ambiguous",
             Self::Missing => "missing",
+            Self::NotReached => "not_reached",
             Self::NoTarget => "no_target",
         }
     }
@@ -126,13 +132,17 @@ pub struct ProbeSummary {
     pub drifted: usize,
     pub ambiguous: usize,
     pub missing: usize,
+    pub not_reached: usize,
     pub no_target: usize,
 }
 
 impl ProbeReport {
     /// Whether every target resolves to one node on its recorded rung (or a stronger one).
     pub fn is_clean(&self) -> bool {
-        self.summary.drifted == 0 && self.summary.ambiguous == 0 && self.summary.missing == 0
+        self.summary.drifted == 0
+            && self.summary.ambiguous == 0
+            && self.summary.missing == 0
+            && self.summary.not_reached == 0
     }
 
     /// The report as a table, one row per step, and a summary line.
@@ -165,12 +175,7 @@ impl ProbeReport {
                 let rung = |strategy: Option<ResolutionStrategy>| {
                     strategy.map_or_else(|| "-".to_owned(), |strategy| strategy.as_str().to_owned())
                 };
-                let snapshot = match (&step.snapshot, step.fallback) {
-                    (Some(file), false) => file.clone(),
-                    (Some(file), true) => format!("{file} (fallback)"),
-                    (None, true) => "(none matched)".to_owned(),
-                    (None, false) => "-".to_owned(),
-                };
+                let snapshot = step.snapshot.clone().unwrap_or_else(|| "-".to_owned());
                 let detail = match (&step.reason, step.status) {
                     (Some(reason), _) => reason.clone(),
                     (None, ProbeStatus::NoTarget) => String::new(),
@@ -210,13 +215,14 @@ impl ProbeReport {
         let summary = self.summary;
         let _ = writeln!(
             out,
-            "{} step{}: {} unique, {} drifted, {} ambiguous, {} missing, {} without a target",
+            "{} step{}: {} unique, {} drifted, {} ambiguous, {} missing, {} not reached, {} without a target",
             self.steps.len(),
             plural(self.steps.len()),
             summary.unique,
             summary.drifted,
             summary.ambiguous,
             summary.missing,
+            summary.not_reached,
             summary.no_target
         );
         out
@@ -269,21 +275,42 @@ pub fn load_snapshots(run_dir: &Path) -> Result<RecordedSnapshots, CompileError>
         });
     }
     let mut inputs = BTreeMap::new();
+    let mut resolved_on = BTreeMap::new();
     if run_dir.join(TRACE_FILE).is_file() {
+        let mut observed: Option<String> = None;
         for line in read_trace(run_dir)? {
-            if let Event::RunStart(start) = line.event {
-                for (name, value) in start.inputs {
-                    let text = match value {
-                        serde_json::Value::String(text) => text,
-                        other => other.to_string(),
-                    };
-                    inputs.insert(name, text);
+            match line.event {
+                Event::RunStart(start) if inputs.is_empty() => {
+                    for (name, value) in start.inputs {
+                        let text = match value {
+                            serde_json::Value::String(text) => text,
+                            other => other.to_string(),
+                        };
+                        inputs.insert(name, text);
+                    }
                 }
-                break;
+                Event::Observe(observe) => {
+                    observed = observe.snapshot_ref.map(|reference| {
+                        reference
+                            .strip_prefix(&format!("{SNAPSHOT_DIR}/"))
+                            .unwrap_or(&reference)
+                            .to_owned()
+                    });
+                }
+                Event::Resolve(resolve) => {
+                    if let (Some(step), Some(file)) = (resolve.step, &observed) {
+                        resolved_on.insert(step.to_string(), file.clone());
+                    }
+                }
+                _ => {}
             }
         }
     }
-    Ok(RecordedSnapshots { snapshots, inputs })
+    Ok(RecordedSnapshots {
+        snapshots,
+        inputs,
+        resolved_on,
+    })
 }
 
 /// Resolves every step's target against the run's snapshots, as replay would.
@@ -303,6 +330,7 @@ pub fn probe(capability: &Capability, run: &RecordedSnapshots) -> ProbeReport {
             ProbeStatus::Drifted => summary.drifted += 1,
             ProbeStatus::Ambiguous => summary.ambiguous += 1,
             ProbeStatus::Missing => summary.missing += 1,
+            ProbeStatus::NotReached => summary.not_reached += 1,
             ProbeStatus::NoTarget => summary.no_target += 1,
         }
         steps.push(probed);
@@ -332,7 +360,6 @@ fn probe_step(
             target: None,
             status: ProbeStatus::NoTarget,
             snapshot: None,
-            fallback: false,
             strategy_used: None,
             strategy_recorded: None,
             candidates: Vec::new(),
@@ -340,49 +367,30 @@ fn probe_step(
         };
     };
     let wanted = file_label(&format!("{}-before", step.id));
-    let labelled = run
-        .snapshots
-        .iter()
-        .rposition(|recorded| recorded.label == wanted);
-    let resolve = |position: usize| {
+    let position = match run.resolved_on.get(step.id.as_str()) {
+        Some(file) => run
+            .snapshots
+            .iter()
+            .position(|recorded| &recorded.file == file),
+        None if run.resolved_on.is_empty() => run
+            .snapshots
+            .iter()
+            .rposition(|recorded| recorded.label == wanted),
+        None => None,
+    };
+    let answer = position.map(|position| {
         resolve_with(
             &indexes[position],
             target,
             &*bindings,
             &ResolverConfig::REPLAY,
         )
-    };
-    // The snapshot the answer comes from, and the answer.
-    let (position, fallback, answer) = match labelled {
-        Some(position) => (Some(position), false, Some(resolve(position))),
-        None => {
-            let mut first_ambiguous = None;
-            let mut last_missing = None;
-            let mut found = None;
-            for position in 0..run.snapshots.len() {
-                match resolve(position) {
-                    Ok(resolution) => {
-                        found = Some((position, Ok(resolution)));
-                        break;
-                    }
-                    Err(error @ TargetError::Ambiguous { .. }) => {
-                        first_ambiguous.get_or_insert((position, Err(error)));
-                    }
-                    Err(error) => last_missing = Some(Err(error)),
-                }
-            }
-            match found.or(first_ambiguous) {
-                Some((position, answer)) => (Some(position), true, Some(answer)),
-                None => (None, true, last_missing),
-            }
-        }
-    };
+    });
     let mut probed = StepProbe {
         step: step.id.to_string(),
         target: Some(target.describe()),
         status: ProbeStatus::Missing,
         snapshot: position.map(|position| run.snapshots[position].file.clone()),
-        fallback,
         strategy_used: None,
         strategy_recorded: target.recorded_strategy,
         candidates: Vec::new(),
@@ -421,16 +429,14 @@ fn probe_step(
                 probed.candidates.join("; ")
             ));
         }
-        Some(Err(error)) => {
-            let reason = error.to_string();
-            probed.reason = Some(if fallback {
-                format!("in none of {} snapshots: {reason}", run.snapshots.len())
-            } else {
-                reason
-            });
-        }
+        Some(Err(error)) => probed.reason = Some(error.to_string()),
         None => {
-            probed.reason = Some("the run recorded no snapshot".to_owned());
+            probed.status = ProbeStatus::NotReached;
+            probed.reason = Some(
+                "the run never resolved this step (it stopped earlier, or it is not a run of \
+                 this capability), so there is no screen to check it against"
+                    .to_owned(),
+            );
         }
     }
     probed
