@@ -21,8 +21,8 @@ use cua_evidence::{Clock, EvidenceBus, Redactor, RunId, SecretResolver, SystemCl
 use cua_operators::{HttpServiceClient, ProcessCommandRunner};
 use cua_policy::{Lease, PolicyEngine};
 use cua_replay::{
-    Attempt, CapabilityLoader, ContinueAt, Operators, PreparedCapability, RecordedEscalations,
-    ReplayConfig, ReplayError, ReplayReport, Replayer, RunRequest, TokioClock,
+    Attempt, CapabilityLoader, ContinueAt, Operators, PreparedCapability, ReplayConfig,
+    ReplayError, ReplayReport, Replayer, RunRequest, TokioClock,
 };
 use serde_json::Value;
 
@@ -31,6 +31,7 @@ use crate::output::{EnvelopeError, Exit, emit};
 
 mod assist;
 mod batch;
+mod escalations;
 mod state;
 
 /// The structured-api and native-cli operators a replay dispatches `http` and `command`
@@ -315,13 +316,14 @@ pub(crate) async fn replay_request(
     .map_err(|error| Failure::new(Exit::Failed, "evidence_unwritable", error.to_string()))?;
     let environment = std::env::vars_os()
         .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)));
+    let escalations =
+        escalations::PersistedEscalations::new(settings.evidence_dir.clone(), redactor.clone());
     let secrets = SecretResolver::new(
         settings.policy_config.secrets.env_prefix.clone(),
         environment,
         redactor,
     );
     let clock = TokioClock::new();
-    let escalations = RecordedEscalations::new();
     let replayer = Replayer {
         driver: surface,
         policy: &settings.policy,

@@ -238,6 +238,18 @@ fn a_screen_nothing_declares_needs_a_human_and_exits_three() {
         std::fs::read_dir(&screenshots).is_ok_and(|mut entries| entries.next().is_some()),
         "a failure screenshot is kept"
     );
+    // No console supervised the run, so its intervention is kept where `cua console` loads
+    // interventions from: given up, not claimable, with the run's reason.
+    let (kept, problems) = cua_console::intervention::load_all(&scene.evidence());
+    assert!(problems.is_empty(), "{problems:?}");
+    let [intervention] = kept.as_slice() else {
+        panic!("one intervention, found {kept:?}");
+    };
+    assert_eq!(intervention.run_id, "cli-needs-human");
+    assert_eq!(intervention.state, cua_console::InterventionState::GivenUp);
+    assert!(!intervention.state.claimable());
+    assert_eq!(intervention.failure_code, "unexpected_state");
+    assert!(stdout.contains(&intervention.id), "{stdout}");
 }
 
 #[test]
