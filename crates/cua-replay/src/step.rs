@@ -477,12 +477,15 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 return Err(stop.into());
             }
         };
+        // A control's value, else the node's name, else its rendered text (the names of the
+        // text inside it, joined): a paragraph or a landmark has no name of its own.
         let node = &snapshot.nodes[resolution.node];
-        let text = node
-            .value
-            .as_deref()
-            .filter(|value| !value.trim().is_empty())
-            .unwrap_or(&node.name);
+        let text = match node.value.as_deref().filter(|value| !value.trim().is_empty()) {
+            Some(value) => value.to_owned(),
+            None if !node.name.trim().is_empty() => node.name.clone(),
+            None => cua_target::cell_text(snapshot, resolution.node),
+        };
+        let text = text.as_str();
         let mut input = StepRecordInput::read(ActionKind::Extract, "a read from the snapshot");
         input.resolution = Some(resolved);
         self.record_step(frame, tally, position, input)?;

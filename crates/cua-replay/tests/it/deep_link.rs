@@ -131,3 +131,29 @@ async fn a_placeholder_nothing_binds_is_refused_before_the_browser_moves() {
         navigations(&run_dir)
     );
 }
+
+/// A paragraph has no accessible name: its rendered text is what an extract reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rendered_text_of_a_paragraph_is_read() {
+    let live = Live::start(Variant::FirstValley).await;
+    live.sign_on().await;
+    let path = root().join("tests/fixtures/deep_link/corebank.member.savings_notice@1.0.0.yaml");
+    let base = Capability::from_yaml(&std::fs::read_to_string(path).unwrap())
+        .unwrap()
+        .sealed();
+    let prepared = PreparedCapability::bind(base, None, Some(&live.base_url()), None).unwrap();
+    let (report, run_dir) = live
+        .run(RunRequest::new(prepared, inputs(&[("member_id", "13579")])))
+        .await;
+    assert_eq!(
+        report.result.status,
+        RunStatus::Success,
+        "{:?} ({})",
+        report.result.error,
+        run_dir.display()
+    );
+    assert_eq!(
+        report.result.outputs["notice"],
+        "No savings account on file for this member."
+    );
+}
