@@ -187,6 +187,9 @@ pub(crate) fn stitch(frames: &[FrameInput], dom: &DomIndex) -> Stitched {
     let mut counters: Vec<HashMap<String, u32>> = Vec::new();
     let mut root_counters: Vec<HashMap<String, u32>> = vec![HashMap::new(); frames.len()];
     let mut regions: Vec<Option<String>> = vec![None; frames.len()];
+    // Per frame, the landmarks the walk is inside: each one's depth and the region in effect
+    // before it, restored when the walk leaves its subtree.
+    let mut landmarks: Vec<Vec<(u32, Option<String>)>> = vec![Vec::new(); frames.len()];
     let mut visited: Vec<Vec<bool>> = frames.iter().map(|f| vec![false; f.ax.len()]).collect();
     let mut work = Vec::new();
     if let Some(root) = frames.first().and_then(root_of) {
@@ -256,7 +259,20 @@ pub(crate) fn stitch(frames: &[FrameInput], dom: &DomIndex) -> Stitched {
             Some(p) if !frame_root => format!("{}/{segment}", out.nodes[p as usize].id),
             _ => format!("{}:/{segment}", keys[frame_index].0),
         };
-        if role == "heading" && !name.is_empty() {
+        let depth = parent.map_or(0, |p| out.nodes[p as usize].depth + 1);
+        // Leaving a landmark's subtree restores the region around it, so a heading inside
+        // `main` never names what follows in the footer.
+        while landmarks[frame_index]
+            .last()
+            .is_some_and(|&(landmark_depth, _)| landmark_depth >= depth)
+        {
+            if let Some((_, saved)) = landmarks[frame_index].pop() {
+                regions[frame_index] = saved;
+            }
+        }
+        if let Some(region) = landmark_region(&role, &name) {
+            landmarks[frame_index].push((depth, regions[frame_index].replace(region)));
+        } else if role == "heading" && !name.is_empty() {
             regions[frame_index] = Some(slug(&name));
         }
         let bounds = element.and_then(|e| {
@@ -271,7 +287,6 @@ pub(crate) fn stitch(frames: &[FrameInput], dom: &DomIndex) -> Stitched {
             })
         });
         let index = u32::try_from(out.nodes.len()).expect("fewer than 4 billion nodes");
-        let depth = parent.map_or(0, |p| out.nodes[p as usize].depth + 1);
         let id = NodeId::new(path);
         if let Some(backend) = node.backend {
             out.handles.push((
@@ -372,6 +387,23 @@ fn states(node: &AxNode) -> Vec<String> {
 }
 
 /// `Member Search` → `member_search`.
+/// The region a landmark opens: a named landmark is named by its label (`Site Tools`), an
+/// unnamed one by its role (`main`, `navigation`, `banner`, `contentinfo`, `complementary`); a
+/// `region` without a name is no landmark, as in ARIA.
+fn landmark_region(role: &str, name: &str) -> Option<String> {
+    let landmark = matches!(
+        role,
+        "main" | "navigation" | "banner" | "contentinfo" | "complementary" | "region" | "search"
+    );
+    if !landmark {
+        return None;
+    }
+    if !name.is_empty() {
+        return Some(slug(name));
+    }
+    (role != "region").then(|| role.to_owned())
+}
+
 pub(crate) fn slug(name: &str) -> String {
     let mut slug = String::with_capacity(name.len());
     for c in name.chars().flat_map(char::to_lowercase) {
@@ -542,6 +574,40 @@ mod tests {
             }
         }
         assert_eq!(stitched.handles.len(), stitched.nodes.len());
+    }
+
+    /// Landmarks open regions and close them: a heading inside `main` names the region only
+    /// until `main` ends, and the footer after it is `contentinfo`, not the last heading.
+    #[test]
+    fn regions_follow_landmarks_before_headings() {
+        let page = vec![
+            ax("1", None, "RootWebArea", "Wiki", 1, &["2", "4", "8"]),
+            ax("2", Some("1"), "banner", "", 2, &["3"]),
+            ax("3", Some("2"), "heading", "Site Tools", 3, &[]),
+            ax("4", Some("1"), "main", "", 4, &["5", "6", "7"]),
+            ax("5", Some("4"), "heading", "Start Page", 5, &[]),
+            ax("6", Some("4"), "paragraph", "", 6, &["9"]),
+            ax("7", Some("4"), "navigation", "Page Tools", 7, &["10"]),
+            ax("8", Some("1"), "contentinfo", "", 8, &["11"]),
+            ax("9", Some("6"), "StaticText", "Welcome", 9, &[]),
+            ax("10", Some("7"), "link", "Edit", 10, &[]),
+            ax("11", Some("8"), "link", "Edit", 11, &[]),
+        ];
+        let frames = vec![frame("F0", None, "", None, page)];
+        let dom = DomIndex::parse(&json!({"strings": [], "documents": []}));
+        insta::assert_snapshot!(render(&stitch(&frames, &dom)), @r#"
+        main:/document[0] "Wiki" None None/None
+          main:/document[0]/banner[0] "" None None/Some("banner")
+            main:/document[0]/banner[0]/heading[0] "Site Tools" None None/Some("site_tools")
+          main:/document[0]/main[0] "" None None/Some("main")
+            main:/document[0]/main[0]/heading[0] "Start Page" None None/Some("start_page")
+            main:/document[0]/main[0]/paragraph[0] "" None None/Some("start_page")
+              main:/document[0]/main[0]/paragraph[0]/text[0] "Welcome" None None/Some("start_page")
+            main:/document[0]/main[0]/navigation[0] "Page Tools" None None/Some("page_tools")
+              main:/document[0]/main[0]/navigation[0]/link[0] "Edit" None None/Some("page_tools")
+          main:/document[0]/contentinfo[0] "" None None/Some("contentinfo")
+            main:/document[0]/contentinfo[0]/link[0] "Edit" None None/Some("contentinfo")
+        "#);
     }
 
     #[test]
