@@ -5,8 +5,9 @@
 //!   Help text that quotes the message ("any number not listed answers No records found") then
 //!   fires it, and a run that found the member reports that it did not.
 //! - `cua::literal_identity_key`: an identity check compares its key column with a literal
-//!   rather than with an input. The row a run acts on should be the one the caller named; a
-//!   literal recorded at compile time names the recorded row, whoever the caller is.
+//!   rather than with an input or an output of the run. The row a run acts on should be the one
+//!   the caller named; a literal recorded at compile time names the recorded row, whoever the
+//!   caller is.
 
 use crate::capability::Capability;
 use crate::diagnostic::{DiagnosticCode, Problem};
@@ -25,7 +26,7 @@ pub fn lint_capability(capability: &Capability) -> Vec<Problem> {
         let Some(identity) = &target.identity else {
             continue;
         };
-        if !matches!(identity.equals, ValueExpr::Input(_)) {
+        if !matches!(identity.equals, ValueExpr::Input(_) | ValueExpr::Output(_)) {
             problems.push(Problem::new(
                 DiagnosticCode::LiteralIdentityKey,
                 root.key("steps")

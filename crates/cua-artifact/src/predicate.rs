@@ -27,7 +27,8 @@ pub enum Predicate {
     TextAbsent { value: ValueExpr },
     /// A node the query selects (any node when the query is empty) has a whole name that reads
     /// as the same amount of money as `value`: `$99,999.00` is `99999.00`, whatever the
-    /// currency sign and grouping; text that is not an amount matches nothing.
+    /// currency sign and grouping. The name must look like money (a currency sign, or cents), so
+    /// a bare number such as a member number never counts; other text matches nothing.
     MoneyPresent {
         value: ValueExpr,
         #[serde(default, skip_serializing_if = "NodeQuery::is_empty")]

@@ -575,12 +575,15 @@ impl<'a> Checker<'a> {
             ),
             Ok(template) => {
                 let prefix = template.literal_prefix();
+                // The origin ends at the first `/` after it: a value before that could choose
+                // the host (`{base_url}{$input: x}` with `.evil.example`).
                 let fixed_origin = template.references().next().is_none()
-                    || prefix.starts_with("{base_url}")
+                    || prefix.starts_with("{base_url}/")
                     || ["http://", "https://"].iter().any(|scheme| {
                         prefix
                             .strip_prefix(scheme)
-                            .is_some_and(|rest| rest.contains('/'))
+                            .and_then(|rest| rest.split_once('/'))
+                            .is_some_and(|(host, _)| !host.is_empty())
                     });
                 if !fixed_origin {
                     self.report(
@@ -591,6 +594,27 @@ impl<'a> Checker<'a> {
                     );
                 }
                 self.template(path, &template, SecretUse::Misplaced, step);
+                for reference in template.references() {
+                    let sensitive = match reference {
+                        TemplateRef::Input(name) => self
+                            .capability
+                            .input(name.as_str())
+                            .is_some_and(|input| input.sensitive),
+                        TemplateRef::Output(name) => self
+                            .capability
+                            .output(name.as_str())
+                            .is_some_and(|output| output.sensitive),
+                        TemplateRef::Secret(_) => false,
+                    };
+                    if sensitive {
+                        self.report(
+                            DiagnosticCode::SecretMisplaced,
+                            path.clone(),
+                            "a sensitive value is placed in a URL, which evidence and logs record",
+                            "send it in an http body or header, or type it into a control",
+                        );
+                    }
+                }
             }
         }
     }

@@ -227,6 +227,7 @@ enum Helper {
     MoneyIn,
     KeyedRow,
     InRegion,
+    UrlValue,
 }
 
 impl Helper {
@@ -254,6 +255,7 @@ impl Helper {
             Self::MoneyIn => HELPER_MONEY_IN,
             Self::KeyedRow => HELPER_KEYED_ROW,
             Self::InRegion => HELPER_IN_REGION,
+            Self::UrlValue => HELPER_URL_VALUE,
         }
     }
 }
@@ -1394,10 +1396,8 @@ impl<'c> SpecWriter<'c> {
                         TemplateRef::Secret(name) => ValueExpr::Secret(name.clone()),
                     };
                     // As replay binds it: percent-encoded, so it fills one segment or value.
-                    parts.push(format!(
-                        "encodeURIComponent({})",
-                        self.value(&value, scope, false)?
-                    ));
+                    self.use_helper(Helper::UrlValue);
+                    parts.push(format!("urlValue({})", self.value(&value, scope, false)?));
                 }
             }
         }
@@ -1670,7 +1670,17 @@ function readMoney(text: string): string | null {
 const HELPER_MONEY_IN: &str = r#"/** Whether a node `locator` matches reads, as a whole, as `amount`: what cua's money_present checks. */
 async function moneyIn(locator: Locator, amount: string): Promise<boolean> {
   const wanted = readMoney(amount);
-  return wanted !== null && (await locator.allInnerTexts()).some((text) => readMoney(text) === wanted);
+  const looksLikeMoney = (text: string) => /\$/u.test(text) || /\.[0-9]{2}\)?$/u.test(squash(text));
+  return wanted !== null && (await locator.allInnerTexts()).some((text) => looksLikeMoney(text) && readMoney(text) === wanted);
+}
+"#;
+
+const HELPER_URL_VALUE: &str = r#"/** A value as cua binds it into a URL: every character but RFC 3986's unreserved ones percent-encoded, and never a `.` or `..` segment. */
+function urlValue(value: string): string {
+  if (value === '.' || value === '..') {
+    throw new Error(`the value ${JSON.stringify(value)} would be a path segment the browser resolves away`);
+  }
+  return encodeURIComponent(value).replace(/[!'()*]/gu, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 "#;
 

@@ -139,7 +139,14 @@ impl<D: SurfaceDriver> Evaluator<'_, D> {
         for repeat in 1..=suite.repeats {
             for (case_index, case) in suite.cases.iter().enumerate() {
                 let run_id = format!("{}-{:02}-{:02}", suite.name, case_index + 1, repeat);
-                if let Some(faults) = &case.faults {
+                // In a suite that arms faults, a case that lists none runs on a reset, unarmed
+                // application rather than on what the case before it armed.
+                let faults = match &case.faults {
+                    Some(faults) => Some(faults.as_slice()),
+                    None if suite.cases.iter().any(|other| other.faults.is_some()) => Some(&[][..]),
+                    None => None,
+                };
+                if let Some(faults) = faults {
                     (self.prepare)(faults).map_err(|reason| EvalError::Prepare {
                         run_id: run_id.clone(),
                         reason,

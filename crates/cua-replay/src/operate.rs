@@ -348,7 +348,36 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                     ));
                 }
                 TemplatePart::Ref(reference) => {
-                    let text = self.bind_value(frame, &template_value(reference), &mut false)?;
+                    let mut sensitive = false;
+                    let text =
+                        self.bind_value(frame, &template_value(reference), &mut sensitive)?;
+                    let declared_sensitive = match reference {
+                        TemplateRef::Input(name) => frame
+                            .capability
+                            .input(name.as_str())
+                            .is_some_and(|input| input.sensitive),
+                        TemplateRef::Output(name) => frame
+                            .capability
+                            .output(name.as_str())
+                            .is_some_and(|output| output.sensitive),
+                        TemplateRef::Secret(_) => true,
+                    };
+                    if sensitive || declared_sensitive {
+                        return Err(Stop::new(
+                            FailureCode::PolicyDenied,
+                            "a sensitive value may not be placed in a URL, which evidence records",
+                        ));
+                    }
+                    // `.` and `..` are path segments a browser resolves away: a value that is
+                    // one would move the URL, not fill it.
+                    if matches!(text.as_str(), "." | "..") {
+                        return Err(Stop::new(
+                            FailureCode::InputValidationFailed,
+                            format!(
+                                "the value {text:?} would be a `{text}` path segment in the url {url:?}"
+                            ),
+                        ));
+                    }
                     bound.push_str(&percent_encode(&text));
                 }
             }

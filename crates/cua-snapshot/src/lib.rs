@@ -15,6 +15,6 @@ mod normalize;
 mod snapshot;
 
 pub use diff::{SnapshotDiff, diff};
-pub use money::{read_money, same_money};
+pub use money::{read_money, same_money, shows_money};
 pub use normalize::{fold, is_noise_role, normalize_name, normalize_role, squash_whitespace};
 pub use snapshot::{Bounds, NodeId, NodeScope, UiNode, UiSnapshot};

@@ -39,6 +39,18 @@ pub fn same_money(left: &str, right: &str) -> bool {
     }
 }
 
+/// Whether screen text shows `expected` as an amount: the text must look like money as a page
+/// prints it (a currency sign, or cents after a decimal point), so a bare number such as a
+/// member number `12345` never stands for the amount `12345.00`.
+pub fn shows_money(screen: &str, expected: &str) -> bool {
+    let text = screen.trim();
+    let has_cents = text
+        .trim_end_matches(')')
+        .rsplit_once('.')
+        .is_some_and(|(_, cents)| cents.len() == 2 && cents.bytes().all(|b| b.is_ascii_digit()));
+    (text.contains('$') || has_cents) && same_money(text, expected)
+}
+
 /// An amount from [`read_money`] with no leading zeros and no trailing fractional zeros, and
 /// zero unsigned.
 fn canonical(amount: &str) -> String {
@@ -109,6 +121,16 @@ mod tests {
         ] {
             assert_eq!(read(refused), None, "{refused:?}");
         }
+    }
+
+    #[test]
+    fn a_bare_number_on_screen_is_not_an_amount() {
+        assert!(shows_money("$12,345.00", "12345.00"));
+        assert!(shows_money("12345.00", "12345"));
+        assert!(shows_money("($12.00)", "-12"));
+        assert!(!shows_money("12345", "12345.00"));
+        assert!(!shows_money("S-12345-01", "12345.00"));
+        assert!(!shows_money("12345.0", "12345.00"));
     }
 
     #[test]

@@ -80,6 +80,12 @@ pub enum TargetError {
         name: SecretName,
         context: &'static str,
     },
+    /// A target's name is empty once its values are bound: it would match any unnamed control.
+    #[error(
+        "the name {template:?} is empty once its values are bound; a run's value never stands for \
+         an unnamed control"
+    )]
+    EmptyBoundName { template: String },
     /// A regex in a descriptor or predicate does not compile.
     #[error("invalid regex {pattern:?}: {message}")]
     InvalidPattern { pattern: String, message: String },
@@ -101,6 +107,7 @@ impl TargetError {
                 FailureCode::TargetNotFound
             }
             Self::Ambiguous { .. } | Self::IdentityNotUnique { .. } => FailureCode::TargetAmbiguous,
+            Self::EmptyBoundName { .. } => FailureCode::InputValidationFailed,
             Self::UnboundInput { .. }
             | Self::UnboundOutput { .. }
             | Self::SecretRefused { .. }

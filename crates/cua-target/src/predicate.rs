@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 
 use cua_artifact::{NodeQuery, Predicate, ValueExpr};
-use cua_snapshot::{UiSnapshot, fold, normalize_role, same_money, squash_whitespace};
+use cua_snapshot::{UiSnapshot, fold, normalize_role, shows_money, squash_whitespace};
 use regex::Regex;
 
 use crate::bindings::{Bindings, bind_text, render_bound};
@@ -438,7 +438,7 @@ impl<'e, 's, B: Bindings + ?Sized> Evaluator<'e, 's, B> {
             .filter(|&node| {
                 self.index
                     .node(node)
-                    .is_some_and(|found| same_money(&squash_whitespace(&found.name), &expected))
+                    .is_some_and(|found| shows_money(&squash_whitespace(&found.name), &expected))
             })
             .collect())
     }

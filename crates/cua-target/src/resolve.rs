@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use cua_artifact::{
     AnchorRelation, IdentityCheck, MatchMode, ResolutionRecord, ResolutionStrategy,
-    TargetDescriptor,
+    TargetDescriptor, ValueExpr,
 };
 use cua_snapshot::{NodeId, UiSnapshot, fold, normalize_role};
 use serde::Serialize;
@@ -14,8 +14,7 @@ use crate::bindings::{Bindings, bind_target_text, bind_text};
 use crate::error::{CandidateSummary, RungAttempt, RungOutcome, TargetError};
 use crate::index::{SnapshotIndex, to_u32};
 use crate::structure::{
-    CONTAINER_ROLES, cell_text_indexed, column_cell, is_header_row, label_of_indexed, row_cells,
-    table_rows,
+    CONTAINER_ROLES, cell_text_indexed, column_cell, label_of_indexed, row_cells, table_rows,
 };
 use crate::text::{TextMatcher, fold_equals};
 
@@ -204,7 +203,7 @@ pub fn resolve_with<B: Bindings + ?Sized>(
             decide(index, descriptor, strategy, &keyed)?
         };
         if let Some(identity) = &identity {
-            identity.unique(index, descriptor, chosen)?;
+            identity.unique(index, descriptor, chosen, &keyed)?;
         }
         let considered = to_u32(keyed.len());
         return Ok(Resolution {
@@ -273,7 +272,14 @@ impl<'d> IdentityKey<'d> {
         bindings: &B,
     ) -> Result<Self, TargetError> {
         let expected = bind_text(&identity.equals, bindings, "an identity check")?;
-        let matcher = TextMatcher::new(identity.match_mode, &expected)?;
+        // A bound value is a key, not a pattern: escaped, so `.*` keys no row but its own.
+        let pattern = match (&identity.equals, identity.match_mode) {
+            (ValueExpr::Input(_) | ValueExpr::Output(_), MatchMode::Regex) => {
+                format!("^{}$", regex::escape(&expected))
+            }
+            _ => expected.clone(),
+        };
+        let matcher = TextMatcher::new(identity.match_mode, &pattern)?;
         Ok(Self {
             column: identity.column.as_deref(),
             expected,
@@ -337,21 +343,28 @@ impl<'d> IdentityKey<'d> {
         index: &SnapshotIndex<'_>,
         descriptor: &TargetDescriptor,
         chosen: usize,
+        keyed: &[usize],
     ) -> Result<(), TargetError> {
-        let Some(table) = index
+        // Every row that holds the key counts: those of the chosen node's table (a header row
+        // included: a key equal to a column title identifies nothing) and the row of every
+        // keyed candidate, wherever its table is, so a look-alike table earlier on the page
+        // cannot win by position.
+        let mut holding: Vec<usize> = keyed
+            .iter()
+            .filter_map(|&node| index.row_of(node))
+            .collect();
+        if let Some(table) = index
             .row_of(chosen)
             .and_then(|row| index.nearest_table(row))
-        else {
-            return Ok(());
-        };
-        let header = table_rows(index, table)
-            .first()
-            .copied()
-            .filter(|&first| is_header_row(index, first));
-        let holding: Vec<usize> = table_rows(index, table)
-            .into_iter()
-            .filter(|&row| Some(row) != header && self.row_holds(index, row))
-            .collect();
+        {
+            holding.extend(
+                table_rows(index, table)
+                    .into_iter()
+                    .filter(|&row| self.row_holds(index, row)),
+            );
+        }
+        holding.sort_unstable();
+        holding.dedup();
         if holding.len() <= 1 {
             return Ok(());
         }
@@ -459,7 +472,15 @@ impl<'i, 's> Query<'i, 's> {
             .as_ref()
             .map(|name| {
                 let regex = name.match_mode == MatchMode::Regex;
-                bind_target_text(&name.value, bindings, regex).map(|value| (name.match_mode, value))
+                let value = bind_target_text(&name.value, bindings, regex)?;
+                // Only a name written empty describes an unnamed control; one that a value
+                // left empty would match any unnamed control, so it is refused.
+                if value.trim().is_empty() && name.value.contains("{$") {
+                    return Err(TargetError::EmptyBoundName {
+                        template: name.value.clone(),
+                    });
+                }
+                Ok((name.match_mode, value))
             })
             .transpose()?;
         let folded_name = name.as_ref().and_then(|(mode, value)| {

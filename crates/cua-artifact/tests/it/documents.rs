@@ -184,3 +184,37 @@ fn an_empty_name_or_anchor_is_refused_with_the_form_for_unnamed_controls() {
         ["an anchor with empty text anchors nothing"]
     );
 }
+
+#[test]
+fn a_url_template_fixes_its_origin_and_carries_no_sensitive_value() {
+    let codes = |url: &str, sensitive: bool| -> Vec<String> {
+        let mut text = crate::support::minimal_with(
+            "entrypoint: {url: \"{base_url}/\"}",
+            &format!("entrypoint: {{url: \"{url}\"}}"),
+        );
+        if sensitive {
+            text = text.replace(
+                "- {name: member_id, pattern: \"^[0-9]{4,10}$\"}",
+                "- {name: member_id, pattern: \"^[0-9]{4,10}$\", sensitive: true}",
+            );
+        }
+        cua_artifact::check_source("minimal.yaml", &text)
+            .diagnostics
+            .iter()
+            .map(|diagnostic| diagnostic.code.as_str().to_owned())
+            .collect()
+    };
+    assert!(codes("{base_url}/member/{$input: member_id}", false).is_empty());
+    assert_eq!(
+        codes("{base_url}{$input: member_id}", false),
+        ["cua::invalid_value"]
+    );
+    assert_eq!(
+        codes("https:///{$input: member_id}/x", false),
+        ["cua::invalid_value"]
+    );
+    assert_eq!(
+        codes("{base_url}/member/{$input: member_id}", true),
+        ["cua::secret_misplaced"]
+    );
+}

@@ -442,7 +442,7 @@ fn a_url_built_from_an_input_encodes_it_as_replay_does() {
     let spec = render(&deep_link, &config());
     assert!(
         spec.text.contains(
-            "await page.goto(baseUrl() + '/member/' + encodeURIComponent(INPUTS.member_id) + '?view=detail');"
+            "await page.goto(baseUrl() + '/member/' + urlValue(INPUTS.member_id) + '?view=detail');"
         ),
         "{}",
         spec.text

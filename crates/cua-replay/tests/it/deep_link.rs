@@ -157,3 +157,29 @@ async fn the_rendered_text_of_a_paragraph_is_read() {
         "No savings account on file for this member."
     );
 }
+
+/// A value that would be a `..` segment moves the URL instead of filling it: refused before the
+/// browser moves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dot_segment_value_is_refused() {
+    let live = Live::start(Variant::FirstValley).await;
+    live.sign_on().await;
+    let (report, run_dir) = live
+        .run(RunRequest::new(
+            deep_link(&live, |_| {}),
+            inputs(&[("member_id", "..")]),
+        ))
+        .await;
+    let error = report.result.error.clone().unwrap();
+    assert_eq!(
+        (error.code, error.step_id.as_ref().map(|step| step.as_str())),
+        (FailureCode::InputValidationFailed, Some("open_member")),
+        "{error:?}"
+    );
+    assert_eq!(
+        navigations(&run_dir).len(),
+        1,
+        "{:?}",
+        navigations(&run_dir)
+    );
+}

@@ -218,3 +218,62 @@ document
         .unwrap();
     assert_eq!(read(link, "Type").as_deref(), Some("Checking"));
 }
+
+/// A look-alike table earlier on the page, holding the same key in a column of the same name:
+/// both rows are keyed candidates, so the read is refused, whatever table the ordinal lands in.
+#[test]
+fn a_key_held_in_another_table_is_refused_too() {
+    let page = snapshot(
+        r#"
+document
+  table
+    row > cell "Confirmation" | cell "Client Reference"
+    row > cell "TF-000999" | cell "cua-ref-1"
+    row > cell "TF-000998" | cell "cua-other"
+  table
+    row > cell "Confirmation" | cell "Client Reference"
+    row > cell "TF-000001" | cell "cua-ref-1"
+    row > cell "TF-000002" | cell "cua-ref-2"
+"#,
+    );
+    let outcome = resolve(
+        &page,
+        &target(
+            "{role: cell, name: {value: '^TF-[0-9]{6}$', match: regex}, ordinal: 0, \
+             identity: {column: Client Reference, equals: {$input: reference}, match: exact}}",
+        ),
+        &inputs(&[("reference", "cua-ref-1")]),
+    );
+    assert_eq!(
+        outcome.unwrap_err().failure_code(),
+        FailureCode::TargetAmbiguous
+    );
+    // A key that is a regex in a `regex` identity is matched as text: `.*` keys nothing here.
+    let outcome = resolve(
+        &page,
+        &target(
+            "{role: cell, name: {value: '^TF-[0-9]{6}$', match: regex}, \
+             identity: {column: Client Reference, equals: {$input: reference}, match: regex}}",
+        ),
+        &inputs(&[("reference", ".*")]),
+    );
+    assert_eq!(
+        outcome.unwrap_err().failure_code(),
+        FailureCode::TargetNotFound
+    );
+}
+
+/// A name that a value leaves empty is refused: it would match any unnamed control.
+#[test]
+fn a_name_emptied_by_its_value_is_refused() {
+    let outcome = resolve(
+        &member_detail(),
+        &target("{role: cell, name: {value: '{$input: payee}', match: exact}}"),
+        &inputs(&[("payee", " ")]),
+    );
+    insta::assert_snapshot!(render(&outcome), @r#"error: the name "{$input: payee}" is empty once its values are bound; a run's value never stands for an unnamed control"#);
+    assert_eq!(
+        outcome.unwrap_err().failure_code(),
+        FailureCode::InputValidationFailed
+    );
+}
