@@ -82,6 +82,20 @@ impl Capability {
     }
 
     /// The names of inputs and outputs declared sensitive: evidence masks values under them.
+    /// Whether a template reference stands for a value evidence must not carry in clear: a
+    /// secret, or an input or output declared sensitive.
+    pub fn is_sensitive_reference(&self, reference: &crate::TemplateRef) -> bool {
+        match reference {
+            crate::TemplateRef::Input(name) => self
+                .input(name.as_str())
+                .is_some_and(|input| input.sensitive),
+            crate::TemplateRef::Output(name) => self
+                .output(name.as_str())
+                .is_some_and(|output| output.sensitive),
+            crate::TemplateRef::Secret(_) => true,
+        }
+    }
+
     pub fn sensitive_names(&self) -> BTreeSet<&str> {
         let inputs = self
             .inputs

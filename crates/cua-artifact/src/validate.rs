@@ -595,17 +595,9 @@ impl<'a> Checker<'a> {
                 }
                 self.template(path, &template, SecretUse::Misplaced, step);
                 for reference in template.references() {
-                    let sensitive = match reference {
-                        TemplateRef::Input(name) => self
-                            .capability
-                            .input(name.as_str())
-                            .is_some_and(|input| input.sensitive),
-                        TemplateRef::Output(name) => self
-                            .capability
-                            .output(name.as_str())
-                            .is_some_and(|output| output.sensitive),
-                        TemplateRef::Secret(_) => false,
-                    };
+                    // A secret is already reported as misplaced by `template`.
+                    let sensitive = !matches!(reference, TemplateRef::Secret(_))
+                        && self.capability.is_sensitive_reference(reference);
                     if sensitive {
                         self.report(
                             DiagnosticCode::SecretMisplaced,

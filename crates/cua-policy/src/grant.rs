@@ -4,8 +4,8 @@
 use cua_artifact::{Capability, CapabilityApproval, ReplayGates, SealState, TenantBinding};
 
 /// Evidence that an irreversible step may run unattended: the caller's opt-in and an approval
-/// pinned to the recomputed content hash (directly, or through a substitution-only tenant
-/// binding re-derived from its approved base). Private fields; built only by
+/// pinned to the recomputed content hash (directly, through a substitution-only tenant binding
+/// re-derived from its approved base, or as a tenant's own approval of its binding). Private fields; built only by
 /// [`IrreversibleGrant::evaluate`], which checks the documents.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IrreversibleGrant {
@@ -19,6 +19,49 @@ pub struct IrreversibleGrant {
 pub struct BoundFrom<'a> {
     pub base: &'a Capability,
     pub binding: &'a TenantBinding,
+}
+
+/// A tenant's own approval: scoped to the binding's tenant and pinned to the hash of the binding
+/// applied to the sealed base without an invocation's `base_url` (what `cua validate` prints as
+/// the binding's effective hash, the capability a reviewer read for that tenant). What is about
+/// to run must be that same binding re-derived from the base, with only `base_url` added.
+fn tenant_approval(
+    bound: BoundFrom<'_>,
+    approval: &CapabilityApproval,
+    capability: &Capability,
+) -> Result<String, String> {
+    let mut reviewed = bound.binding.clone();
+    reviewed.vars.retain(|name, _| name.as_str() != "base_url");
+    let approved = reviewed
+        .apply(bound.base)
+        .map_err(|error| format!("the binding does not apply: {error}"))?;
+    let Some(hash) = approved.content_hash else {
+        return Err("the binding's capability has no content hash".to_owned());
+    };
+    if !approval.covers(&hash) {
+        return Err(format!(
+            "it does not cover tenant {}'s capability at {hash} (it pins {}, state {:?})",
+            bound.binding.tenant, approval.content_hash, approval.state
+        ));
+    }
+    let derived = bound
+        .binding
+        .apply(bound.base)
+        .map_err(|error| format!("the binding does not apply: {error}"))?;
+    if derived.content_hash != capability.content_hash {
+        return Err(
+            "the capability about to run is not the binding applied to its base".to_owned(),
+        );
+    }
+    Ok(format!(
+        "{} approved for tenant {} at {hash} by {}",
+        capability.reference(),
+        bound.binding.tenant,
+        approval
+            .approved_by
+            .as_deref()
+            .unwrap_or("an unnamed reviewer")
+    ))
 }
 
 impl IrreversibleGrant {
@@ -35,11 +78,12 @@ impl IrreversibleGrant {
                 "no approval is recorded for {}",
                 capability.reference()
             )),
-            (Some(approval), Some(bound)) => bound
-                .binding
-                .carries_approval(bound.base, approval, capability)
-                .map(|()| {
-                    format!(
+            (Some(approval), Some(bound)) => {
+                match bound
+                    .binding
+                    .carries_approval(bound.base, approval, capability)
+                {
+                    Ok(()) => Ok(format!(
                         "approved base {} by {} through substitution-only binding for {}",
                         bound.base.reference(),
                         approval
@@ -47,8 +91,15 @@ impl IrreversibleGrant {
                             .as_deref()
                             .unwrap_or("an unnamed reviewer"),
                         bound.binding.tenant
-                    )
-                }),
+                    )),
+                    Err(carried) if approval.scope.tenants.contains(&bound.binding.tenant) => {
+                        tenant_approval(bound, approval, capability).map_err(|tenant| {
+                            format!("{carried}; as the tenant's own approval: {tenant}")
+                        })
+                    }
+                    Err(carried) => Err(carried),
+                }
+            }
             (Some(approval), None) => match capability.seal_state() {
                 SealState::Sealed(hash) if approval.covers(&hash) => Ok(format!(
                     "{} approved by {} at {hash}",

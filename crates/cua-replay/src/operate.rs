@@ -351,17 +351,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                     let mut sensitive = false;
                     let text =
                         self.bind_value(frame, &template_value(reference), &mut sensitive)?;
-                    let declared_sensitive = match reference {
-                        TemplateRef::Input(name) => frame
-                            .capability
-                            .input(name.as_str())
-                            .is_some_and(|input| input.sensitive),
-                        TemplateRef::Output(name) => frame
-                            .capability
-                            .output(name.as_str())
-                            .is_some_and(|output| output.sensitive),
-                        TemplateRef::Secret(_) => true,
-                    };
+                    let declared_sensitive = frame.capability.is_sensitive_reference(reference);
                     if sensitive || declared_sensitive {
                         return Err(Stop::new(
                             FailureCode::PolicyDenied,

@@ -9,11 +9,16 @@ use memberdesk::Variant;
 use crate::live::Live;
 use crate::support::{inputs, root};
 
-fn deep_link(live: &Live, edit: impl FnOnce(&mut Capability)) -> PreparedCapability {
-    let path = root().join("tests/fixtures/deep_link/corebank.member.balance_by_link@1.0.0.yaml");
+/// A capability of `tests/fixtures/deep_link/`, edited, sealed and bound to the fixture.
+fn fixture(live: &Live, file: &str, edit: impl FnOnce(&mut Capability)) -> PreparedCapability {
+    let path = root().join("tests/fixtures/deep_link").join(file);
     let mut base = Capability::from_yaml(&std::fs::read_to_string(path).unwrap()).unwrap();
     edit(&mut base);
     PreparedCapability::bind(base.sealed(), None, Some(&live.base_url()), None).unwrap()
+}
+
+fn deep_link(live: &Live, edit: impl FnOnce(&mut Capability)) -> PreparedCapability {
+    fixture(live, "corebank.member.balance_by_link@1.0.0.yaml", edit)
 }
 
 /// The URL of every page the run observed, in order.
@@ -137,11 +142,7 @@ async fn a_placeholder_nothing_binds_is_refused_before_the_browser_moves() {
 async fn the_rendered_text_of_a_paragraph_is_read() {
     let live = Live::start(Variant::FirstValley).await;
     live.sign_on().await;
-    let path = root().join("tests/fixtures/deep_link/corebank.member.savings_notice@1.0.0.yaml");
-    let base = Capability::from_yaml(&std::fs::read_to_string(path).unwrap())
-        .unwrap()
-        .sealed();
-    let prepared = PreparedCapability::bind(base, None, Some(&live.base_url()), None).unwrap();
+    let prepared = fixture(&live, "corebank.member.savings_notice@1.0.0.yaml", |_| {});
     let (report, run_dir) = live
         .run(RunRequest::new(prepared, inputs(&[("member_id", "13579")])))
         .await;

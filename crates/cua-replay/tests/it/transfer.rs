@@ -599,3 +599,66 @@ async fn an_outcome_after_a_mutation_is_an_ambiguous_screen_never_an_answer() {
     assert_eq!(report.exit_code(), 3);
     assert_eq!(live.fixture.handle().transfers().len(), 1);
 }
+
+/// Northgate's overlay renames the confirm, so an approval of the base cannot carry over. The
+/// tenant's own approval, pinned to what `cua validate` prints for the binding and scoped to the
+/// tenant, lets the transfer run there, once; the base approval, or the tenant approval scoped
+/// to another tenant, does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_approves_its_own_overlay() {
+    let live = Live::start(Variant::NorthgateFcu).await;
+    live.sign_on().await;
+    let base = capability(TRANSFER);
+    let binding = crate::support::binding("northgate-fcu", "corebank.member.transfer_funds");
+    let reviewed = binding.apply(&base).unwrap();
+    let scoped = |tenant: &str, hash: &cua_artifact::ContentHash| {
+        let mut approval = approval_of(&base);
+        approval.content_hash = hash.clone();
+        approval.scope.tenants = vec![tenant.parse().unwrap()];
+        approval
+    };
+    let tenant_hash = reviewed.content_hash.clone().unwrap();
+    let attempts = [
+        ("base approval", approval_of(&base)),
+        ("another tenant's", scoped("first-valley", &tenant_hash)),
+        ("the tenant's own", scoped("northgate-fcu", &tenant_hash)),
+    ];
+    let mut outcomes = Vec::new();
+    for (label, approval) in attempts {
+        let prepared = PreparedCapability::bind(
+            base.clone(),
+            Some(binding.clone()),
+            Some(&live.base_url()),
+            Some(approval),
+        )
+        .unwrap();
+        let (report, run_dir) = live.run(request(prepared, true)).await;
+        outcomes.push(format!(
+            "{label}: {} {}",
+            report.result.status.as_str(),
+            report
+                .result
+                .error
+                .as_ref()
+                .map_or(String::new(), |error| error.code.as_str().to_owned())
+        ));
+        if label == "the tenant's own" {
+            assert_eq!(
+                report.result.status,
+                RunStatus::Success,
+                "{:?} ({})",
+                report.result.error,
+                run_dir.display()
+            );
+        }
+    }
+    assert_eq!(
+        outcomes,
+        [
+            "base approval: failed policy_denied",
+            "another tenant's: failed policy_denied",
+            "the tenant's own: success ",
+        ]
+    );
+    assert_eq!(posted(live.fixture.handle()).len(), 1);
+}
