@@ -881,7 +881,7 @@ impl<'c> SpecWriter<'c> {
         let name = descriptor
             .name
             .as_ref()
-            .map(|name| self.name_spec(name.match_mode, &name.value))
+            .map(|name| self.name_spec(name.match_mode, &name.value, scope))
             .transpose()?;
 
         // `rows`: the rows the target sits in, when it is found through a row; `inside`: the
@@ -897,7 +897,7 @@ impl<'c> SpecWriter<'c> {
             }
             (None, Some(anchor)) => match anchor.relation {
                 AnchorRelation::RowOf | AnchorRelation::AdjacentTo => {
-                    let label = self.name_spec(anchor.match_mode, &anchor.text)?;
+                    let label = self.name_spec(anchor.match_mode, &anchor.text, scope)?;
                     let rows =
                         innermost_rows(&root, &format!("page.getByRole('cell'{})", label.option()));
                     let mut inside = format!("{BREAK}.getByRole({role})");
@@ -916,7 +916,7 @@ impl<'c> SpecWriter<'c> {
                                 .to_owned(),
                         );
                     }
-                    let label = self.name_spec(anchor.match_mode, &anchor.text)?;
+                    let label = self.name_spec(anchor.match_mode, &anchor.text, scope)?;
                     let inside = format!(
                         ".getByRole({role}).and({root}.getByLabel({}))",
                         label.label_arguments()
@@ -1026,7 +1026,12 @@ impl<'c> SpecWriter<'c> {
     }
 
     /// How a name (or an anchor's text) is matched, by match mode.
-    fn name_spec(&mut self, mode: MatchMode, text: &str) -> Result<NameSpec, String> {
+    fn name_spec(
+        &mut self,
+        mode: MatchMode,
+        text: &str,
+        scope: ValueScope,
+    ) -> Result<NameSpec, String> {
         if mode == MatchMode::Exact && text.trim().is_empty() {
             return Err(
                 "an unnamed control (`name: {value: \"\", match: exact}`) has no role-and-name \
@@ -1035,10 +1040,7 @@ impl<'c> SpecWriter<'c> {
             );
         }
         if text.contains("{$") {
-            return Err(format!(
-                "the name or anchor {text:?} depends on a run's value, which is not translated to a \
-                 locator yet"
-            ));
+            return self.bound_name_spec(mode, text, scope);
         }
         Ok(match mode {
             MatchMode::Exact => NameSpec {
@@ -1067,6 +1069,62 @@ impl<'c> SpecWriter<'c> {
                     value: literal,
                     exact: false,
                 }
+            }
+        })
+    }
+
+    /// A name or anchor that holds a run's values, as replay binds it: the values are text, so
+    /// the expression concatenates them into the literal parts; a regex built from a value is
+    /// refused (it would need the value escaped at run time).
+    fn bound_name_spec(
+        &mut self,
+        mode: MatchMode,
+        text: &str,
+        scope: ValueScope,
+    ) -> Result<NameSpec, String> {
+        let template =
+            Template::parse(text).map_err(|problem| format!("the name {text:?}: {problem}"))?;
+        let mut parts = Vec::new();
+        for part in template.parts() {
+            match part {
+                TemplatePart::Text(literal) => parts.push(ts_string(literal)),
+                TemplatePart::Ref(TemplateRef::Secret(_)) => {
+                    return Err("a secret is never compared with the screen".to_owned());
+                }
+                TemplatePart::Ref(TemplateRef::Input(name)) => {
+                    parts.push(self.value(&ValueExpr::Input(name.clone()), scope, false)?);
+                }
+                TemplatePart::Ref(TemplateRef::Output(name)) => {
+                    parts.push(self.value(&ValueExpr::Output(name.clone()), scope, false)?);
+                }
+            }
+        }
+        let expression = parts.join(" + ");
+        Ok(match mode {
+            MatchMode::Exact => NameSpec {
+                value: expression.clone(),
+                exact: true,
+                text: expression,
+            },
+            MatchMode::Normalized => {
+                self.use_helper(Helper::Folded);
+                let value = format!("folded({expression})");
+                NameSpec {
+                    text: value.clone(),
+                    value,
+                    exact: false,
+                }
+            }
+            MatchMode::Contains => NameSpec {
+                value: expression.clone(),
+                exact: false,
+                text: expression,
+            },
+            MatchMode::Regex => {
+                return Err(format!(
+                    "the regex name {text:?} is built from a run's value, which a spec would have to \
+                     escape at run time; match it `exact` or `normalized` instead"
+                ));
             }
         })
     }

@@ -448,3 +448,28 @@ fn a_url_built_from_an_input_encodes_it_as_replay_does() {
         spec.text
     );
 }
+
+#[test]
+fn a_name_built_from_an_input_is_matched_as_replay_binds_it() {
+    let mut deep_link = Capability::from_yaml(
+        &std::fs::read_to_string(
+            repository()
+                .join("tests/fixtures/deep_link/corebank.member.balance_by_link@1.0.0.yaml"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    // Read the member's own row: the cell whose name is the member number.
+    deep_link.steps[1].action.target_mut().unwrap().name = Some(NameMatch {
+        value: "{$input: member_id}".to_owned(),
+        match_mode: MatchMode::Exact,
+    });
+    deep_link.steps[1].action.target_mut().unwrap().anchor = None;
+    let spec = render(&deep_link.sealed(), &config());
+    assert!(
+        spec.text
+            .contains("page.getByRole('cell', { name: INPUTS.member_id, exact: true })"),
+        "{}",
+        spec.text
+    );
+}
