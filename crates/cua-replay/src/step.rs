@@ -487,7 +487,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         {
             Some(value) => value.to_owned(),
             None if !node.name.trim().is_empty() => node.name.clone(),
-            None => rendered_text(snapshot, resolution.node),
+            None => cua_target::cell_text(snapshot, resolution.node),
         };
         let text = text.as_str();
         let mut input = StepRecordInput::read(ActionKind::Extract, "a read from the snapshot");
@@ -1745,27 +1745,6 @@ fn resolution_debug(described: &str, error: &TargetError) -> ResolutionDebug {
     debug
 }
 
-/// The words a node shows: the names of the text runs inside it, in document order, joined with
-/// single spaces. Only `text` nodes count, because a link or a button repeats its own text as its
-/// name; a node with no text run inside reads as its cell text (a control's value).
-fn rendered_text(snapshot: &UiSnapshot, node: usize) -> String {
-    let mut words = Vec::new();
-    let mut stack = vec![node];
-    while let Some(at) = stack.pop() {
-        let Some(found) = snapshot.nodes.get(at) else {
-            continue;
-        };
-        if at != node && found.role == "text" && !found.name.trim().is_empty() {
-            words.push(found.name.trim().to_owned());
-        }
-        stack.extend(found.children.iter().rev().map(|&child| child as usize));
-    }
-    if words.is_empty() {
-        return cua_target::cell_text(snapshot, node);
-    }
-    cua_snapshot::squash_whitespace(&words.join(" "))
-}
-
 /// One line for a predicate in evidence: its compact JSON (references, never their values).
 fn describe_predicate(predicate: &Predicate) -> String {
     serde_json::to_string(predicate).unwrap_or_else(|_| predicate.kind().to_owned())
@@ -1818,45 +1797,4 @@ fn interrupted(what: &str) -> Stop {
 
 pub(crate) fn to_u32(value: usize) -> u32 {
     u32::try_from(value).unwrap_or(u32::MAX)
-}
-
-#[cfg(test)]
-mod tests {
-    use cua_snapshot::{NodeId, NodeScope, UiNode, UiSnapshot};
-
-    use super::rendered_text;
-
-    fn node(id: &str, role: &str, name: &str, parent: Option<u32>, children: &[u32]) -> UiNode {
-        UiNode {
-            id: NodeId::new(id),
-            role: role.to_owned(),
-            name: name.to_owned(),
-            value: None,
-            states: Vec::new(),
-            bounds: None,
-            scope: NodeScope::default(),
-            depth: u32::from(parent.is_some()),
-            parent,
-            children: children.to_vec(),
-            css_hint: None,
-        }
-    }
-
-    #[test]
-    fn a_paragraph_reads_as_its_text_runs_once_each() {
-        // <p>Call <a>Member Services</a> today</p>: the link's name repeats its text run.
-        let snapshot = UiSnapshot {
-            url: String::new(),
-            title: String::new(),
-            http_status: None,
-            nodes: vec![
-                node("p", "paragraph", "", None, &[1, 2, 4]),
-                node("p/t0", "text", "Call", Some(0), &[]),
-                node("p/a", "link", "Member Services", Some(0), &[3]),
-                node("p/a/t", "text", "Member Services", Some(2), &[]),
-                node("p/t1", "text", "today", Some(0), &[]),
-            ],
-        };
-        assert_eq!(rendered_text(&snapshot, 0), "Call Member Services today");
-    }
 }

@@ -14,7 +14,7 @@ use crate::bindings::{Bindings, bind_target_text, bind_text};
 use crate::error::{CandidateSummary, RungAttempt, RungOutcome, TargetError};
 use crate::index::{SnapshotIndex, to_u32};
 use crate::structure::{
-    CONTAINER_ROLES, cell_text_indexed, column_cell, label_of_indexed, row_cells, table_rows,
+    CONTAINER_ROLES, cell_text_indexed, key_cell, label_of_indexed, row_cells, table_rows,
 };
 use crate::text::{TextMatcher, fold_equals};
 
@@ -297,10 +297,7 @@ impl<'d> IdentityKey<'d> {
 
     /// The key cell of `row`: the cell under the key column, or the row's first cell.
     fn key_cell(&self, index: &SnapshotIndex<'_>, row: usize) -> Option<usize> {
-        match self.column {
-            Some(column) => column_cell(index, row, column),
-            None => row_cells(index, row).first().copied(),
-        }
+        key_cell(index, row, self.column)
     }
 
     fn row_holds(&self, index: &SnapshotIndex<'_>, row: usize) -> bool {

@@ -60,9 +60,10 @@ pub fn label_of(snapshot: &UiSnapshot, index: usize) -> Option<usize> {
     label_of_indexed(&SnapshotIndex::new(snapshot), index)
 }
 
-/// The text of a cell, as an identity check or a column read sees it: its normalized name, or,
-/// when the cell is unnamed, the names of what it contains, joined by spaces (a cell holding a
-/// link or a text node), or a control's value as the last resort.
+/// The text of a node, as an identity check, a column read or an `extract` sees it: its
+/// normalized name, or, when it is unnamed (a paragraph, a landmark), the text runs inside it
+/// joined by spaces (else the names of what it contains, a link without a text run), or a
+/// control's value as the last resort.
 pub fn cell_text(snapshot: &UiSnapshot, index: usize) -> String {
     cell_text_indexed(&SnapshotIndex::new(snapshot), index)
 }
@@ -121,10 +122,19 @@ pub(crate) fn cell_text_indexed(index: &SnapshotIndex<'_>, cell: usize) -> Strin
     if !own.is_empty() {
         return own.to_owned();
     }
-    let inner: Vec<&str> = (cell + 1..index.subtree_end(cell))
-        .map(|inside| index.normalized_name(inside))
-        .filter(|name| !name.is_empty())
-        .collect();
+    // The text runs inside, when there are any: a link or a button repeats its own text run
+    // as its name, so counting both would read "Member Services Member Services".
+    let names = |text_only: bool| -> Vec<&str> {
+        (cell + 1..index.subtree_end(cell))
+            .filter(|&inside| {
+                !text_only || index.node(inside).is_some_and(|node| node.role == "text")
+            })
+            .map(|inside| index.normalized_name(inside))
+            .filter(|name| !name.is_empty())
+            .collect()
+    };
+    let runs = names(true);
+    let inner = if runs.is_empty() { names(false) } else { runs };
     if !inner.is_empty() {
         return squash_whitespace(&inner.join(" "));
     }
@@ -177,6 +187,19 @@ pub(crate) fn column_position(
     row_cells(index, header_row(index, row)?)
         .into_iter()
         .position(|cell| fold(&cell_text_indexed(index, cell)) == wanted)
+}
+
+/// The key cell of `row` for an identity check: the cell under the column headed `column`, or
+/// the row's first cell.
+pub(crate) fn key_cell(
+    index: &SnapshotIndex<'_>,
+    row: usize,
+    column: Option<&str>,
+) -> Option<usize> {
+    match column {
+        Some(column) => column_cell(index, row, column),
+        None => row_cells(index, row).first().copied(),
+    }
 }
 
 /// The cell of `row` under the column headed `header`.

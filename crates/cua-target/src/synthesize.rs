@@ -15,7 +15,7 @@ use crate::error::TargetError;
 use crate::index::{SnapshotIndex, to_u32};
 use crate::resolve::{ResolverConfig, resolve_with};
 use crate::structure::{
-    cell_text_indexed, column_cell, header_row, is_control, is_header_row, label_of_indexed,
+    cell_text_indexed, header_row, is_control, is_header_row, key_cell, label_of_indexed,
     repeated_structure, row_cells, table_rows,
 };
 use crate::text::looks_like_datum;
@@ -414,11 +414,7 @@ fn keyed_position(
     let found = index.node(node)?;
     let key_of = |candidate: usize| -> Option<String> {
         let identity = identity?;
-        let row = index.row_of(candidate)?;
-        let cell = match &identity.column {
-            Some(column) => column_cell(index, row, column)?,
-            None => *row_cells(index, row).first()?,
-        };
+        let cell = key_cell(index, index.row_of(candidate)?, identity.column.as_deref())?;
         Some(fold(&cell_text_indexed(index, cell)))
     };
     let own_key = key_of(node);

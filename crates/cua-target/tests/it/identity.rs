@@ -277,3 +277,35 @@ fn a_name_emptied_by_its_value_is_refused() {
         FailureCode::InputValidationFailed
     );
 }
+
+/// An unnamed node reads as the text runs inside it, each once: a link repeats its own text
+/// run as its name, and a key cell holding a link must not read as the number twice.
+#[test]
+fn an_unnamed_node_reads_as_its_text_runs_once() {
+    let page = snapshot(
+        r#"
+document
+  paragraph
+    text "Call"
+    link "Member Services"
+      text "Member Services"
+    text "today"
+  table
+    row
+      cell
+        link "C-12345-02"
+          text "C-12345-02"
+"#,
+    );
+    let position = |role: &str| {
+        page.nodes
+            .iter()
+            .position(|node| node.role == role)
+            .unwrap()
+    };
+    assert_eq!(
+        cell_text(&page, position("paragraph")),
+        "Call Member Services today"
+    );
+    assert_eq!(cell_text(&page, position("cell")), "C-12345-02");
+}
