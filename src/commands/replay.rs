@@ -181,7 +181,11 @@ impl Settings {
             .with_command_base(args.policy.parent().unwrap_or(Path::new(".")));
         let prepared = PreparedCapability::bind(base, binding, args.base_url.as_deref(), approval)
             .map_err(|error| Failure::usage(format!("cannot bind the capability: {error}")))?;
-        if let Some(placeholder) = placeholder(&prepared.capability.entrypoint.url) {
+        // Only tenant placeholders (`{base_url}`) are unbound here; `{$input: …}` references
+        // are bound from the run's inputs when the entrypoint is navigated.
+        if let Some(placeholder) =
+            cua_artifact::tenant_placeholder(&prepared.capability.entrypoint.url)
+        {
             return Err(Failure::usage(format!(
                 "the entrypoint {} needs {{{placeholder}}}: pass --base-url or a --tenant whose binding sets it",
                 prepared.capability.entrypoint.url
@@ -710,13 +714,6 @@ fn check_base_url(base_url: &str) -> Result<(), Failure> {
             "--base-url `{base_url}` is not an origin such as http://127.0.0.1:8811 (scheme, host, optional port, nothing after)"
         )))
     }
-}
-
-/// The first `{name}` left in a text.
-fn placeholder(text: &str) -> Option<String> {
-    let start = text.find('{')?;
-    let rest = &text[start + 1..];
-    rest.find('}').map(|end| rest[..end].to_owned())
 }
 
 /// A run id from the wall clock and the process id: `replay-20261130T034102123456Z-4242`.

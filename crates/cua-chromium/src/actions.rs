@@ -196,6 +196,37 @@ pub(crate) async fn type_text(
         )
         .await?;
     let count = text.chars().count();
+    // Date and time inputs take no typed text (Chromium edits them field by field, in the
+    // locale's order): their value is set in its ISO form, as a form posts it, and read back,
+    // so a value the control rejects is an error instead of a silently empty field.
+    let set = target
+        .call_on(
+            session,
+            "function(text) { \
+               const e = this.nodeType === 1 ? this : this.parentElement; \
+               const kinds = ['date', 'time', 'datetime-local', 'month', 'week']; \
+               if (!(e instanceof HTMLInputElement) || !kinds.includes(e.type)) return null; \
+               e.value = text; \
+               e.dispatchEvent(new Event('input', { bubbles: true })); \
+               e.dispatchEvent(new Event('change', { bubbles: true })); \
+               return e.type + ':' + (e.value === text ? 'ok' : 'rejected'); }",
+            json!([{ "value": text }]),
+        )
+        .await?;
+    if let Some(answer) = set.as_str() {
+        let (kind, verdict) = answer.split_once(':').unwrap_or((answer, ""));
+        if verdict != "ok" {
+            return Err(SurfaceError::ActionFailed {
+                reason: format!(
+                    "the <input type={kind}> refused the value ({count} characters): give it in \
+                     the control's ISO form, e.g. 2026-12-24 for a date"
+                ),
+            });
+        }
+        return Ok(format!(
+            "set the {kind} control's value ({count} characters)"
+        ));
+    }
     if text.is_empty() {
         if clear_first {
             press(session, "Backspace").await?;

@@ -39,6 +39,9 @@ pub(crate) struct Mark {
 #[derive(Debug, Default)]
 pub(crate) struct PageState {
     loading: BTreeSet<String>,
+    /// Script requests (XHR, fetch) sent and not yet finished or failed: a page that re-renders
+    /// a form from a request is not settled while it is out, however still its tree looks.
+    requests: BTreeSet<String>,
     /// Navigations requested or started (any frame).
     activity: u64,
     /// Documents committed (any frame).
@@ -68,7 +71,25 @@ impl PageState {
                 self.loading.remove(&frame_id());
             }
             "Page.frameRequestedNavigation" | "Page.frameStartedNavigating" => self.activity += 1,
-            "Page.frameNavigated" => self.navigations += 1,
+            "Page.frameNavigated" => {
+                self.navigations += 1;
+                // A new top-level document: the old one's requests never report back.
+                if params["frame"]["parentId"].is_null() {
+                    self.requests.clear();
+                }
+            }
+            "Network.requestWillBeSent"
+                if matches!(params["type"].as_str(), Some("XHR" | "Fetch")) =>
+            {
+                if let Some(id) = params["requestId"].as_str() {
+                    self.requests.insert(id.to_string());
+                }
+            }
+            "Network.loadingFinished" | "Network.loadingFailed" => {
+                if let Some(id) = params["requestId"].as_str() {
+                    self.requests.remove(id);
+                }
+            }
             "Network.responseReceived" if params["type"] == "Document" => {
                 let status = params["response"]["status"].as_f64().unwrap_or(0.0);
                 self.next_seq += 1;
@@ -157,9 +178,9 @@ impl PageState {
             .retain(|frame| present.contains(frame.as_str()));
     }
 
-    /// Whether any frame is loading.
+    /// Whether any frame is loading or a script request is out.
     pub(crate) fn is_loading(&self) -> bool {
-        !self.loading.is_empty()
+        !self.loading.is_empty() || !self.requests.is_empty()
     }
 }
 
@@ -289,6 +310,30 @@ fn guard(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_script_request_in_flight_keeps_the_page_loading_until_it_ends() {
+        let mut state = PageState::default();
+        let sent = |id: &str, kind: &str| json!({"requestId": id, "type": kind});
+        state.apply("Network.requestWillBeSent", &sent("r1", "XHR"));
+        state.apply("Network.requestWillBeSent", &sent("r2", "Fetch"));
+        // Images and stylesheets never hold the page: only script requests re-render it.
+        state.apply("Network.requestWillBeSent", &sent("r3", "Image"));
+        assert!(state.is_loading());
+        state.apply("Network.loadingFinished", &json!({"requestId": "r1"}));
+        assert!(state.is_loading(), "r2 is still out");
+        state.apply("Network.loadingFailed", &json!({"requestId": "r2"}));
+        assert!(!state.is_loading());
+        // A new top-level document forgets the old one's requests; a frame's does not.
+        state.apply("Network.requestWillBeSent", &sent("r4", "XHR"));
+        state.apply(
+            "Page.frameNavigated",
+            &json!({"frame": {"id": "child", "parentId": "top"}}),
+        );
+        assert!(state.is_loading());
+        state.apply("Page.frameNavigated", &json!({"frame": {"id": "top"}}));
+        assert!(!state.is_loading());
+    }
 
     #[test]
     fn statuses_follow_loaders_and_marks() {

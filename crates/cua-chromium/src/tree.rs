@@ -13,7 +13,15 @@ use serde_json::Value;
 use crate::dom::{DomIndex, css_hint};
 
 /// Roles whose current value is reported (as an empty string when there is none).
-const VALUE_ROLES: &[&str] = &["textbox", "combobox", "spinbutton", "slider"];
+const VALUE_ROLES: &[&str] = &[
+    "textbox",
+    "combobox",
+    "spinbutton",
+    "slider",
+    "date",
+    "time",
+    "datetime",
+];
 
 /// One node of `Accessibility.getFullAXTree`.
 #[derive(Debug, Clone, PartialEq)]

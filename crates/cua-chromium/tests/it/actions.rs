@@ -18,6 +18,7 @@ const PAGE: &str = r#"<html><head><title>Actions</title></head><body style="marg
 <button onclick="alert('hello'); this.textContent = 'Alert passed'">Alert</button>
 <button onclick="this.textContent = confirm('Really?') ? 'Confirmed' : 'Declined'">Confirm</button>
 <p id="log">no key</p>
+<input id="due" type="date" title="Due" onchange="document.getElementById('log').textContent = 'due ' + this.value">
 <div style="height:3000px"></div>
 <button onclick="this.textContent = 'Far clicked'">Far</button>
 <script>
@@ -310,4 +311,35 @@ async fn dialogs_never_hang_and_confirm_is_declined() {
         has(s, "button", "Declined")
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_date_input_takes_its_iso_value_and_refuses_an_impossible_one() {
+    let bench = Bench::open().await;
+    let due = find(&bench.snapshot().await, "date", "Due").clone();
+    let receipt = bench
+        .act(typing("2027-01-15", true), Some(&due))
+        .await
+        .unwrap();
+    assert!(
+        receipt.message.contains("set the date control's value"),
+        "{receipt:?}"
+    );
+    let snapshot = observe_until(&bench.surface, "the change event", |s| {
+        has(s, "text", "due 2027-01-15")
+    })
+    .await;
+    assert_eq!(
+        find(&snapshot, "date", "Due").value.as_deref(),
+        Some("2027-01-15")
+    );
+    // No 31st of February: the control refuses it, and the action says so.
+    let refused = bench
+        .act(typing("2027-02-31", true), Some(&due))
+        .await
+        .expect_err("an impossible date is refused");
+    assert!(
+        refused.to_string().contains("refused the value"),
+        "{refused}"
+    );
 }
