@@ -162,6 +162,8 @@ pub enum RungOutcome {
     NotApplicable { reason: &'static str },
     /// No node matches the anchor text, so there is nothing to be relative to.
     NoAnchor,
+    /// Nodes match the name, but none stands where the anchor says.
+    OutsideAnchor { named: u32 },
     /// No node carries the CSS hint: a dead hint.
     HintDead,
     /// Nodes carry the CSS hint but none satisfies role, scope and name: a lying hint.
@@ -178,6 +180,10 @@ impl fmt::Display for RungOutcome {
             Self::NoCandidates => formatter.write_str("no candidate"),
             Self::NotApplicable { reason } => write!(formatter, "not applicable ({reason})"),
             Self::NoAnchor => formatter.write_str("no node matches the anchor text"),
+            Self::OutsideAnchor { named } => write!(
+                formatter,
+                "{named} node(s) match the name, none where the anchor says"
+            ),
             Self::HintDead => formatter.write_str("no node carries the hint"),
             Self::HintRejected { carriers } => write!(
                 formatter,

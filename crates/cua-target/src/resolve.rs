@@ -80,6 +80,12 @@ impl Resolution {
 /// rung produces one, the result is [`TargetError::NotFound`]. There are no scores and no
 /// thresholds.
 ///
+/// A name and an anchor are both constraints: when the screen has a node matching the anchor
+/// text, the name rungs (semantic_exact, semantic_normalized, label_association, hint_cached)
+/// keep only the candidates that stand where the anchor says (the structural_anchor rung's
+/// nodes); named candidates elsewhere are `OutsideAnchor`. When no node matches the anchor text,
+/// the name alone decides.
+///
 /// An `identity` check keys the target by its row: the deciding rung's candidates are narrowed
 /// to those whose row's key cell (the cell under `identity.column`, or the row's first cell)
 /// matches the bound value, and the ordinal counts among those. When none does, the result is
@@ -142,6 +148,14 @@ pub fn resolve_with<B: Bindings + ?Sized>(
         .as_ref()
         .map(|identity| IdentityKey::new(identity, bindings))
         .transpose()?;
+    // Where the anchor says the target stands (role and scope relative to the anchor nodes).
+    // `None` without an anchor, or when no node on the screen matches the anchor text: then the
+    // name alone decides, as it would have had the anchor never been written.
+    let anchored: Option<BTreeSet<usize>> = match query.structural_anchor() {
+        Generated::Candidates(found) | Generated::Pool(found) => Some(found.into_iter().collect()),
+        Generated::Nothing(RungOutcome::NoCandidates) => Some(BTreeSet::new()),
+        Generated::Nothing(_) => None,
+    };
     let mut tried = Vec::new();
     for strategy in ResolutionStrategy::LADDER {
         let generated = match strategy {
@@ -160,6 +174,31 @@ pub fn resolve_with<B: Bindings + ?Sized>(
                 }
                 continue;
             }
+        };
+        // A name and an anchor are both constraints: on the rungs that match the name, only
+        // candidates standing where the anchor says count. (The anchor rung itself ignores the
+        // name: it is what still finds a control whose name drifted.)
+        let generated = match (&anchored, strategy, generated) {
+            (
+                Some(anchored),
+                ResolutionStrategy::SemanticExact
+                | ResolutionStrategy::SemanticNormalized
+                | ResolutionStrategy::LabelAssociation
+                | ResolutionStrategy::HintCached,
+                Generated::Candidates(found),
+            ) => {
+                let named = to_u32(found.len());
+                let kept: Vec<usize> = found
+                    .into_iter()
+                    .filter(|node| anchored.contains(node))
+                    .collect();
+                if kept.is_empty() {
+                    Generated::Nothing(RungOutcome::OutsideAnchor { named })
+                } else {
+                    Generated::Candidates(kept)
+                }
+            }
+            (_, _, generated) => generated,
         };
         let (found, positional) = match generated {
             Generated::Candidates(found) => (found, false),

@@ -652,3 +652,72 @@ fn an_exact_empty_name_selects_the_unnamed_control() {
         "error: no node matches textbox named normalized \"\"; tried semantic_exact: no candidate; semantic_normalized: not applicable (a regex name, or one with no letters or digits, does not fold); label_association: no candidate; structural_anchor: not applicable (no anchor); hint_cached: not applicable (no css hint); ordinal_in_region: not applicable (the name or anchor matched nothing and there is no ordinal)",
     );
 }
+
+#[test]
+fn a_name_and_an_anchor_are_both_constraints() {
+    // The category list a search for "Loans" returns (WordPress): every row has a slug cell,
+    // and the row is known only by its "Edit “…”" link.
+    let page = snapshot(
+        r#"
+document
+  table
+    row
+      cell "Name"
+      cell "Slug"
+    row
+      cell "Auto Loans"
+        link "Edit “Auto Loans”"
+      cell "auto-loans"
+    row
+      cell "Loans"
+        link "Edit “Loans”"
+      cell "loans"
+    row
+      cell "Loans 2024"
+        link "Edit “Loans 2024”"
+      cell "loans-2024"
+"#,
+    );
+    // Named alone, three slug cells tie; the anchor keeps the one in the row it names.
+    check(
+        &page,
+        r#"{role: cell, name: {value: '^[a-z][a-z0-9-]*$', match: regex}, anchor: {relation: row_of, text: "Edit “Loans”", match: exact}}"#,
+        "semantic_exact main:/document[0]/table[0]/row[2]/cell[1]",
+    );
+    // A name that matches only outside the anchor's row is not satisfied there: the name
+    // rungs report it, and the anchor rung (which ignores the name, to survive a renamed
+    // control) decides by position relative to the anchor, as for any drifted name.
+    let outside = resolve(
+        &page,
+        &target(
+            r#"{role: cell, name: {value: auto-loans}, anchor: {relation: row_of, text: "Edit “Loans”", match: exact}}"#,
+        ),
+        &BoundValues::new(),
+    )
+    .expect("the anchor rung decides");
+    assert_eq!(outside.strategy, ResolutionStrategy::StructuralAnchor);
+    assert_eq!(
+        outside.node_id.as_str(),
+        "main:/document[0]/table[0]/row[2]/cell[1]"
+    );
+    // With nothing else in the anchor's row, the refusal says where the name did match.
+    let refused = render(&resolve(
+        &page,
+        &target(
+            r#"{role: link, name: {value: "Edit “Auto Loans”"}, anchor: {relation: row_of, text: "Edit “Loans”", match: exact}}"#,
+        ),
+        &BoundValues::new(),
+    ));
+    assert!(
+        refused.starts_with("error: no node matches")
+            && refused
+                .contains("semantic_exact: 1 node(s) match the name, none where the anchor says"),
+        "{refused}"
+    );
+    // When no node on the screen matches the anchor text, the name alone decides.
+    check(
+        &page,
+        r#"{role: cell, name: {value: loans-2024}, anchor: {relation: row_of, text: "Edit “Mortgages”", match: exact}}"#,
+        "semantic_exact main:/document[0]/table[0]/row[3]/cell[1]",
+    );
+}
