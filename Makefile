@@ -16,7 +16,7 @@ MCP_VENV := target/mcp-venv
 MCP_SDK_VERSION := 2.3.0
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help deps deps-chromium deps-node deps-python build demo test lint test-only leftovers soak bench evidence fmt clean
+.PHONY: help deps deps-chromium deps-node deps-python build demo test lint test-only conformance-up conformance-down leftovers soak bench evidence fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -72,14 +72,21 @@ lint: deps ## Format check and clippy with warnings as errors
 
 test: lint test-only ## Format check, clippy, and every test (Chromium ones included)
 
-test-only: deps deps-node deps-python
-	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
+# The conformance apps run for the length of the tests and are stopped however the tests end.
+test-only: deps deps-node deps-python conformance-up
+	@trap 'conformance/apps.sh down' EXIT; \
+	if $(CARGO) nextest --version >/dev/null 2>&1; then \
 		$(CARGO) nextest run --workspace --no-fail-fast; \
 	else \
 		$(CARGO) test --workspace --no-fail-fast -- --test-threads=2; \
-	fi
-	$(CARGO) test --workspace --doc
+	fi && $(CARGO) test --workspace --doc
 	@$(MAKE) --no-print-directory leftovers
+
+conformance-up: ## Install (Debian) and start the conformance apps: WordPress with MariaDB, Redmine with SQLite
+	conformance/apps.sh up
+
+conformance-down: ## Stop the conformance apps (their data stays; `conformance/apps.sh reset` starts afresh)
+	conformance/apps.sh down
 
 # Nothing outlives its run: after the tests (the crash harness included) no Chromium process
 # and no profile directory of ours may remain. A browser's watchdog takes both down when its

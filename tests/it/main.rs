@@ -3,6 +3,7 @@
 mod assist;
 mod catalog;
 mod codegen;
+mod conformance;
 mod console;
 mod crash;
 mod demo;

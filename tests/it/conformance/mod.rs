@@ -1,0 +1,263 @@
+//! The conformance suite: capabilities for two real third-party apps we did not write,
+//! WordPress (with MariaDB) and Redmine (with SQLite), installed from Debian's packages and
+//! started with their own seeded data by `conformance/apps.sh up` (which `make test` runs).
+//!
+//! Every test replays a sealed capability from `conformance/<app>/capabilities/` with the `cua`
+//! binary against the live app, and reads the truth from the app's own database, never from
+//! what the run said. An app that is not running fails the test with the command that starts it.
+
+mod redmine;
+mod wordpress;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// `conformance/apps.env`, the one place the ports and credentials are written down.
+fn settings() -> BTreeMap<String, String> {
+    let path = root().join("conformance/apps.env");
+    let text = std::fs::read_to_string(&path).expect("conformance/apps.env is readable");
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(|line| {
+            let (key, value) = line.split_once('=').expect("KEY=VALUE lines");
+            (key.to_owned(), value.to_owned())
+        })
+        .collect()
+}
+
+fn setting(key: &str) -> String {
+    settings()
+        .remove(key)
+        .unwrap_or_else(|| panic!("conformance/apps.env sets {key}"))
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// One conformance app: where it answers, its catalog, and the secrets its sign-in reads.
+struct App {
+    name: &'static str,
+    base_url: String,
+    catalog: PathBuf,
+    secrets: Vec<(String, String)>,
+    scratch: TempDir,
+}
+
+impl App {
+    /// The app, checked to answer on its port; a test against an app that is down fails here.
+    fn new(
+        name: &'static str,
+        port_key: &str,
+        health_path: &str,
+        secrets: Vec<(String, String)>,
+    ) -> Self {
+        let port: u16 = setting(port_key).parse().expect("a port");
+        let base_url = format!("http://127.0.0.1:{port}");
+        let status = http_status(port, health_path);
+        assert_eq!(
+            status,
+            Some(200),
+            "{name} does not answer at {base_url}{health_path}: start the conformance apps with \
+             `conformance/apps.sh up` (`make test` does)"
+        );
+        Self {
+            name,
+            base_url,
+            catalog: root().join("conformance").join(name).join("capabilities"),
+            secrets,
+            scratch: tempfile::tempdir().expect("a scratch directory"),
+        }
+    }
+
+    /// `cua replay <capability> --format json` with the inputs given; the envelope and the
+    /// exit code.
+    fn replay(&self, reference: &str, inputs: &[(&str, &str)]) -> Replay {
+        self.replay_with(reference, inputs, &[])
+    }
+
+    fn replay_with(
+        &self,
+        reference: &str,
+        inputs: &[(&str, &str)],
+        env: &[(&str, &str)],
+    ) -> Replay {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_cua"));
+        command
+            .current_dir(root())
+            .args([
+                "replay",
+                reference,
+                "--format",
+                "json",
+                "--base-url",
+                &self.base_url,
+            ])
+            .arg("--catalog")
+            .arg(&self.catalog)
+            .arg("--evidence-dir")
+            .arg(self.scratch.path().join("runs"))
+            .env("NO_COLOR", "1");
+        for (name, value) in inputs {
+            command.arg("--input").arg(format!("{name}={value}"));
+        }
+        for (name, value) in &self.secrets {
+            command.env(name, value);
+        }
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let output = command.output().expect("the cua binary runs");
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let envelope: Value = serde_json::from_str(&stdout).unwrap_or_else(|error| {
+            panic!(
+                "{}: `cua replay {reference}` printed no JSON envelope ({error}); stdout: {stdout}; stderr: {}",
+                self.name,
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+        Replay {
+            code: output.status.code().expect("an exit code"),
+            envelope,
+        }
+    }
+}
+
+/// One replay's exit code and JSON envelope.
+struct Replay {
+    code: i32,
+    envelope: Value,
+}
+
+impl Replay {
+    fn result(&self) -> &Value {
+        &self.envelope["data"]["result"]
+    }
+
+    fn status(&self) -> &str {
+        self.result()["status"]
+            .as_str()
+            .unwrap_or_else(|| panic!("the envelope has no result status: {}", self.envelope))
+    }
+
+    fn output(&self, name: &str) -> &str {
+        self.result()["outputs"][name]
+            .as_str()
+            .unwrap_or_else(|| panic!("no output {name}: {}", self.envelope))
+    }
+
+    fn outcome(&self) -> &str {
+        self.result()["outcome"]["code"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no business outcome: {}", self.envelope))
+    }
+
+    /// Fails with the whole envelope unless the run succeeded.
+    fn succeeded(&self) -> &Self {
+        assert_eq!(
+            (self.code, self.status()),
+            (0, "success"),
+            "the run did not succeed: {:#}",
+            self.envelope
+        );
+        self
+    }
+}
+
+/// The HTTP status of `GET path` on loopback, or `None` when nothing answers (three tries: a
+/// PHP built-in server whose workers are all busy may drop a connection).
+fn http_status(port: u16, path: &str) -> Option<u16> {
+    (0..3).find_map(|attempt| {
+        if attempt > 0 {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .ok()?;
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut head = [0u8; 12];
+        stream.read_exact(&mut head).ok()?;
+        std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
+    })
+}
+
+/// Runs a query-printing command (`sqlite3`, `mariadb`) and returns its rows, tab-separated.
+fn query(program: &str, args: &[&str], sql: &str) -> Vec<Vec<String>> {
+    let output = Command::new(program)
+        .args(args)
+        .arg(sql)
+        .output()
+        .unwrap_or_else(|error| {
+            panic!("{program} runs ({error}): conformance/apps.sh installs it")
+        });
+    assert!(
+        output.status.success(),
+        "{program} {sql:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| line.split('\t').map(str::to_owned).collect())
+        .collect()
+}
+
+/// A name no earlier run used, so reruns against the same seeded app never collide.
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_nanos();
+    format!("{prefix} {:x}", nanos % 0xffff_ffff)
+}
+
+#[test]
+fn every_conformance_capability_validates_and_is_sealed() {
+    let files: Vec<PathBuf> = ["wordpress", "redmine"]
+        .iter()
+        .flat_map(|app| {
+            let dir = root().join("conformance").join(app).join("capabilities");
+            std::fs::read_dir(&dir)
+                .map(|entries| {
+                    entries
+                        .map(|e| e.expect("an entry").path())
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        })
+        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
+        .collect();
+    assert!(files.len() >= 4, "conformance capabilities: {files:?}");
+    let output = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .current_dir(root())
+        .arg("validate")
+        .args(&files)
+        .output()
+        .expect("the cua binary runs");
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("readable");
+        assert!(
+            text.contains("\ncontent_hash: blake3:"),
+            "{} is not sealed",
+            file.display()
+        );
+    }
+}

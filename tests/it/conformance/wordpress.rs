@@ -1,0 +1,179 @@
+//! WordPress 6.1 (Debian's package, MariaDB): sign-in with the test cookie, a deep link built
+//! from an input, the category list's search keyed to the exact name among look-alikes, and an
+//! AJAX form that adds a category. The truth is the app's own MariaDB database.
+
+use super::{App, query, root, setting, unique};
+
+fn wordpress() -> App {
+    App::new(
+        "wordpress",
+        "WORDPRESS_PORT",
+        "/wp-login.php",
+        vec![
+            (
+                "CUA_SECRET_WORDPRESS_USERNAME".into(),
+                setting("WORDPRESS_ADMIN_USER"),
+            ),
+            (
+                "CUA_SECRET_WORDPRESS_PASSWORD".into(),
+                setting("WORDPRESS_ADMIN_PASSWORD"),
+            ),
+        ],
+    )
+}
+
+/// Rows of a query against WordPress's own database, through MariaDB's socket.
+fn sql(statement: &str) -> Vec<Vec<String>> {
+    let socket = root().join("target/conformance/mariadb.sock");
+    let socket = format!("--socket={}", socket.display());
+    query(
+        "mariadb",
+        &[
+            "--no-defaults",
+            &socket,
+            "-uroot",
+            "-N",
+            "-B",
+            "cua_wordpress",
+            "-e",
+        ],
+        statement,
+    )
+}
+
+fn category_count() -> usize {
+    sql("SELECT count(*) FROM wp_term_taxonomy WHERE taxonomy = 'category';")[0][0]
+        .parse()
+        .expect("a count")
+}
+
+#[test]
+fn sign_in_leaves_the_login_page_and_names_rejected_credentials() {
+    let app = wordpress();
+    app.replay("wordpress.auth.sign_in@1.0.0", &[]).succeeded();
+    let rejected = app.replay_with(
+        "wordpress.auth.sign_in@1.0.0",
+        &[],
+        &[("CUA_SECRET_WORDPRESS_PASSWORD", "not-the-password")],
+    );
+    assert_eq!(
+        (rejected.code, rejected.status(), rejected.outcome()),
+        (0, "business_outcome", "invalid_credentials"),
+        "{:#}",
+        rejected.envelope
+    );
+}
+
+#[test]
+fn a_deep_link_reads_each_look_alike_user_as_the_database_holds_them() {
+    let app = wordpress();
+    // Two users share the display name "Li Wen"; the number the caller gives decides.
+    let rows = sql(
+        "SELECT u.ID, u.user_login, u.user_email, m.meta_value FROM wp_users u \
+         JOIN wp_usermeta m ON m.user_id = u.ID AND m.meta_key = 'wp_capabilities' \
+         WHERE u.display_name = 'Li Wen' ORDER BY u.ID;",
+    );
+    assert_eq!(
+        rows.len(),
+        2,
+        "the seed holds two users named Li Wen: {rows:?}"
+    );
+    for row in rows {
+        let run = app.replay("wordpress.user.show@1.0.0", &[("user_id", &row[0])]);
+        run.succeeded();
+        assert_eq!(run.output("username"), row[1]);
+        assert_eq!(run.output("email"), row[2]);
+        // wp_capabilities is a serialized array whose one key is the role's slug.
+        let role = run.output("role").to_lowercase();
+        assert!(
+            row[3].contains(&format!("\"{role}\"")),
+            "{role} in {}",
+            row[3]
+        );
+    }
+    let missing = app.replay("wordpress.user.show@1.0.0", &[("user_id", "987654")]);
+    assert_eq!(
+        (missing.status(), missing.outcome()),
+        ("business_outcome", "user_not_found"),
+        "{:#}",
+        missing.envelope
+    );
+}
+
+#[test]
+fn the_search_keys_the_row_by_its_exact_name_among_look_alikes() {
+    let app = wordpress();
+    // "Loans" also lists Auto Loans, Student Loans, Loans 2024 and Loans 2025.
+    for name in ["Loans", "Loans 2024"] {
+        let truth = sql(&format!(
+            "SELECT t.slug FROM wp_terms t JOIN wp_term_taxonomy x ON x.term_id = t.term_id \
+             WHERE x.taxonomy = 'category' AND t.name = '{name}';"
+        ));
+        let run = app.replay("wordpress.category.find@1.0.0", &[("name", name)]);
+        run.succeeded();
+        assert_eq!(run.output("slug"), truth[0][0], "{name}");
+    }
+    let nothing = app.replay("wordpress.category.find@1.0.0", &[("name", "Crypto Desk")]);
+    assert_eq!(
+        (nothing.status(), nothing.outcome()),
+        ("business_outcome", "category_not_found"),
+        "{:#}",
+        nothing.envelope
+    );
+}
+
+#[test]
+fn adding_a_category_through_the_ajax_form_writes_exactly_one_term() {
+    let app = wordpress();
+    let name = unique("Branch Closures");
+    let before = category_count();
+    let run = app.replay(
+        "wordpress.category.create@1.0.0",
+        &[
+            ("name", &name),
+            ("parent", "Member News"),
+            ("description", "Branches closed for works."),
+        ],
+    );
+    run.succeeded();
+    assert_eq!(
+        run.envelope["data"]["effect"], "confirmed",
+        "{:#}",
+        run.envelope
+    );
+    assert_eq!(
+        category_count(),
+        before + 1,
+        "exactly one category was added"
+    );
+    let rows = sql(&format!(
+        "SELECT t.slug, p.name, x.description FROM wp_terms t \
+         JOIN wp_term_taxonomy x ON x.term_id = t.term_id \
+         JOIN wp_terms p ON p.term_id = x.parent \
+         WHERE x.taxonomy = 'category' AND t.name = '{name}';"
+    ));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(run.output("slug"), rows[0][0]);
+    assert_eq!(
+        (rows[0][1].as_str(), rows[0][2].as_str()),
+        ("Member News", "Branches closed for works.")
+    );
+
+    // The same name under the same parent again: WordPress refuses it after the click, and a
+    // refusal on the screen after a mutation is never taken as proof that nothing happened.
+    let again = app.replay(
+        "wordpress.category.create@1.0.0",
+        &[
+            ("name", &name),
+            ("parent", "Member News"),
+            ("description", "Twice."),
+        ],
+    );
+    assert_eq!(
+        (again.code, again.status()),
+        (3, "needs_human"),
+        "{:#}",
+        again.envelope
+    );
+    assert_eq!(category_count(), before + 1, "nothing more was added");
+}
