@@ -383,7 +383,18 @@ impl<D: SurfaceDriver, L: LlmPort> Discovery<'_, D, L> {
                         target,
                     )
                 }
-                Action::Click { target } => (SurfaceAction::Click, target),
+                Action::Click {
+                    target,
+                    accept_confirm,
+                } => (
+                    match accept_confirm {
+                        Some(confirm) => SurfaceAction::ClickAcceptingConfirm {
+                            confirm: confirm.clone(),
+                        },
+                        None => SurfaceAction::Click,
+                    },
+                    target,
+                ),
                 other => {
                     return Err(AgentError::SignIn {
                         reason: format!(

@@ -441,6 +441,12 @@ pub const ROUTE_NAMES: &[&str] = &[
 pub enum Action {
     Click {
         target: TargetDescriptor,
+        /// Answer OK to the JavaScript `confirm()` this click raises when its message is exactly
+        /// this text (whitespace squashed). Any other dialog is still declined, and a click that
+        /// raises no such confirm fails. Accepting a confirm is at least `elevated`, and the
+        /// message is classified by the risk lexicon as a button's name would be.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        accept_confirm: Option<String>,
     },
     Type {
         target: TargetDescriptor,
@@ -632,10 +638,18 @@ impl Action {
         }
     }
 
+    /// The `confirm()` message a click accepts, if it declares one.
+    pub fn accepts_confirm(&self) -> Option<&str> {
+        match self {
+            Self::Click { accept_confirm, .. } => accept_confirm.as_deref(),
+            _ => None,
+        }
+    }
+
     /// The control this action acts on, if it has one.
     pub fn target(&self) -> Option<&TargetDescriptor> {
         match self {
-            Self::Click { target }
+            Self::Click { target, .. }
             | Self::Type { target, .. }
             | Self::Select { target, .. }
             | Self::Extract { target, .. } => Some(target),
@@ -655,7 +669,7 @@ impl Action {
     /// The control this action acts on, mutably.
     pub fn target_mut(&mut self) -> Option<&mut TargetDescriptor> {
         match self {
-            Self::Click { target }
+            Self::Click { target, .. }
             | Self::Type { target, .. }
             | Self::Select { target, .. }
             | Self::Extract { target, .. } => Some(target),

@@ -82,10 +82,13 @@ impl Predicate {
 pub struct NodeQuery {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
+    /// The node's whole name (folded). May use `{$input: …}` and `{$output: …}`, bound literally.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// A part of the node's name (folded). May use `{$input: …}` and `{$output: …}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name_contains: Option<String>,
+    /// A regex searched in the node's name (whitespace squashed); no references.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name_matches: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -121,7 +121,8 @@ impl<'a> Checker<'a> {
     }
 
     /// A `{$…}` reference is read only where a template is: a URL (`entrypoint.url`, a
-    /// `navigate`'s or an `http` call's) and an `http` header. Anywhere else it
+    /// `navigate`'s or an `http` call's), an `http` header, a target's name and anchor text, and
+    /// a predicate query's `name` and `name_contains`. Anywhere else it
     /// is literal text that would be typed, matched or sent as it stands, so it is an error,
     /// never a surprise at replay. Free text (titles, descriptions, notes) is not checked.
     fn placeholders(&mut self, root: &DocPath) {
@@ -786,6 +787,9 @@ impl<'a> Checker<'a> {
         if step.action.kind().is_read_only() {
             return;
         }
+        if let Some(message) = step.action.accepts_confirm() {
+            self.confirm_risk(path, step, message);
+        }
         let Some(target) = step.action.target() else {
             return;
         };
@@ -813,6 +817,52 @@ impl<'a> Checker<'a> {
                 ),
                 format!(
                     "declare `risk: {}` on the step; policy classifies by the control's name and \
+                     refuses what the artifact did not declare",
+                    tier.as_str()
+                ),
+            );
+        }
+    }
+
+    /// A click that accepts a `confirm()`: the message is a literal the page must show, and
+    /// saying OK to it is at least elevated, more when the lexicon reads it so (the same rule
+    /// the policy applies at dispatch).
+    fn confirm_risk(&mut self, path: &DocPath, step: &Step, message: &str) {
+        let at = path.key("action").key("accept_confirm");
+        if message.trim().is_empty() || message.contains("{$") {
+            self.report(
+                DiagnosticCode::InvalidValue,
+                at,
+                format!(
+                    "step `{}` accepts a confirm() with no literal message",
+                    step.id
+                ),
+                "write the dialog's message exactly as the page shows it; only a confirm with \
+                 that message is answered OK",
+            );
+            return;
+        }
+        let (tier, why) = match self.config.lexicon.classify("button", message) {
+            Some((tier, phrase)) if tier > RiskTier::Elevated => {
+                (tier, format!("the lexicon reads {phrase:?} in it"))
+            }
+            _ => (
+                RiskTier::Elevated,
+                "answering OK to a confirm() is never safe".to_owned(),
+            ),
+        };
+        if step.risk < tier {
+            self.report(
+                DiagnosticCode::UndeclaredRisk,
+                at,
+                format!(
+                    "step `{}` accepts the confirm() {message:?}, which is {} ({why}), but declares risk {}",
+                    step.id,
+                    tier.as_str(),
+                    step.risk.as_str()
+                ),
+                format!(
+                    "declare `risk: {}` on the step; policy classifies the dialog's message and \
                      refuses what the artifact did not declare",
                     tier.as_str()
                 ),
@@ -1051,11 +1101,12 @@ impl<'a> Checker<'a> {
         if let Some(role) = &query.role {
             self.role(&path.key("role"), role);
         }
+        // A query's name may use the run's values, bound literally when it is evaluated.
         if let Some(name) = &query.name {
-            self.css(&path.key("name"), name);
+            self.target_text(&path.key("name"), name, MatchMode::Exact, None);
         }
         if let Some(name) = &query.name_contains {
-            self.css(&path.key("name_contains"), name);
+            self.target_text(&path.key("name_contains"), name, MatchMode::Contains, None);
         }
         if let Some(pattern) = &query.name_matches {
             self.regex(&path.key("name_matches"), pattern);
@@ -1272,7 +1323,9 @@ fn literal_references_under(
             for (key, item) in object {
                 let target_text = matches!(
                     (parent, key.as_str()),
-                    (Some("name"), "value") | (Some("anchor"), "text")
+                    (Some("name"), "value")
+                        | (Some("anchor"), "text")
+                        | (Some("query"), "name" | "name_contains")
                 );
                 if target_text
                     || TEMPLATE_KEYS.contains(&key.as_str())

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cua_policy::Allowlist;
+use cua_snapshot::squash_whitespace;
 use cua_surface::BlockedRequest;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -53,6 +54,9 @@ pub(crate) struct PageState {
     /// JavaScript dialogs answered: how many, and the last few as `confirm declined`.
     dialogs: u64,
     dialog_log: VecDeque<(u64, String)>,
+    /// The one `confirm()` message the action being dispatched may answer OK (whitespace
+    /// squashed); taken when it is answered, so it never answers a second dialog.
+    expected_confirm: Option<String>,
     /// Another page (a popup) opened: it takes the foreground, and a page in the background
     /// gets no animation frames, so input would wait for an acknowledgement that never comes.
     pub(crate) foreground_lost: bool,
@@ -150,6 +154,36 @@ impl PageState {
             .map(|r| r.status)
     }
 
+    /// Arms the answer OK for one `confirm()` with exactly this message.
+    pub(crate) fn expect_confirm(&mut self, message: &str) {
+        self.expected_confirm = Some(squash_whitespace(message));
+    }
+
+    /// Disarms the expected confirm; whether it was still armed (never answered).
+    pub(crate) fn disarm_confirm(&mut self) -> bool {
+        self.expected_confirm.take().is_some()
+    }
+
+    /// How a dialog of this kind and message is answered: alerts and leave-page prompts OK, a
+    /// confirm OK only when it is the one armed (which it then consumes), anything else
+    /// declined, so an unexpected "Are you sure?" never says yes on its own.
+    pub(crate) fn answer(&mut self, kind: &str, message: &str) -> bool {
+        match kind {
+            "alert" | "beforeunload" => true,
+            "confirm" => {
+                let armed = self
+                    .expected_confirm
+                    .as_deref()
+                    .is_some_and(|expected| expected == squash_whitespace(message));
+                if armed {
+                    self.expected_confirm = None;
+                }
+                armed
+            }
+            _ => false,
+        }
+    }
+
     /// Records a dialog the monitor answered.
     pub(crate) fn dialog_answered(&mut self, kind: &str, accepted: bool) {
         self.dialogs += 1;
@@ -220,11 +254,14 @@ pub(crate) async fn run(
                 guard(&event.params, &connection, &allowlist, &shared, timeout);
             }
             ("Page.javascriptDialogOpening", Some(session)) => {
-                // Alerts and leave-page prompts are accepted; confirm and prompt are
-                // dismissed, so an unexpected "Are you sure?" never says yes on its own.
                 let kind = event.params["type"].as_str().unwrap_or("dialog");
-                let accept = matches!(kind, "alert" | "beforeunload");
-                lock(&shared.state).dialog_answered(kind, accept);
+                let message = event.params["message"].as_str().unwrap_or_default();
+                let accept = {
+                    let mut state = lock(&shared.state);
+                    let accept = state.answer(kind, message);
+                    state.dialog_answered(kind, accept);
+                    accept
+                };
                 let connection = Arc::clone(&connection);
                 let session = session.clone();
                 tokio::spawn(async move {

@@ -354,6 +354,11 @@ impl ChromiumSurface {
                 )
                 .await
             }
+            SurfaceAction::ClickAcceptingConfirm { confirm } => {
+                let target = target.as_ref().ok_or_else(|| needs("click"))?;
+                lock(&self.shared.state).expect_confirm(confirm);
+                actions::click(session, target, viewport).await
+            }
             SurfaceAction::Type { text, clear_first } => {
                 let target = target.as_ref().ok_or_else(|| needs("type"))?;
                 actions::type_text(session, target, text, *clear_first).await
@@ -555,7 +560,25 @@ impl SurfaceDriver for ChromiumSurface {
             _ => self.config.navigation_grace,
         };
         let (navigated, http_status) = self.settle(mark, grace).await;
-        let dialogs = lock(&self.shared.state).dialogs_since(mark);
+        let (dialogs, unanswered) = {
+            let mut state = lock(&self.shared.state);
+            (state.dialogs_since(mark), state.disarm_confirm())
+        };
+        if let SurfaceAction::ClickAcceptingConfirm { confirm } = action.action()
+            && unanswered
+        {
+            let seen = if dialogs.is_empty() {
+                "none".to_owned()
+            } else {
+                dialogs.join(", ")
+            };
+            return Err(SurfaceError::ActionFailed {
+                reason: format!(
+                    "the click raised no confirm() reading {confirm:?} (dialogs answered: {seen}); \
+                     nothing was answered OK"
+                ),
+            });
+        }
         if !dialogs.is_empty() {
             message.push_str(&format!("; dialogs answered: {}", dialogs.join(", ")));
         }

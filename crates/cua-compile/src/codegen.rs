@@ -723,8 +723,20 @@ impl<'c> SpecWriter<'c> {
     ) -> Result<Vec<String>, String> {
         let mut lines = Vec::new();
         match action {
-            Action::Click { target } => {
+            Action::Click {
+                target,
+                accept_confirm,
+            } => {
                 self.target_statements(target, scope, body, &mut lines)?;
+                // Playwright dismisses dialogs nobody listens for; this click answers OK to its
+                // one confirm() with exactly the declared message, as replay does.
+                if let Some(message) = accept_confirm {
+                    lines.push(format!(
+                        "page.once('dialog', (dialog) => dialog.type() === 'confirm' && \
+                         dialog.message().replace(/\\s+/g, ' ').trim() === {} ? dialog.accept() : dialog.dismiss());",
+                        ts_string(&cua_snapshot::squash_whitespace(message))
+                    ));
+                }
                 lines.push("await target.click();".to_owned());
             }
             Action::Type {

@@ -349,7 +349,10 @@ impl Compiler {
                     .unwrap_or_else(|| TargetDescriptor::role("button"));
                 (
                     id,
-                    Action::Click { target: descriptor },
+                    Action::Click {
+                        target: descriptor,
+                        accept_confirm: None,
+                    },
                     format!("Click {}.", quoted(&label)),
                 )
             }

@@ -42,6 +42,12 @@ impl std::fmt::Debug for RawInput {
 #[derive(Clone, PartialEq)]
 pub enum SurfaceAction {
     Click,
+    /// A click that answers OK to the JavaScript `confirm()` it raises, when the dialog's
+    /// message is exactly `confirm` (whitespace squashed); every other dialog is declined. The
+    /// policy classifies the message as it classifies a control's name.
+    ClickAcceptingConfirm {
+        confirm: String,
+    },
     Type {
         text: String,
         clear_first: bool,
@@ -131,7 +137,7 @@ impl SurfaceAction {
     /// The action's kind in the closed vocabulary.
     pub fn kind(&self) -> ActionKind {
         match self {
-            Self::Click => ActionKind::Click,
+            Self::Click | Self::ClickAcceptingConfirm { .. } => ActionKind::Click,
             Self::Type { .. } => ActionKind::Type,
             Self::Select { .. } => ActionKind::Select,
             Self::PressKey { .. } => ActionKind::PressKey,
@@ -156,7 +162,13 @@ impl SurfaceAction {
 
     /// Whether this action needs a resolved node to act on.
     pub fn needs_target(&self) -> bool {
-        matches!(self, Self::Click | Self::Type { .. } | Self::Select { .. })
+        matches!(
+            self,
+            Self::Click
+                | Self::ClickAcceptingConfirm { .. }
+                | Self::Type { .. }
+                | Self::Select { .. }
+        )
     }
 }
 
@@ -164,6 +176,9 @@ impl std::fmt::Debug for SurfaceAction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Click => f.write_str("Click"),
+            Self::ClickAcceptingConfirm { confirm } => {
+                write!(f, "ClickAcceptingConfirm({confirm:?})")
+            }
             Self::Type { text, clear_first } => {
                 write!(
                     f,

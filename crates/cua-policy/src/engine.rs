@@ -315,6 +315,19 @@ impl PolicyEngine {
         target: Option<&ResolvedTarget>,
         declared: Option<RiskTier>,
     ) -> RiskAssessment {
+        self.assess_with_confirm(kind, target, declared, None)
+    }
+
+    /// [`PolicyEngine::assess`] for an action that may answer OK to a `confirm()` with this
+    /// message: saying OK is at least elevated, and the message is read by the lexicon as a
+    /// button's name would be ("Delete this category?" is what "Delete" is).
+    pub fn assess_with_confirm(
+        &self,
+        kind: ActionKind,
+        target: Option<&ResolvedTarget>,
+        declared: Option<RiskTier>,
+        confirm: Option<&str>,
+    ) -> RiskAssessment {
         if kind.is_read_only() {
             return RiskAssessment {
                 tier: RiskTier::Safe,
@@ -342,6 +355,12 @@ impl PolicyEngine {
                 self.risk.lexicon.classify(&target.role, &target.name)
         {
             raise(lexicon_tier, format!("lexicon:{phrase:?}"));
+        }
+        if let Some(message) = confirm {
+            raise(RiskTier::Elevated, "accepts_confirm".to_string());
+            if let Some((lexicon_tier, phrase)) = self.risk.lexicon.classify("button", message) {
+                raise(lexicon_tier, format!("confirm_lexicon:{phrase:?}"));
+            }
         }
         if let Some(declared) = declared {
             raise(declared, format!("declared:{}", declared.as_str()));
@@ -462,7 +481,16 @@ impl PolicyEngine {
                 reason: "safe (safe_method)".to_string(),
             }
         } else {
-            self.assess(kind, request.target.as_ref(), request.declared_risk)
+            let confirm = match &request.action {
+                SurfaceAction::ClickAcceptingConfirm { confirm } => Some(confirm.as_str()),
+                _ => None,
+            };
+            self.assess_with_confirm(
+                kind,
+                request.target.as_ref(),
+                request.declared_risk,
+                confirm,
+            )
         };
         let disposition = self
             .dispositions

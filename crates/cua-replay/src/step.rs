@@ -1240,7 +1240,12 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     ) -> Result<(SurfaceAction, bool), Stop> {
         let mut sensitive = false;
         let surface = match action {
-            Action::Click { .. } => SurfaceAction::Click,
+            Action::Click { accept_confirm, .. } => match accept_confirm {
+                Some(confirm) => SurfaceAction::ClickAcceptingConfirm {
+                    confirm: confirm.clone(),
+                },
+                None => SurfaceAction::Click,
+            },
             Action::Type {
                 value, clear_first, ..
             } => SurfaceAction::Type {

@@ -24,7 +24,7 @@ use cua_artifact::{NodeQuery, Predicate, ValueExpr};
 use cua_snapshot::{UiSnapshot, fold, normalize_role, shows_money, squash_whitespace};
 use regex::Regex;
 
-use crate::bindings::{Bindings, bind_text, render_bound};
+use crate::bindings::{Bindings, bind_target_text, bind_text, render_bound};
 use crate::error::TargetError;
 use crate::index::SnapshotIndex;
 use crate::text::compile_regex;
@@ -366,8 +366,16 @@ impl<'e, 's, B: Bindings + ?Sized> Evaluator<'e, 's, B> {
 
     /// The nodes a query selects, in document order.
     fn matching(&self, query: &NodeQuery) -> Result<Vec<usize>, TargetError> {
-        let name = query.name.as_deref().map(fold);
-        let contains = query.name_contains.as_deref().map(fold);
+        let name = query
+            .name
+            .as_deref()
+            .map(|name| bind_target_text(name, self.bindings, false).map(|name| fold(&name)))
+            .transpose()?;
+        let contains = query
+            .name_contains
+            .as_deref()
+            .map(|part| bind_target_text(part, self.bindings, false).map(|part| fold(&part)))
+            .transpose()?;
         let pattern = query
             .name_matches
             .as_deref()

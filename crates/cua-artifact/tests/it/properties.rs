@@ -211,7 +211,10 @@ type StepParts = (
 /// Every action but `extract` (added per output) and `raw_input` (never valid in an artifact).
 fn action() -> BoxedStrategy<Action> {
     prop_oneof![
-        target().prop_map(|target| Action::Click { target }),
+        target().prop_map(|target| Action::Click {
+            target,
+            accept_confirm: None,
+        }),
         (target(), value(), any::<bool>()).prop_map(|(target, value, clear_first)| Action::Type {
             target,
             value,

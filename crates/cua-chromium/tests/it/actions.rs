@@ -343,3 +343,66 @@ async fn a_date_input_takes_its_iso_value_and_refuses_an_impossible_one() {
         "{refused}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_answers_ok_only_to_the_confirm_it_declares() {
+    let bench = Bench::open().await;
+    let snapshot = bench.snapshot().await;
+    let confirm = find(&snapshot, "button", "Confirm").clone();
+    let accepting = |message: &str| SurfaceAction::ClickAcceptingConfirm {
+        confirm: message.to_string(),
+    };
+    // Another message: declined, and the action fails saying what it saw.
+    let refused = bench
+        .act(accepting("Are you sure?"), Some(&confirm))
+        .await
+        .expect_err("a confirm with another message is not answered OK");
+    assert!(
+        refused.to_string().contains(
+            "raised no confirm() reading \"Are you sure?\" (dialogs answered: confirm declined)"
+        ),
+        "{refused}"
+    );
+    observe_until(&bench.surface, "the confirm to be declined", |s| {
+        has(s, "button", "Declined")
+    })
+    .await;
+    // The declared message (whitespace squashed): answered OK, once.
+    let declined = find(&bench.snapshot().await, "button", "Declined").clone();
+    let receipt = bench
+        .act(accepting("  Really? "), Some(&declined))
+        .await
+        .unwrap();
+    assert!(
+        receipt
+            .message
+            .ends_with("dialogs answered: confirm accepted"),
+        "{receipt:?}"
+    );
+    observe_until(&bench.surface, "the confirm to be accepted", |s| {
+        has(s, "button", "Confirmed")
+    })
+    .await;
+    // A click that raises no dialog at all fails: nothing was confirmed.
+    let far = find(&bench.snapshot().await, "button", "Far").clone();
+    let none = bench
+        .act(accepting("Really?"), Some(&far))
+        .await
+        .expect_err("no dialog, no success");
+    assert!(
+        none.to_string().contains("(dialogs answered: none)"),
+        "{none}"
+    );
+    // The next plain click does not inherit the armed answer.
+    let confirmed = find(&bench.snapshot().await, "button", "Confirmed").clone();
+    let receipt = bench
+        .act(SurfaceAction::Click, Some(&confirmed))
+        .await
+        .unwrap();
+    assert!(
+        receipt
+            .message
+            .ends_with("dialogs answered: confirm declined"),
+        "{receipt:?}"
+    );
+}

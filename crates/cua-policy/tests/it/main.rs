@@ -343,3 +343,57 @@ fn budgets_take_the_smaller_cap_and_count_recovery() {
 }
 
 mod lease;
+
+#[test]
+fn answering_ok_to_a_confirm_is_judged_by_its_message() {
+    use RiskTier::{Elevated, Irreversible};
+    let accepting = |message: &str, declared| ActionRequest {
+        action: SurfaceAction::ClickAcceptingConfirm {
+            confirm: message.to_string(),
+        },
+        ..click(Actor::Automation, 1, "Remove", declared)
+    };
+    // The control is a harmless link name here; the dialog is what makes it a mutation.
+    let harmless = |message: &str, declared| ActionRequest {
+        target: Some(ResolvedTarget {
+            node_id: NodeId::new("content:/document[0]/link[0]"),
+            role: "link".to_string(),
+            name: "Tidy up".to_string(),
+        }),
+        ..accepting(message, declared)
+    };
+    // Saying OK is never safe: undeclared, automation is refused.
+    check(
+        harmless("Are you sure?", None),
+        plain(),
+        Err(DenialCode::PolicyDenied),
+    );
+    check(
+        harmless("Are you sure?", Some(Elevated)),
+        plain(),
+        Ok(Elevated),
+    );
+    // The message reads as a delete: irreversible, so only an approved, opted-in run says OK.
+    let delete = "You are about to permanently delete these items. 'OK' to delete.";
+    check(
+        harmless(delete, Some(Elevated)),
+        plain(),
+        Err(DenialCode::PolicyDenied),
+    );
+    check(
+        harmless(delete, Some(Irreversible)),
+        plain(),
+        Err(DenialCode::PolicyDenied),
+    );
+    check(
+        harmless(delete, Some(Irreversible)),
+        granted(true),
+        Ok(Irreversible),
+    );
+    let assessment =
+        engine().assess_with_confirm(ActionKind::Click, None, Some(Elevated), Some(delete));
+    assert_eq!(
+        assessment.reason,
+        r#"irreversible (accepts_confirm, confirm_lexicon:"delete", declared:elevated)"#
+    );
+}

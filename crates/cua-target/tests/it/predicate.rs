@@ -183,3 +183,34 @@ fn explanations_name_the_part_that_failed() {
     }
     insta::assert_snapshot!(report);
 }
+
+#[test]
+fn a_query_name_binds_the_run_values_literally() {
+    let account = inputs(&[("account", "S-12345-01"), ("other", "S-12345-09")]);
+    check(
+        "{assert: node_exists, query: {role: cell, name: '{$input: account}'}}",
+        &account,
+        "true",
+    );
+    check(
+        "{assert: node_exists, query: {role: cell, name: '{$input: other}'}}",
+        &account,
+        "false",
+    );
+    // A part of a name.
+    check(
+        "{assert: node_exists, query: {role: cell, name_contains: '12345-0{$input: digit}'}}",
+        &inputs(&[("digit", "1")]),
+        "true",
+    );
+    check(
+        "{assert: node_exists, query: {role: cell, name_contains: '12345-0{$input: digit}'}}",
+        &inputs(&[("digit", "7")]),
+        "false",
+    );
+    check(
+        "{assert: node_exists, query: {role: cell, name: '{$input: absent}'}}",
+        &account,
+        "error: input `absent` is not bound",
+    );
+}
