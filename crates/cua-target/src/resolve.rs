@@ -81,7 +81,7 @@ impl Resolution {
 /// thresholds.
 ///
 /// A name and an anchor are both constraints: when the screen has a node matching the anchor
-/// text, the name rungs (semantic_exact, semantic_normalized, label_association, hint_cached)
+/// text (other than a node the name itself describes), the name rungs (semantic_exact, semantic_normalized, label_association, hint_cached)
 /// keep only the candidates that stand where the anchor says (the structural_anchor rung's
 /// nodes); named candidates elsewhere are `OutsideAnchor`. When no node matches the anchor text,
 /// the name alone decides.
@@ -149,12 +149,17 @@ pub fn resolve_with<B: Bindings + ?Sized>(
         .map(|identity| IdentityKey::new(identity, bindings))
         .transpose()?;
     // Where the anchor says the target stands (role and scope relative to the anchor nodes).
-    // `None` without an anchor, or when no node on the screen matches the anchor text: then the
-    // name alone decides, as it would have had the anchor never been written.
-    let anchored: Option<BTreeSet<usize>> = match query.structural_anchor() {
-        Generated::Candidates(found) | Generated::Pool(found) => Some(found.into_iter().collect()),
-        Generated::Nothing(RungOutcome::NoCandidates) => Some(BTreeSet::new()),
-        Generated::Nothing(_) => None,
+    // `None` without an anchor, or when the only nodes matching the anchor text are ones the
+    // name itself describes: then the name alone decides, as it would have had no anchor.
+    let anchored: Option<BTreeSet<usize>> = if query.anchor_shown() {
+        match query.structural_anchor() {
+            Generated::Candidates(found) | Generated::Pool(found) => {
+                Some(found.into_iter().collect())
+            }
+            Generated::Nothing(_) => Some(BTreeSet::new()),
+        }
+    } else {
+        None
     };
     let mut tried = Vec::new();
     for strategy in ResolutionStrategy::LADDER {
@@ -650,15 +655,7 @@ impl<'i, 's> Query<'i, 's> {
                     .collect(),
             );
         }
-        let anchors: Vec<usize> = (0..self.index.len())
-            .filter(|&node| {
-                matcher.matches_node(self.index, node)
-                    && self
-                        .index
-                        .node(node)
-                        .is_some_and(|found| !CONTAINER_ROLES.contains(&found.role.as_str()))
-            })
-            .collect();
+        let anchors = self.anchor_nodes(matcher);
         if anchors.is_empty() {
             return Generated::Nothing(RungOutcome::NoAnchor);
         }
@@ -683,6 +680,38 @@ impl<'i, 's> Query<'i, 's> {
             }
         }
         Generated::from_candidates(found.into_iter().collect())
+    }
+
+    /// The nodes an anchor text names: any but rows, tables and documents.
+    fn anchor_nodes(&self, matcher: &TextMatcher) -> Vec<usize> {
+        (0..self.index.len())
+            .filter(|&node| {
+                matcher.matches_node(self.index, node)
+                    && self
+                        .index
+                        .node(node)
+                        .is_some_and(|found| !CONTAINER_ROLES.contains(&found.role.as_str()))
+            })
+            .collect()
+    }
+
+    /// Whether the screen shows the anchor as a node other than one the name itself describes
+    /// (a textbox named "Operator ID" is not the label "Operator ID" beside it).
+    fn anchor_shown(&self) -> bool {
+        let Some((relation, matcher)) = &self.anchor else {
+            return false;
+        };
+        if *relation == AnchorRelation::LabelledBy {
+            return true;
+        }
+        self.anchor_nodes(matcher).into_iter().any(|node| {
+            let described = self.has_role_and_scope(node)
+                && self
+                    .name
+                    .as_ref()
+                    .is_some_and(|name| name.matches_node(self.index, node));
+            !described
+        })
     }
 
     /// Adds the nodes of `range` with role and scope that are not `anchor`, an ancestor of it,

@@ -714,6 +714,20 @@ document
                 .contains("semantic_exact: 1 node(s) match the name, none where the anchor says"),
         "{refused}"
     );
+    // A node the name itself describes is not the anchor: a form whose textbox is the only
+    // thing named "Operator ID" has no label to be relative to, and the name decides.
+    let form = snapshot(
+        r#"
+document
+  textbox "Operator ID"
+  textbox "Password"
+"#,
+    );
+    check(
+        &form,
+        "{role: textbox, name: {value: Operator ID}, anchor: {relation: row_of, text: Operator ID}}",
+        "semantic_exact main:/document[0]/textbox[0]",
+    );
     // When no node on the screen matches the anchor text, the name alone decides.
     check(
         &page,
