@@ -124,7 +124,36 @@ pub(crate) async fn click(
         )
         .await
         .map_err(target.fail("scrolling the node into view"))?;
-    let (x, y) = centre(session, target, viewport).await?;
+    let (x, y, revealed) = match centre(session, target, viewport).await {
+        Ok((x, y)) => (x, y, false),
+        // A row action shown only on hover or focus (WordPress's list tables keep them off
+        // screen until then): focused, as a keyboard user reaches it, it may show itself. A
+        // control that stays invisible is never clicked.
+        Err(hidden) => {
+            session
+                .call(
+                    "DOM.focus",
+                    json!({ "backendNodeId": target.handle.backend }),
+                )
+                .await
+                .map_err(target.fail("focusing the node"))?;
+            let _ = session
+                .call(
+                    "DOM.scrollIntoViewIfNeeded",
+                    json!({ "backendNodeId": target.handle.backend }),
+                )
+                .await;
+            match centre(session, target, viewport).await {
+                Ok((x, y)) => (x, y, true),
+                Err(_) => return Err(hidden),
+            }
+        }
+    };
+    let revealed = if revealed {
+        " (shown once focused)"
+    } else {
+        ""
+    };
     let (origin_x, origin_y) = frame_origin(session, &target.handle.frame_id).await?;
     let covering = target
         .call_on(
@@ -145,7 +174,7 @@ pub(crate) async fn click(
     let covering = covering.as_str().unwrap_or("nothing").to_string();
     if covering.is_empty() {
         mouse_click(session, x, y).await?;
-        return Ok(format!("clicked at ({x:.0}, {y:.0})"));
+        return Ok(format!("clicked at ({x:.0}, {y:.0}){revealed}"));
     }
     let clicked = target
         .call_on(
