@@ -380,45 +380,12 @@ async fn a_demonstration_is_recorded_and_compiles_to_a_draft() {
     let scratch = tempfile::tempdir().unwrap();
     let evidence = scratch.path().join("runs");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cua"))
-        .current_dir(root)
-        .args([
-            "--format",
-            "json",
-            "record",
-            "--target",
-            &format!("{}/", fixture.base_url()),
-            "--goal",
-            "Look up the savings balance of member 12345",
-            "--bind",
-            "127.0.0.1:0",
-            "--run-id",
-            "rec-1",
-        ])
-        .arg("--evidence-dir")
-        .arg(&evidence)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let open = loop {
-        let mut line = String::new();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "cua record ended before it was ready"
-        );
-        if let Some(open) = line.trim().strip_prefix("cua record: open ") {
-            break open.to_owned();
-        }
-    };
-    // Keep draining, so the recorder never blocks on a full pipe.
-    std::thread::spawn(move || for _ in stderr.lines() {});
-    let (base, token) = open.split_once("/#token=").unwrap();
-    let api = Api {
-        address: base.trim_start_matches("http://").parse().unwrap(),
-        token: token.to_owned(),
-    };
+    let (child, api) = start_recording(
+        &format!("{}/", fixture.base_url()),
+        "Look up the savings balance of member 12345",
+        &evidence,
+        "rec-1",
+    );
     let at = |snapshot: &UiSnapshot, role: &str, name: &str| {
         let (x, y) = center(find(snapshot, role, name));
         serde_json::json!({ "kind": "click", "x": x, "y": y })
@@ -464,22 +431,7 @@ async fn a_demonstration_is_recorded_and_compiles_to_a_draft() {
         serde_json::json!({ "kind": "extract", "x": x, "y": y, "into": "savings_balance" }),
     )
     .await;
-    let (status, finished) = api
-        .post("/api/sessions/record-1/finish", &Value::Null)
-        .await;
-    assert_eq!(status, 200, "{finished}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let exit = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "cua record did not exit after the recording finished"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    assert!(exit.success(), "{exit}");
+    finish_recording(child, &api).await;
     let run_dir = evidence.join("rec-1");
     let trace = read_trace(&run_dir);
     let tools: Vec<(&str, &str)> = trace
@@ -555,8 +507,78 @@ async fn a_demonstration_is_recorded_and_compiles_to_a_draft() {
     fixture.shutdown().await.unwrap();
 }
 
+/// Starts `cua record` on `target` and returns it with the console API of its recording
+/// session (`record-1`), once it says where it listens.
+pub(crate) fn start_recording(
+    target: &str,
+    goal: &str,
+    evidence: &Path,
+    run_id: &str,
+) -> (Child, Api) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "--format",
+            "json",
+            "record",
+            "--target",
+            target,
+            "--goal",
+            goal,
+            "--bind",
+            "127.0.0.1:0",
+            "--run-id",
+            run_id,
+        ])
+        .arg("--evidence-dir")
+        .arg(evidence)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let open = loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "cua record ended before it was ready"
+        );
+        if let Some(open) = line.trim().strip_prefix("cua record: open ") {
+            break open.to_owned();
+        }
+    };
+    // Keep draining, so the recorder never blocks on a full pipe.
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    let (base, token) = open.split_once("/#token=").unwrap();
+    let api = Api {
+        address: base.trim_start_matches("http://").parse().unwrap(),
+        token: token.to_owned(),
+    };
+    (child, api)
+}
+
+/// Finishes the recording session and waits for `cua record` to exit successfully.
+pub(crate) async fn finish_recording(mut child: Child, api: &Api) {
+    let (status, finished) = api
+        .post("/api/sessions/record-1/finish", &Value::Null)
+        .await;
+    assert_eq!(status, 200, "{finished}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let exit = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "cua record did not exit after the recording finished"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(exit.success(), "{exit}");
+}
+
 /// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
@@ -755,36 +777,36 @@ impl Frame {
 }
 
 /// The console's API, with the token.
-struct Api {
+pub(crate) struct Api {
     address: SocketAddr,
     token: String,
 }
 
 impl Api {
-    async fn get(&self, path: &str) -> Value {
+    pub(crate) async fn get(&self, path: &str) -> Value {
         let (status, body) = self.raw_get(path).await;
         assert_eq!(status, 200, "{path}: {}", String::from_utf8_lossy(&body));
         serde_json::from_slice(&body).unwrap()
     }
 
-    async fn raw_get(&self, path: &str) -> (u16, Vec<u8>) {
+    pub(crate) async fn raw_get(&self, path: &str) -> (u16, Vec<u8>) {
         let header = format!("X-Cua-Token: {}", self.token);
         let (status, response) = http_get(self.address, path, &[&header]).await;
         (status, body_of(&response).to_vec())
     }
 
     /// The supervised page, as the console shows it (redacted).
-    async fn snapshot(&self) -> UiSnapshot {
+    pub(crate) async fn snapshot(&self) -> UiSnapshot {
         self.snapshot_of("live-1").await
     }
 
-    async fn snapshot_of(&self, session: &str) -> UiSnapshot {
+    pub(crate) async fn snapshot_of(&self, session: &str) -> UiSnapshot {
         serde_json::from_value(self.get(&format!("/api/sessions/{session}/snapshot")).await)
             .unwrap()
     }
 
     /// A POST with a JSON body (no Origin: not a browser).
-    async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+    pub(crate) async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
         let body = body.to_string();
         let mut stream = tokio::net::TcpStream::connect(self.address).await.unwrap();
         let request = format!(
@@ -808,7 +830,7 @@ impl Api {
     }
 
     /// One gesture on a session; it must be dispatched (or read).
-    async fn gesture(&self, session: &str, gesture: Value) {
+    pub(crate) async fn gesture(&self, session: &str, gesture: Value) {
         let (status, answer) = self
             .post(&format!("/api/sessions/{session}/gesture"), &gesture)
             .await;
@@ -1069,14 +1091,14 @@ impl Operator {
     }
 }
 
-fn has(snapshot: &UiSnapshot, role: &str, name: &str) -> bool {
+pub(crate) fn has(snapshot: &UiSnapshot, role: &str, name: &str) -> bool {
     snapshot
         .nodes
         .iter()
         .any(|node| node.role == role && node.name == name && node.bounds.is_some())
 }
 
-fn find<'s>(snapshot: &'s UiSnapshot, role: &str, name: &str) -> &'s UiNode {
+pub(crate) fn find<'s>(snapshot: &'s UiSnapshot, role: &str, name: &str) -> &'s UiNode {
     snapshot
         .nodes
         .iter()
@@ -1084,7 +1106,7 @@ fn find<'s>(snapshot: &'s UiSnapshot, role: &str, name: &str) -> &'s UiNode {
         .unwrap_or_else(|| panic!("no {role} {name:?} on {}", snapshot.url))
 }
 
-fn center(node: &UiNode) -> (f64, f64) {
+pub(crate) fn center(node: &UiNode) -> (f64, f64) {
     let bounds = node.bounds.unwrap();
     (
         bounds.x + bounds.width / 2.0,
@@ -1092,7 +1114,7 @@ fn center(node: &UiNode) -> (f64, f64) {
     )
 }
 
-fn read_trace(run_dir: &Path) -> Vec<Value> {
+pub(crate) fn read_trace(run_dir: &Path) -> Vec<Value> {
     std::fs::read_to_string(run_dir.join("trace.jsonl"))
         .unwrap()
         .lines()
@@ -1101,7 +1123,7 @@ fn read_trace(run_dir: &Path) -> Vec<Value> {
 }
 
 /// Polls `probe` until it answers, or fails naming what never happened.
-async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, probe: F) -> T
+pub(crate) async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, probe: F) -> T
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,

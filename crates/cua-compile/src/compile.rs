@@ -795,8 +795,17 @@ impl Compiler {
             }
             Action::Navigate { url } => {
                 let path = url.strip_prefix("{base_url}").unwrap_or(url);
+                // Where the recording landed, when the app redirected elsewhere (a sign-in page
+                // that will come back): the path it showed, whatever query it carried.
+                let landed = action
+                    .after
+                    .and_then(|after| url_path(&after.url))
+                    .filter(|landed| path.split(['?', '#']).next() != Some(*landed));
                 Some(Predicate::UrlMatches {
-                    pattern: format!("{}$", regex_escape(path)),
+                    pattern: match landed {
+                        Some(landed) => format!("{}([?#]|$)", regex_escape(landed)),
+                        None => format!("{}$", regex_escape(path)),
+                    },
                 })
             }
             Action::Click { .. } | Action::PressKey { .. } => self.changed(action, target),
@@ -1198,4 +1207,11 @@ fn column_header(snapshot: &UiSnapshot, node: usize) -> Option<String> {
         return None;
     }
     (read_by_column(snapshot, cell, &header) == Some(cell)).then_some(header)
+}
+
+/// The path of an absolute URL (`http://host:port/login?x` is `/login`), or `None`.
+fn url_path(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let path = &rest[rest.find('/')?..];
+    Some(path.split(['?', '#']).next().unwrap_or(path))
 }
