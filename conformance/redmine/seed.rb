@@ -41,4 +41,9 @@ end
                 subject: format('Routine member request %02d', n), priority: priorities.fetch('Normal'),
                 status: statuses.fetch('New'))
 end
-puts "seeded #{Issue.count} issues"
+# Issue categories, no issue filed under them: the settings page lists each with its own
+# Edit and Delete, and two names differ by one character.
+['Cards', 'Cards 2', 'Statements', 'Branches', 'Online banking'].each do |name|
+  IssueCategory.create!(project: project, name: name)
+end
+puts "seeded #{Issue.count} issues, #{IssueCategory.count} issue categories"

@@ -65,7 +65,7 @@ impl App {
         let status = http_status(port, health_path);
         assert_eq!(
             status,
-            Some(200),
+            Ok(200),
             "{name} does not answer at {base_url}{health_path}: start the conformance apps with \
              `conformance/apps.sh up` (`make test` does)"
         );
@@ -78,17 +78,65 @@ impl App {
         }
     }
 
+    /// A copy of the app's catalog in the scratch directory with `reference` approved by a
+    /// reviewer through `cua catalog approve`, pinned to its content hash, for the runs that
+    /// go through [`App::replay_approved`].
+    fn approve(&mut self, reference: &str) {
+        let approved = self.scratch.path().join("approved-catalog");
+        std::fs::create_dir_all(&approved).expect("a catalog copy");
+        for entry in std::fs::read_dir(&self.catalog).expect("the catalog") {
+            let path = entry.expect("an entry").path();
+            std::fs::copy(&path, approved.join(path.file_name().expect("a name")))
+                .expect("copying the catalog");
+        }
+        let output = Command::new(env!("CARGO_BIN_EXE_cua"))
+            .current_dir(root())
+            .args([
+                "catalog",
+                "approve",
+                reference,
+                "--by",
+                "conformance-reviewer",
+            ])
+            .arg("--catalog")
+            .arg(&approved)
+            .output()
+            .expect("the cua binary runs");
+        assert!(
+            output.status.success(),
+            "approving {reference}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        self.catalog = approved;
+    }
+
     /// `cua replay <capability> --format json` with the inputs given; the envelope and the
     /// exit code.
     fn replay(&self, reference: &str, inputs: &[(&str, &str)]) -> Replay {
         self.replay_with(reference, inputs, &[])
     }
 
+    /// [`App::replay`] with the caller's opt-in to irreversible steps.
+    fn replay_irreversible(&self, reference: &str, inputs: &[(&str, &str)]) -> Replay {
+        self.run(reference, inputs, &[], &["--allow-irreversible"])
+    }
+
+    /// [`App::replay`] with environment variables set (a secret overridden, say).
     fn replay_with(
         &self,
         reference: &str,
         inputs: &[(&str, &str)],
         env: &[(&str, &str)],
+    ) -> Replay {
+        self.run(reference, inputs, env, &[])
+    }
+
+    fn run(
+        &self,
+        reference: &str,
+        inputs: &[(&str, &str)],
+        env: &[(&str, &str)],
+        flags: &[&str],
     ) -> Replay {
         let mut command = Command::new(env!("CARGO_BIN_EXE_cua"));
         command
@@ -105,6 +153,7 @@ impl App {
             .arg(&self.catalog)
             .arg("--evidence-dir")
             .arg(self.scratch.path().join("runs"))
+            .args(flags)
             .env("NO_COLOR", "1");
         for (name, value) in inputs {
             command.arg("--input").arg(format!("{name}={value}"));
@@ -172,26 +221,42 @@ impl Replay {
     }
 }
 
-/// The HTTP status of `GET path` on loopback, or `None` when nothing answers (three tries: a
-/// PHP built-in server whose workers are all busy may drop a connection).
-fn http_status(port: u16, path: &str) -> Option<u16> {
-    (0..3).find_map(|attempt| {
+/// The HTTP status of `GET path` on loopback, or why there is none (three tries: a PHP
+/// built-in server whose workers are all busy may drop a connection).
+fn http_status(port: u16, path: &str) -> Result<u16, String> {
+    let request =
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    let mut last = String::new();
+    for attempt in 0..3 {
         if attempt > 0 {
-            std::thread::sleep(Duration::from_millis(300));
+            std::thread::sleep(Duration::from_millis(500));
         }
-        let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-        stream
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .ok()?;
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
-        )
-        .ok()?;
-        let mut head = [0u8; 12];
-        stream.read_exact(&mut head).ok()?;
-        std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
-    })
+        match http_request(port, &request) {
+            Ok(status) => return Ok(status),
+            Err(error) => last = error,
+        }
+    }
+    Err(last)
+}
+
+/// Sends one raw HTTP request on loopback and returns the response's status.
+fn http_request(port: u16, request: &str) -> Result<u16, String> {
+    let mut stream =
+        TcpStream::connect(("127.0.0.1", port)).map_err(|error| format!("connecting: {error}"))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .map_err(|error| error.to_string())?;
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|error| format!("sending: {error}"))?;
+    let mut head = [0u8; 12];
+    stream
+        .read_exact(&mut head)
+        .map_err(|error| format!("reading the status line: {error}"))?;
+    let line = String::from_utf8_lossy(&head).into_owned();
+    line.get(9..12)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| format!("not an HTTP status line: {line:?}"))
 }
 
 /// Runs a query-printing command (`sqlite3`, `mariadb`) and returns its rows, tab-separated.
@@ -260,4 +325,66 @@ fn every_conformance_capability_validates_and_is_sealed() {
             file.display()
         );
     }
+}
+
+#[test]
+fn docs_examples_are_quoted_from_tested_capabilities() {
+    let guide = std::fs::read_to_string(root().join("docs/authoring.md")).expect("the guide");
+    let mut quoted = 0;
+    for block in guide.split("```yaml\n").skip(1) {
+        let block = block.split("```").next().expect("a closed block");
+        let (first, body) = block.split_once('\n').expect("a block with a body");
+        let path = first
+            .strip_prefix("# ")
+            .unwrap_or_else(|| panic!("an example starts with `# <file>`: {first:?}"));
+        assert!(
+            path.starts_with("conformance/"),
+            "{path} is not a tested capability"
+        );
+        let file = std::fs::read_to_string(root().join(path))
+            .unwrap_or_else(|error| panic!("{path}: {error}"));
+        assert!(
+            file.contains(body),
+            "docs/authoring.md quotes {path}, which no longer holds:\n{body}"
+        );
+        quoted += 1;
+    }
+    assert!(quoted >= 8, "the guide's examples: {quoted}");
+}
+
+/// Runs `cua eval` on a suite written from the app's own database, and returns its evaluation.
+fn evaluate(app: &App, suite_yaml: &str, name: &str) -> Value {
+    let dir = app.scratch.path().join("eval");
+    std::fs::create_dir_all(&dir).expect("an eval directory");
+    let suite = dir.join(format!("{name}.yaml"));
+    std::fs::write(&suite, suite_yaml).expect("the suite");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cua"));
+    command
+        .current_dir(root())
+        .arg("eval")
+        .arg(&suite)
+        .arg("--catalog")
+        .arg(&app.catalog)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .arg("--runs-dir")
+        .arg(dir.join("runs"));
+    for (key, value) in &app.secrets {
+        command.env(key, value);
+    }
+    let output = command.output().expect("cua eval runs");
+    assert!(
+        output.status.success(),
+        "cua eval {name}: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let evaluation = dir.join("out").join(format!("{name}.evaluation.json"));
+    serde_json::from_str(&std::fs::read_to_string(&evaluation).expect("the evaluation"))
+        .expect("an evaluation")
+}
+
+/// A YAML scalar, quoted.
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).expect("a string")
 }

@@ -2,7 +2,7 @@
 //! an input, a form with selects, a checkbox and a date that files an issue, the list filtered
 //! through a URL to find it again. The truth is the app's own SQLite database.
 
-use super::{App, query, setting, unique};
+use super::{App, query, quoted, setting, unique};
 
 fn redmine() -> App {
     App::new(
@@ -31,8 +31,9 @@ fn sql(statement: &str) -> Vec<Vec<String>> {
     query("sqlite3", &["-tabs", "-readonly", &database], statement)
 }
 
-fn issue_count() -> usize {
-    sql("SELECT count(*) FROM issues;")[0][0]
+/// How many issues match a condition: tests run side by side, so each counts only its own.
+fn issues_where(condition: &str) -> usize {
+    sql(&format!("SELECT count(*) FROM issues WHERE {condition};"))[0][0]
         .parse()
         .expect("a count")
 }
@@ -88,7 +89,6 @@ fn a_deep_link_built_from_the_input_reads_the_issue_the_database_holds() {
 fn filing_an_issue_writes_exactly_one_row_and_its_reference_finds_it_again() {
     let app = redmine();
     let subject = unique("Dormant account letter");
-    let before = issue_count();
     let run = app.replay(
         "redmine.issue.create@1.0.0",
         &[
@@ -100,7 +100,11 @@ fn filing_an_issue_writes_exactly_one_row_and_its_reference_finds_it_again() {
         ],
     );
     run.succeeded();
-    assert_eq!(issue_count(), before + 1, "exactly one issue was filed");
+    assert_eq!(
+        issues_where(&format!("subject = '{subject}'")),
+        1,
+        "exactly one issue was filed"
+    );
     let rows = sql(&format!(
         "SELECT i.id, t.name, p.name, i.is_private, i.due_date, i.description FROM issues i \
          JOIN trackers t ON t.id = i.tracker_id JOIN enumerations p ON p.id = i.priority_id \
@@ -152,14 +156,14 @@ fn filing_an_issue_writes_exactly_one_row_and_its_reference_finds_it_again() {
 #[test]
 fn a_refused_form_files_nothing_and_is_never_reported_as_a_success() {
     let app = redmine();
-    let before = issue_count();
+    let never = unique("Never filed");
     // A due date Redmine cannot store: the browser's date control refuses it before any click.
     let bad_date = app.replay(
         "redmine.issue.create@1.0.0",
         &[
             ("project", "member-services"),
             ("tracker", "Bug"),
-            ("subject", &unique("Never filed")),
+            ("subject", &never),
             ("priority", "Low"),
             ("due_date", "2027-02-31"),
         ],
@@ -185,5 +189,262 @@ fn a_refused_form_files_nothing_and_is_never_reported_as_a_success() {
         "{:#}",
         blank.envelope
     );
-    assert_eq!(issue_count(), before, "nothing was filed");
+    assert_eq!(issues_where(&format!("subject = '{never}'")), 0);
+    // Only this test files anything due on 2027-02-01.
+    assert_eq!(
+        issues_where("due_date = '2027-02-01'"),
+        0,
+        "nothing was filed"
+    );
+}
+
+/// Files an issue category through Redmine's own REST API, for a test to delete.
+fn add_category(name: &str) {
+    let port: u16 = setting("REDMINE_PORT").parse().expect("a port");
+    let body = format!(r#"{{"issue_category":{{"name":"{name}"}}}}"#);
+    let credentials = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        format!(
+            "{}:{}",
+            setting("REDMINE_ADMIN_USER"),
+            setting("REDMINE_ADMIN_PASSWORD")
+        ),
+    );
+    let request = format!(
+        "POST /projects/member-services/issue_categories.json HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+         Authorization: Basic {credentials}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let status = super::http_request(port, &request);
+    assert_eq!(status, Ok(201), "Redmine's API filed the category {name}");
+}
+
+fn categories_named(name: &str) -> usize {
+    sql(&format!(
+        "SELECT count(*) FROM issue_categories WHERE name = '{name}';"
+    ))[0][0]
+        .parse()
+        .expect("a count")
+}
+
+#[test]
+fn a_row_action_behind_a_confirm_deletes_exactly_the_named_row() {
+    let mut app = redmine();
+    // Two categories one character apart; the row of the first is the one to go.
+    let name = unique("Cards");
+    let look_alike = format!("{name}0");
+    add_category(&name);
+    add_category(&look_alike);
+
+    // Irreversible: without an approval and the caller's opt-in, nothing is dispatched.
+    let refused = app.replay(
+        "redmine.category.delete@1.0.0",
+        &[("project", "member-services"), ("name", &name)],
+    );
+    assert_eq!(
+        refused.envelope["error"]["code"], "policy_denied",
+        "{:#}",
+        refused.envelope
+    );
+    assert_eq!(categories_named(&name), 1);
+
+    app.approve("redmine.category.delete@1.0.0");
+    let run = app.replay_irreversible(
+        "redmine.category.delete@1.0.0",
+        &[("project", "member-services"), ("name", &name)],
+    );
+    run.succeeded();
+    assert_eq!(
+        run.envelope["data"]["effect"], "confirmed",
+        "{:#}",
+        run.envelope
+    );
+    let answered = run.envelope["data"]["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .any(|step| step["step"] == "delete_category");
+    assert!(answered, "{:#}", run.envelope);
+    assert_eq!(categories_named(&name), 0, "the named category is gone");
+    assert_eq!(categories_named(&look_alike), 1, "its look-alike stays");
+
+    // Again: nothing of that name is left, and that is the answer, with nothing dispatched.
+    let again = app.replay_irreversible(
+        "redmine.category.delete@1.0.0",
+        &[("project", "member-services"), ("name", &name)],
+    );
+    assert_eq!(
+        (again.status(), again.outcome()),
+        ("business_outcome", "category_not_found"),
+        "{:#}",
+        again.envelope
+    );
+    assert_eq!(categories_named(&look_alike), 1);
+
+    // The reconciliation a crash after the click would run reads the same truth.
+    let absent = app.replay(
+        "redmine.category.check_absent@1.0.0",
+        &[("project", "member-services"), ("name", &name)],
+    );
+    absent.succeeded();
+    let present = app.replay(
+        "redmine.category.check_absent@1.0.0",
+        &[("project", "member-services"), ("name", &look_alike)],
+    );
+    assert_eq!(
+        present.outcome(),
+        "category_exists",
+        "{:#}",
+        present.envelope
+    );
+}
+
+/// The path that needs no model: an operator demonstrates the task once in the console's
+/// recorder (scripted here through its API, as the demo does), `cua compile` turns the trace
+/// into a draft, a reviewer seals it, and it replays against Redmine with the answer the
+/// database holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_demonstration_compiles_to_a_capability_that_replays_on_redmine() {
+    use crate::console::{
+        center, find, finish_recording, has, read_trace, start_recording, wait_for, walk,
+    };
+    use std::time::Duration;
+
+    let app = redmine();
+    let truth = sql(
+        "SELECT i.id, s.name FROM issues i JOIN issue_statuses s ON s.id = i.status_id \
+         WHERE i.subject = 'Statement PDF shows wrong branch';",
+    );
+    let (issue, status) = (&truth[0][0], &truth[0][1]);
+    let evidence = app.scratch.path().join("recordings");
+    let (child, api) = start_recording(
+        &format!("{}/issues/{issue}", app.base_url),
+        &format!("Read the status of issue {issue}"),
+        &evidence,
+        "rec-redmine",
+    );
+    let at = |snapshot: &cua_snapshot::UiSnapshot, role: &str, name: &str| {
+        let (x, y) = center(find(snapshot, role, name));
+        serde_json::json!({ "kind": "click", "x": x, "y": y })
+    };
+    let text = |text: &str| serde_json::json!({ "kind": "text", "text": text });
+    let login = wait_for(
+        "Redmine's sign-in form",
+        Duration::from_secs(30),
+        || async {
+            let snapshot = api.snapshot_of("record-1").await;
+            has(&snapshot, "button", "Login").then_some(snapshot)
+        },
+    )
+    .await;
+    api.gesture("record-1", at(&login, "textbox", "Login"))
+        .await;
+    api.gesture("record-1", text(&setting("REDMINE_ADMIN_USER")))
+        .await;
+    api.gesture("record-1", at(&login, "textbox", "Password Lost password"))
+        .await;
+    api.gesture("record-1", text(&setting("REDMINE_ADMIN_PASSWORD")))
+        .await;
+    api.gesture("record-1", at(&login, "button", "Login")).await;
+    let page = wait_for("the issue", Duration::from_secs(30), || async {
+        let snapshot = api.snapshot_of("record-1").await;
+        has(&snapshot, "text", "Status:").then_some(snapshot)
+    })
+    .await;
+    let (x, y) = center(find(&page, "text", status));
+    api.gesture(
+        "record-1",
+        serde_json::json!({ "kind": "extract", "x": x, "y": y, "into": "status" }),
+    )
+    .await;
+    finish_recording(child, &api).await;
+
+    let run_dir = evidence.join("rec-redmine");
+    assert!(
+        read_trace(&run_dir)
+            .iter()
+            .all(|line| line["actor"] != "agent" && line["event"] != "llm_call"),
+        "no model was asked"
+    );
+    let drafts = app.scratch.path().join("drafts");
+    let compiled = std::process::Command::new(env!("CARGO_BIN_EXE_cua"))
+        .current_dir(super::root())
+        .arg("compile")
+        .arg(&run_dir)
+        .arg("--out")
+        .arg(&drafts)
+        .output()
+        .expect("cua compile runs");
+    assert!(
+        compiled.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&compiled.stdout),
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+    let draft = walk(&drafts).pop().expect("one draft");
+    let sealed = std::process::Command::new(env!("CARGO_BIN_EXE_cua"))
+        .current_dir(super::root())
+        .arg("seal")
+        .arg(&draft)
+        .output()
+        .expect("cua seal runs");
+    assert!(
+        sealed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sealed.stderr)
+    );
+    let text = std::fs::read_to_string(&draft).expect("the draft");
+    assert!(text.contains("{base_url}"), "{text}");
+    // The password became a secret named after the field's accessible name, which on Redmine
+    // includes its label's "Lost password" link; it is written nowhere in the draft.
+    assert!(
+        text.contains("$secret: recorded.password_lost_password"),
+        "{text}"
+    );
+    assert!(!text.contains(&setting("REDMINE_ADMIN_PASSWORD")), "{text}");
+    let replayed = app.replay_with(
+        &draft.display().to_string(),
+        &[],
+        &[(
+            "CUA_SECRET_RECORDED_PASSWORD_LOST_PASSWORD",
+            &setting("REDMINE_ADMIN_PASSWORD"),
+        )],
+    );
+    replayed.succeeded();
+    assert_eq!(replayed.output("status"), status.as_str());
+}
+
+#[test]
+fn an_eval_against_the_database_truth_finds_no_wrong_answer() {
+    let app = redmine();
+    let rows = sql("SELECT i.id, i.subject, s.name, p.name FROM issues i \
+         JOIN issue_statuses s ON s.id = i.status_id JOIN enumerations p ON p.id = i.priority_id \
+         WHERE i.author_id = 1 AND i.id <= 6 ORDER BY i.id;");
+    assert_eq!(rows.len(), 6, "the seed's first six issues: {rows:?}");
+    let mut cases = String::new();
+    for row in &rows {
+        cases.push_str(&format!(
+            "  - inputs: {{issue_id: {}}}\n    expect:\n      outputs: {{subject: {}, status: {}, priority: {}}}\n",
+            quoted(&row[0]),
+            quoted(&row[1]),
+            quoted(&row[2]),
+            quoted(&row[3])
+        ));
+    }
+    cases.push_str("  - inputs: {issue_id: \"987654\"}\n    expect: {outcome: issue_not_found}\n");
+    let suite = format!(
+        "schema: cua.eval_suite/v1\nname: redmine_issue_show\n\
+         description: Each seeded issue read by its number, and one that does not exist.\n\
+         capability: redmine.issue.show@1.0.0\nbase_url: {}\n\
+         setup:\n  - capability: redmine.auth.sign_in@1.0.0\nrepeats: 2\ncases:\n{cases}",
+        app.base_url
+    );
+    let evaluation = super::evaluate(&app, &suite, "redmine_issue_show");
+    assert_eq!(evaluation["runs"], 14, "{evaluation:#}");
+    assert_eq!(evaluation["successes"], 12, "{evaluation:#}");
+    assert_eq!(evaluation["business_outcomes"], 2, "{evaluation:#}");
+    assert_eq!(evaluation["wrong_actions"], 0, "{evaluation:#}");
+    assert_eq!(evaluation["unauthorized_dispatches"], 0, "{evaluation:#}");
+    assert_eq!(evaluation["determinism_holds"], true, "{evaluation:#}");
 }

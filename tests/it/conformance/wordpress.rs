@@ -2,7 +2,7 @@
 //! from an input, the category list's search keyed to the exact name among look-alikes, and an
 //! AJAX form that adds a category. The truth is the app's own MariaDB database.
 
-use super::{App, query, root, setting, unique};
+use super::{App, query, quoted, root, setting, unique};
 
 fn wordpress() -> App {
     App::new(
@@ -39,12 +39,6 @@ fn sql(statement: &str) -> Vec<Vec<String>> {
         ],
         statement,
     )
-}
-
-fn category_count() -> usize {
-    sql("SELECT count(*) FROM wp_term_taxonomy WHERE taxonomy = 'category';")[0][0]
-        .parse()
-        .expect("a count")
 }
 
 #[test]
@@ -126,7 +120,7 @@ fn the_search_keys_the_row_by_its_exact_name_among_look_alikes() {
 fn adding_a_category_through_the_ajax_form_writes_exactly_one_term() {
     let app = wordpress();
     let name = unique("Branch Closures");
-    let before = category_count();
+    assert_eq!(categories_named(&name), 0);
     let run = app.replay(
         "wordpress.category.create@1.0.0",
         &[
@@ -141,11 +135,7 @@ fn adding_a_category_through_the_ajax_form_writes_exactly_one_term() {
         "{:#}",
         run.envelope
     );
-    assert_eq!(
-        category_count(),
-        before + 1,
-        "exactly one category was added"
-    );
+    assert_eq!(categories_named(&name), 1, "exactly one category was added");
     let rows = sql(&format!(
         "SELECT t.slug, p.name, x.description FROM wp_terms t \
          JOIN wp_term_taxonomy x ON x.term_id = t.term_id \
@@ -175,5 +165,100 @@ fn adding_a_category_through_the_ajax_form_writes_exactly_one_term() {
         "{:#}",
         again.envelope
     );
-    assert_eq!(category_count(), before + 1, "nothing more was added");
+    assert_eq!(categories_named(&name), 1, "nothing more was added");
+}
+
+fn categories_named(name: &str) -> usize {
+    sql(&format!(
+        "SELECT count(*) FROM wp_terms t JOIN wp_term_taxonomy x ON x.term_id = t.term_id \
+         WHERE x.taxonomy = 'category' AND t.name = '{name}';"
+    ))[0][0]
+        .parse()
+        .expect("a count")
+}
+
+#[test]
+fn a_hidden_row_action_behind_a_confirm_deletes_exactly_the_named_category() {
+    let mut app = wordpress();
+    // Two categories the search lists together; the first is the one to go.
+    let name = unique("Fraud Desk");
+    let look_alike = format!("{name} Archive");
+    for category in [&name, &look_alike] {
+        app.replay(
+            "wordpress.category.create@1.0.0",
+            &[
+                ("name", category),
+                ("parent", "None"),
+                ("description", "To delete."),
+            ],
+        )
+        .succeeded();
+    }
+    app.approve("wordpress.category.delete@1.0.0");
+    let run = app.replay_irreversible("wordpress.category.delete@1.0.0", &[("name", &name)]);
+    run.succeeded();
+    assert_eq!(
+        run.envelope["data"]["effect"], "confirmed",
+        "{:#}",
+        run.envelope
+    );
+    assert_eq!(categories_named(&name), 0, "the named category is gone");
+    assert_eq!(categories_named(&look_alike), 1, "its look-alike stays");
+
+    let again = app.replay_irreversible("wordpress.category.delete@1.0.0", &[("name", &name)]);
+    assert_ne!(again.status(), "success", "{:#}", again.envelope);
+    assert_eq!(
+        categories_named(&look_alike),
+        1,
+        "a second run deletes nothing else"
+    );
+
+    let absent = app.replay("wordpress.category.check_absent@1.0.0", &[("name", &name)]);
+    absent.succeeded();
+    let present = app.replay(
+        "wordpress.category.check_absent@1.0.0",
+        &[("name", &look_alike)],
+    );
+    assert_eq!(
+        present.outcome(),
+        "category_exists",
+        "{:#}",
+        present.envelope
+    );
+}
+
+#[test]
+fn an_eval_against_the_database_truth_finds_no_wrong_answer() {
+    let app = wordpress();
+    // Look-alike names the search lists together: the slug of each, from wp_terms.
+    let rows = sql(
+        "SELECT t.name, t.slug FROM wp_terms t JOIN wp_term_taxonomy x ON x.term_id = t.term_id \
+         WHERE x.taxonomy = 'category' AND t.name IN \
+         ('Loans', 'Loans 2024', 'Loans 2025', 'Savings', 'Savings Plus', 'Rates', 'Rates Archive') \
+         ORDER BY t.name;",
+    );
+    assert_eq!(rows.len(), 7, "{rows:?}");
+    let mut cases = String::new();
+    for row in &rows {
+        cases.push_str(&format!(
+            "  - inputs: {{name: {}}}\n    expect:\n      outputs: {{slug: {}}}\n",
+            quoted(&row[0]),
+            quoted(&row[1])
+        ));
+    }
+    cases.push_str("  - inputs: {name: Crypto Desk}\n    expect: {outcome: category_not_found}\n");
+    let suite = format!(
+        "schema: cua.eval_suite/v1\nname: wordpress_category_find\n\
+         description: Each look-alike category found by its exact name, and one that does not exist.\n\
+         capability: wordpress.category.find@1.0.0\nbase_url: {}\n\
+         setup:\n  - capability: wordpress.auth.sign_in@1.0.0\nrepeats: 2\ncases:\n{cases}",
+        app.base_url
+    );
+    let evaluation = super::evaluate(&app, &suite, "wordpress_category_find");
+    assert_eq!(evaluation["runs"], 16, "{evaluation:#}");
+    assert_eq!(evaluation["successes"], 14, "{evaluation:#}");
+    assert_eq!(evaluation["business_outcomes"], 2, "{evaluation:#}");
+    assert_eq!(evaluation["wrong_actions"], 0, "{evaluation:#}");
+    assert_eq!(evaluation["unauthorized_dispatches"], 0, "{evaluation:#}");
+    assert_eq!(evaluation["determinism_holds"], true, "{evaluation:#}");
 }
