@@ -112,37 +112,44 @@ impl Target<'_> {
 /// own document) that the centre hits the node or a descendant, and press and release the
 /// mouse there. When something else covers the point, the element is clicked through the DOM
 /// instead and the message says what covered it.
-pub(crate) async fn click(
-    session: &Session,
-    target: &Target<'_>,
-    viewport: Viewport,
-) -> Result<String, SurfaceError> {
+/// Focuses the node, as a keyboard user reaching it would.
+async fn focus(session: &Session, target: &Target<'_>) -> Result<(), SurfaceError> {
+    session
+        .call(
+            "DOM.focus",
+            json!({ "backendNodeId": target.handle.backend }),
+        )
+        .await
+        .map(drop)
+        .map_err(target.fail("focusing the node"))
+}
+
+/// Scrolls the node into view when it is not.
+async fn scroll_into_view(session: &Session, target: &Target<'_>) -> Result<(), SurfaceError> {
     session
         .call(
             "DOM.scrollIntoViewIfNeeded",
             json!({ "backendNodeId": target.handle.backend }),
         )
         .await
-        .map_err(target.fail("scrolling the node into view"))?;
+        .map(drop)
+        .map_err(target.fail("scrolling the node into view"))
+}
+
+pub(crate) async fn click(
+    session: &Session,
+    target: &Target<'_>,
+    viewport: Viewport,
+) -> Result<String, SurfaceError> {
+    scroll_into_view(session, target).await?;
     let (x, y, revealed) = match centre(session, target, viewport).await {
         Ok((x, y)) => (x, y, false),
         // A row action shown only on hover or focus (WordPress's list tables keep them off
         // screen until then): focused, as a keyboard user reaches it, it may show itself. A
         // control that stays invisible is never clicked.
         Err(hidden) => {
-            session
-                .call(
-                    "DOM.focus",
-                    json!({ "backendNodeId": target.handle.backend }),
-                )
-                .await
-                .map_err(target.fail("focusing the node"))?;
-            let _ = session
-                .call(
-                    "DOM.scrollIntoViewIfNeeded",
-                    json!({ "backendNodeId": target.handle.backend }),
-                )
-                .await;
+            focus(session, target).await?;
+            let _ = scroll_into_view(session, target).await;
             match centre(session, target, viewport).await {
                 Ok((x, y)) => (x, y, true),
                 Err(_) => return Err(hidden),
@@ -202,13 +209,7 @@ pub(crate) async fn type_text(
     text: &str,
     clear_first: bool,
 ) -> Result<String, SurfaceError> {
-    session
-        .call(
-            "DOM.focus",
-            json!({ "backendNodeId": target.handle.backend }),
-        )
-        .await
-        .map_err(target.fail("focusing the node"))?;
+    focus(session, target).await?;
     target
         .call_on(
             session,
@@ -317,13 +318,7 @@ pub(crate) async fn press_key(
     key: &str,
 ) -> Result<String, SurfaceError> {
     if let Some(target) = target {
-        session
-            .call(
-                "DOM.focus",
-                json!({ "backendNodeId": target.handle.backend }),
-            )
-            .await
-            .map_err(target.fail("focusing the node"))?;
+        focus(session, target).await?;
     }
     press(session, key).await?;
     Ok(format!("pressed {key}"))
@@ -342,13 +337,7 @@ pub(crate) async fn scroll(
         let target = target.ok_or_else(|| SurfaceError::ActionFailed {
             reason: "scrolling into view needs a resolved target".into(),
         })?;
-        session
-            .call(
-                "DOM.scrollIntoViewIfNeeded",
-                json!({ "backendNodeId": target.handle.backend }),
-            )
-            .await
-            .map_err(target.fail("scrolling the node into view"))?;
+        scroll_into_view(session, target).await?;
         return Ok("scrolled the node into view".to_string());
     };
     let (x, y) = match target {

@@ -180,6 +180,19 @@ impl App {
     }
 }
 
+/// The app's sign-in succeeds with the stored credentials and, with `password_env` set to a
+/// wrong password, answers the business outcome `invalid_credentials`.
+fn sign_in_and_refusal(app: &App, reference: &str, password_env: &str) {
+    app.replay(reference, &[]).succeeded();
+    let rejected = app.replay_with(reference, &[], &[(password_env, "not-the-password")]);
+    assert_eq!(
+        (rejected.code, rejected.status(), rejected.outcome()),
+        (0, "business_outcome", "invalid_credentials"),
+        "{:#}",
+        rejected.envelope
+    );
+}
+
 /// One replay's exit code and JSON envelope.
 struct Replay {
     code: i32,

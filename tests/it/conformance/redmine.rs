@@ -41,18 +41,10 @@ fn issues_where(condition: &str) -> usize {
 #[test]
 fn sign_in_passes_the_csrf_form_and_names_rejected_credentials() {
     let app = redmine();
-    app.replay("redmine.auth.sign_in@1.0.0", &[]).succeeded();
-
-    let rejected = app.replay_with(
+    super::sign_in_and_refusal(
+        &app,
         "redmine.auth.sign_in@1.0.0",
-        &[],
-        &[("CUA_SECRET_REDMINE_PASSWORD", "not-the-password")],
-    );
-    assert_eq!(
-        (rejected.code, rejected.status(), rejected.outcome()),
-        (0, "business_outcome", "invalid_credentials"),
-        "{:#}",
-        rejected.envelope
+        "CUA_SECRET_REDMINE_PASSWORD",
     );
 }
 

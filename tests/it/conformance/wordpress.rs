@@ -44,17 +44,10 @@ fn sql(statement: &str) -> Vec<Vec<String>> {
 #[test]
 fn sign_in_leaves_the_login_page_and_names_rejected_credentials() {
     let app = wordpress();
-    app.replay("wordpress.auth.sign_in@1.0.0", &[]).succeeded();
-    let rejected = app.replay_with(
+    super::sign_in_and_refusal(
+        &app,
         "wordpress.auth.sign_in@1.0.0",
-        &[],
-        &[("CUA_SECRET_WORDPRESS_PASSWORD", "not-the-password")],
-    );
-    assert_eq!(
-        (rejected.code, rejected.status(), rejected.outcome()),
-        (0, "business_outcome", "invalid_credentials"),
-        "{:#}",
-        rejected.envelope
+        "CUA_SECRET_WORDPRESS_PASSWORD",
     );
 }
 
@@ -261,4 +254,31 @@ fn an_eval_against_the_database_truth_finds_no_wrong_answer() {
     assert_eq!(evaluation["wrong_actions"], 0, "{evaluation:#}");
     assert_eq!(evaluation["unauthorized_dispatches"], 0, "{evaluation:#}");
     assert_eq!(evaluation["determinism_holds"], true, "{evaluation:#}");
+}
+
+fn option(name: &str) -> String {
+    sql(&format!(
+        "SELECT option_value FROM wp_options WHERE option_name = '{name}';"
+    ))[0][0]
+        .clone()
+}
+
+#[test]
+fn a_radio_named_by_today_and_a_select_save_the_settings_the_database_then_holds() {
+    let app = wordpress();
+    // Two different settings in turn, so each run changes something and is checked.
+    for (format, day, start_of_week) in [("Y-m-d", "Monday", "1"), ("F j, Y", "Sunday", "0")] {
+        let run = app.replay(
+            "wordpress.settings.date_format@1.0.0",
+            &[("date_format", format), ("week_starts_on", day)],
+        );
+        run.succeeded();
+        assert_eq!(
+            run.envelope["data"]["effect"], "confirmed",
+            "{:#}",
+            run.envelope
+        );
+        assert_eq!(option("date_format"), format);
+        assert_eq!(option("start_of_week"), start_of_week);
+    }
 }
