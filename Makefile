@@ -105,14 +105,15 @@ soak: deps ## Long soaks: the crash harness with 300 kills (CUA_CRASH_KILLS), fi
 	set -o pipefail; CUA_CRASH_KILLS=$${CUA_CRASH_KILLS:-300} $(CARGO) test --test it crash:: -- --nocapture 2>&1 | tee evidence/soak-crash.txt
 	@$(MAKE) --no-print-directory leftovers
 
-bench: deps ## Benchmarks: figures and ratios printed side by side, never asserted
-	$(CARGO) bench -p cua-replay --bench replay
-	$(CARGO) bench -p cua-chromium --bench driver
-	$(CARGO) bench -p cua-target --bench resolve
-	$(CARGO) bench -p cua-catalog --bench search
+bench: deps deps-node conformance-up ## Benchmarks: figures and ratios printed side by side, never asserted (the conformance apps run meanwhile)
+	@trap 'conformance/apps.sh down' EXIT; \
+	$(CARGO) bench -p cua-replay --bench replay && \
+	$(CARGO) bench -p cua-chromium --bench driver && \
+	$(CARGO) bench -p cua-target --bench resolve && \
+	$(CARGO) bench -p cua-catalog --bench search && \
 	$(CARGO) bench -p cua-evidence --bench intent
 
-evidence: build deps-node ## Regenerate evidence/ from real runs
+evidence: build deps-node conformance-up ## Regenerate evidence/ from real runs
 	@mkdir -p evidence
 	set -o pipefail; $(CUA) demo | tee evidence/demo-transcript.txt
 	set -o pipefail; $(CARGO) bench -p cua-replay --bench replay | tee evidence/bench-replay.txt
@@ -128,6 +129,7 @@ evidence: build deps-node ## Regenerate evidence/ from real runs
 		$(CUA) eval evals/hostile/*.yaml --out evidence/hostile --runs-dir evidence/eval-runs
 	test $$(ls evidence/hostile/hostile_*.evaluation.json | wc -l) -eq $$(ls evals/hostile/*.yaml | wc -l)
 	! grep -l '"wrong_actions": *[1-9]' evidence/hostile/hostile_*.json
+	@conformance/apps.sh down
 	@$(MAKE) --no-print-directory leftovers
 
 clean: ## Remove build output

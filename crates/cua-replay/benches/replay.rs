@@ -33,18 +33,33 @@ fn main() {
     runtime.block_on(bench());
 }
 
-struct Setup {
+/// What every replay in the bench shares: the policy, an evidence root, a run counter.
+struct Harness {
     policy_config: PolicyConfig,
     policy: PolicyEngine,
-    savings: PreparedCapability,
-    sign_on: PreparedCapability,
     evidence: tempfile::TempDir,
-    base_url: String,
     runs: AtomicU64,
 }
 
-impl Setup {
-    async fn replay<D: SurfaceDriver>(&self, surface: &D, member_id: &str) -> RunStatus {
+impl Harness {
+    fn new(policy_config: PolicyConfig) -> Self {
+        Self {
+            policy: PolicyEngine::from_config(&policy_config).unwrap(),
+            policy_config,
+            evidence: tempfile::tempdir().unwrap(),
+            runs: AtomicU64::new(0),
+        }
+    }
+
+    /// One replay of `capability` on `surface`, with `remedies` loadable and `secrets` set.
+    async fn replay<D: SurfaceDriver>(
+        &self,
+        surface: &D,
+        capability: &PreparedCapability,
+        remedies: &[&PreparedCapability],
+        secrets: &[(&str, &str)],
+        inputs: &[(&str, &str)],
+    ) -> cua_replay::ReplayReport {
         let number = self.runs.fetch_add(1, Ordering::Relaxed);
         let redactor = Redactor::from_policy(&self.policy_config.redaction).unwrap();
         let bus = EvidenceBus::create(
@@ -54,18 +69,8 @@ impl Setup {
             redactor.clone(),
         )
         .unwrap();
-        let secrets = SecretResolver::new(
-            "CUA_SECRET_",
-            [
-                ("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID),
-                (
-                    "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
-                    memberdesk::OPERATOR_PASSWORD,
-                ),
-            ],
-            redactor,
-        );
-        let loader = CapabilityList::new(vec![self.sign_on.clone()]);
+        let secrets = SecretResolver::new("CUA_SECRET_", secrets.iter().copied(), redactor);
+        let loader = CapabilityList::new(remedies.iter().map(|&r| r.clone()).collect());
         let escalations = RecordedEscalations::new();
         let clock = TokioClock::new();
         let replayer = Replayer {
@@ -79,18 +84,51 @@ impl Setup {
             lease: Arc::new(Mutex::new(Lease::new(Actor::Automation))),
             config: ReplayConfig::default(),
         };
-        let inputs = BTreeMap::from([("member_id".to_owned(), Value::from(member_id))]);
-        let report = replayer
-            .run(RunRequest::new(self.savings.clone(), inputs))
+        let inputs = inputs
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), Value::from(*value)))
+            .collect::<BTreeMap<_, _>>();
+        replayer
+            .run(RunRequest::new(capability.clone(), inputs))
             .await
-            .unwrap();
-        report.result.status
+            .unwrap()
+    }
+}
+
+struct Setup {
+    harness: Harness,
+    savings: PreparedCapability,
+    sign_on: PreparedCapability,
+    base_url: String,
+}
+
+impl Setup {
+    async fn replay<D: SurfaceDriver>(&self, surface: &D, member_id: &str) -> RunStatus {
+        let secrets = [
+            ("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID),
+            (
+                "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
+                memberdesk::OPERATOR_PASSWORD,
+            ),
+        ];
+        self.harness
+            .replay(
+                surface,
+                &self.savings,
+                &[&self.sign_on],
+                &secrets,
+                &[("member_id", member_id)],
+            )
+            .await
+            .result
+            .status
     }
 
     /// Signs the browser out (untimed), through the policy like anything else.
     async fn sign_out(&self, surface: &ChromiumSurface) {
         let lease = Lease::new(Actor::Automation);
         let action = self
+            .harness
             .policy
             .authorize(
                 &lease,
@@ -124,15 +162,13 @@ async fn bench() {
         PreparedCapability::bind(capability, None, Some(&base_url), None).unwrap()
     };
     let setup = Setup {
-        policy: PolicyEngine::from_config(&policy_config).unwrap(),
-        policy_config,
+        harness: Harness::new(policy_config),
         savings: bind("capabilities/corebank.member.savings_balance@1.0.0.yaml"),
         sign_on: bind("capabilities/corebank.auth.sign_on@1.0.0.yaml"),
-        evidence: tempfile::tempdir().unwrap(),
         base_url: base_url.clone(),
-        runs: AtomicU64::new(0),
     };
     let allowlist = setup
+        .harness
         .policy
         .for_capability(&setup.savings.capability)
         .unwrap()
@@ -167,31 +203,18 @@ async fn bench() {
         cua_included.push(start.elapsed().as_secs_f64() * 1000.0);
         assert_eq!(status, RunStatus::Success);
     }
-    let playwright = playwright(&base_url);
-    let row = |name: &str, cua: &[f64], playwright: Option<&Vec<f64>>| {
-        let cua = median(cua);
-        match playwright {
-            Some(times) => {
-                let pw = median(times);
-                println!(
-                    "  {name:<26} cua replay {cua:>7.0} ms   playwright {pw:>7.0} ms   ratio {:.2}",
-                    cua / pw
-                );
+    let playwright = playwright("savings_balance.mjs", &[&base_url, &ITERATIONS.to_string()])
+        .and_then(|result| {
+            let values = &result["values"];
+            if values["savings_balance"] == "$4,210.55" {
+                Ok(times(&result))
+            } else {
+                Err(format!(
+                    "the Playwright flow read the wrong values: {values}"
+                ))
             }
-            None => println!("  {name:<26} cua replay {cua:>7.0} ms   playwright (not run)"),
-        }
-    };
-    match &playwright {
-        Ok(times) => {
-            row("browser start excluded", &cua_excluded, Some(&times.0));
-            row("browser start included", &cua_included, Some(&times.1));
-        }
-        Err(reason) => {
-            row("browser start excluded", &cua_excluded, None);
-            row("browser start included", &cua_included, None);
-            println!("  playwright: {reason}");
-        }
-    }
+        });
+    side_by_side(&cua_excluded, &cua_included, &playwright);
 
     println!("batch throughput: {BATCH_ROWS} savings lookups (medians above are per flow)");
     for (pool, concurrency) in [
@@ -208,6 +231,187 @@ async fn bench() {
         );
     }
     fixture.shutdown().await.unwrap();
+    conformance(&root, setup.harness).await;
+}
+
+/// Prints cua's medians beside Playwright's, browser start excluded and included.
+fn side_by_side(
+    excluded: &[f64],
+    included: &[f64],
+    playwright: &Result<(Vec<f64>, Vec<f64>), String>,
+) {
+    let row = |name: &str, cua: &[f64], playwright: Option<&Vec<f64>>| {
+        let cua = median(cua);
+        match playwright {
+            Some(times) => {
+                let pw = median(times);
+                println!(
+                    "  {name:<26} cua replay {cua:>7.0} ms   playwright {pw:>7.0} ms   ratio {:.2}",
+                    cua / pw
+                );
+            }
+            None => println!("  {name:<26} cua replay {cua:>7.0} ms   playwright (not run)"),
+        }
+    };
+    match playwright {
+        Ok(times) => {
+            row("browser start excluded", excluded, Some(&times.0));
+            row("browser start included", included, Some(&times.1));
+        }
+        Err(reason) => {
+            row("browser start excluded", excluded, None);
+            row("browser start included", included, None);
+            println!("  playwright: {reason}");
+        }
+    }
+}
+
+/// One conformance flow: the app, its settings' prefix in `apps.env`, the capability and its
+/// sign-in remedy, the input, the secrets' variables, and one output with the seeded value.
+struct Flow {
+    app: &'static str,
+    key: &'static str,
+    flow: &'static str,
+    sign_in: &'static str,
+    input: (&'static str, &'static str),
+    secrets: (&'static str, &'static str),
+    what: &'static str,
+    read: (&'static str, &'static str),
+}
+
+/// The conformance apps (`conformance/apps.sh up`, which `make bench` runs): one read flow per
+/// app, cua against the same flow hand-written in Playwright. "Excluded": one browser signed in
+/// by an untimed warm-up run. "Included": a fresh browser per iteration, signing in.
+async fn conformance(root: &Path, harness: Harness) {
+    let settings: BTreeMap<String, String> =
+        std::fs::read_to_string(root.join("conformance/apps.env"))
+            .unwrap()
+            .lines()
+            .filter(|line| !line.trim().is_empty() && !line.starts_with('#'))
+            .filter_map(|line| line.split_once('='))
+            .map(|(key, value)| (key.to_owned(), value.to_owned()))
+            .collect();
+    let flows = [
+        Flow {
+            app: "redmine",
+            key: "REDMINE",
+            flow: "redmine.issue.show@1.0.0",
+            sign_in: "redmine.auth.sign_in@1.0.0",
+            input: ("issue_id", "3"),
+            secrets: ("CUA_SECRET_REDMINE_LOGIN", "CUA_SECRET_REDMINE_PASSWORD"),
+            what: "read issue 3 by its deep link",
+            read: ("subject", "Statement PDF shows wrong branch"),
+        },
+        Flow {
+            app: "wordpress",
+            key: "WORDPRESS",
+            flow: "wordpress.category.find@1.0.0",
+            sign_in: "wordpress.auth.sign_in@1.0.0",
+            input: ("name", "Loans"),
+            secrets: (
+                "CUA_SECRET_WORDPRESS_USERNAME",
+                "CUA_SECRET_WORDPRESS_PASSWORD",
+            ),
+            what: "search the categories, read the slug of \"Loans\"",
+            read: ("slug", "loans"),
+        },
+    ];
+    // Both sides must read the seeded value, so a wrong flow cannot pass as a fast one.
+    for Flow {
+        app,
+        key,
+        flow,
+        sign_in,
+        input,
+        secrets: (user_env, password_env),
+        what,
+        read: (output, expected),
+    } in flows
+    {
+        let base_url = format!("http://127.0.0.1:{}", settings[&format!("{key}_PORT")]);
+        let user = &settings[&format!("{key}_ADMIN_USER")];
+        let password = &settings[&format!("{key}_ADMIN_PASSWORD")];
+        println!("{app}: {what} ({ITERATIONS} iterations)");
+        let catalog = root.join("conformance").join(app).join("capabilities");
+        let bind = |reference: &str| {
+            let text = std::fs::read_to_string(catalog.join(format!("{reference}.yaml"))).unwrap();
+            PreparedCapability::bind(
+                Capability::from_yaml(&text).unwrap(),
+                None,
+                Some(&base_url),
+                None,
+            )
+            .unwrap()
+        };
+        let (flow, sign_in) = (bind(flow), bind(sign_in));
+        let allowlist = harness
+            .policy
+            .for_capability(&flow.capability)
+            .unwrap()
+            .allowlist()
+            .clone();
+        let launch = || ChromiumSurface::launch(ChromiumConfig::from_env(allowlist.clone()));
+        let secrets = [(user_env, user.as_str()), (password_env, password.as_str())];
+        let (remedies, inputs) = ([&sign_in], [input]);
+        let up = {
+            let surface = launch().await.unwrap();
+            let report = harness
+                .replay(&surface, &flow, &remedies, &secrets, &inputs)
+                .await;
+            surface.close().await;
+            report.result.status == RunStatus::Success
+                && report.result.outputs.get(output).and_then(Value::as_str) == Some(expected)
+        };
+        if !up {
+            println!(
+                "  not run: {app} at {base_url} did not answer {expected:?}: conformance/apps.sh up"
+            );
+            continue;
+        }
+        let mut excluded = Vec::new();
+        {
+            let surface = launch().await.unwrap();
+            assert_eq!(
+                harness
+                    .replay(&surface, &flow, &remedies, &secrets, &inputs)
+                    .await
+                    .result
+                    .status,
+                RunStatus::Success
+            );
+            for _ in 0..ITERATIONS {
+                let start = Instant::now();
+                let status = harness
+                    .replay(&surface, &flow, &remedies, &secrets, &inputs)
+                    .await
+                    .result
+                    .status;
+                excluded.push(start.elapsed().as_secs_f64() * 1000.0);
+                assert_eq!(status, RunStatus::Success);
+            }
+            surface.close().await;
+        }
+        let mut included = Vec::new();
+        for _ in 0..ITERATIONS {
+            let start = Instant::now();
+            let surface = launch().await.unwrap();
+            let status = harness
+                .replay(&surface, &flow, &remedies, &secrets, &inputs)
+                .await
+                .result
+                .status;
+            surface.close().await;
+            included.push(start.elapsed().as_secs_f64() * 1000.0);
+            assert_eq!(status, RunStatus::Success);
+        }
+        let iterations = ITERATIONS.to_string();
+        let playwright = playwright(
+            "conformance.mjs",
+            &[app, &base_url, &iterations, user, password],
+        )
+        .map(|result| times(&result));
+        side_by_side(&excluded, &included, &playwright);
+    }
 }
 
 /// Runs `BATCH_ROWS` lookups over `concurrency` workers; returns replays per minute and the peak
@@ -225,6 +429,7 @@ where
                 surfaces[0].devtools_endpoint(),
                 ChromiumConfig::from_env(
                     setup
+                        .harness
                         .policy
                         .for_capability(&setup.savings.capability)
                         .unwrap()
@@ -284,9 +489,9 @@ where
     )
 }
 
-/// The Playwright side: installs `playwright-core` beside the script if needed, runs it, and
-/// returns the per-iteration times (excluded, included).
-fn playwright(base_url: &str) -> Result<(Vec<f64>, Vec<f64>), String> {
+/// The Playwright side: installs `playwright-core` beside the scripts if needed, runs `script`
+/// with `args`, and returns what it printed.
+fn playwright(script: &str, args: &[&str]) -> Result<Value, String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/playwright");
     if !dir.join("node_modules/playwright-core").is_dir() {
         let installed = Command::new("npm")
@@ -299,9 +504,8 @@ fn playwright(base_url: &str) -> Result<(Vec<f64>, Vec<f64>), String> {
         }
     }
     let output = Command::new("node")
-        .arg("savings_balance.mjs")
-        .arg(base_url)
-        .arg(ITERATIONS.to_string())
+        .arg(script)
+        .args(args)
         .current_dir(&dir)
         .output()
         .map_err(|error| format!("node is not available ({error}); apt-get install -y nodejs"))?;
@@ -311,21 +515,18 @@ fn playwright(base_url: &str) -> Result<(Vec<f64>, Vec<f64>), String> {
             String::from_utf8_lossy(&output.stderr)
         ));
     }
-    let result: Value =
-        serde_json::from_slice(&output.stdout).map_err(|error| error.to_string())?;
-    let values = &result["values"];
-    if values["savings_balance"] != "$4,210.55" {
-        return Err(format!(
-            "the Playwright flow read the wrong values: {values}"
-        ));
-    }
+    serde_json::from_slice(&output.stdout).map_err(|error| error.to_string())
+}
+
+/// The per-iteration times a Playwright script printed: (excluded, included).
+fn times(result: &Value) -> (Vec<f64>, Vec<f64>) {
     let times = |key: &str| -> Vec<f64> {
         result[key]
             .as_array()
             .map(|items| items.iter().filter_map(Value::as_f64).collect())
             .unwrap_or_default()
     };
-    Ok((times("excluded"), times("included")))
+    (times("excluded"), times("included"))
 }
 
 fn median(values: &[f64]) -> f64 {
