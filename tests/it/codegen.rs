@@ -206,15 +206,20 @@ impl Drop for Fixture {
 
 /// Each spec file's result: whether it passed, and its error messages.
 #[derive(Debug)]
-struct Outcome {
-    file: String,
-    passed: bool,
-    errors: Vec<String>,
+pub(crate) struct Outcome {
+    pub(crate) file: String,
+    pub(crate) passed: bool,
+    pub(crate) errors: Vec<String>,
 }
 
 /// Runs `npx playwright test` on every spec in `specs` (a directory inside the install) against
 /// `base_url`, with a generated config that launches Debian's Chromium.
-fn run_playwright(install: &Path, specs: &Path, base_url: &str) -> Vec<Outcome> {
+pub(crate) fn run_playwright(
+    install: &Path,
+    specs: &Path,
+    base_url: &str,
+    env: &[(&str, &str)],
+) -> Vec<Outcome> {
     let config = specs.join("playwright.config.ts");
     std::fs::write(
         &config,
@@ -245,17 +250,13 @@ fn run_playwright(install: &Path, specs: &Path, base_url: &str) -> Vec<Outcome> 
         .args(["--no-install", "playwright", "test", "--config"])
         .arg(&config)
         .current_dir(install)
-        .env("CUA_BASE_URL", base_url)
-        .env("CUA_SECRET_COREBANK_OPERATOR_ID", "teller01")
-        .env(
-            "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
-            "not-a-real-password",
-        );
+        .env("CUA_BASE_URL", base_url);
     for (name, _) in std::env::vars() {
         if name.starts_with("CUA_INPUT_") {
             command.env_remove(name);
         }
     }
+    command.envs(env.iter().copied());
     let output = command.output().expect("npx runs");
     let results = std::fs::read_to_string(specs.join("results.json")).unwrap_or_else(|_| {
         panic!(
@@ -275,6 +276,15 @@ fn run_playwright(install: &Path, specs: &Path, base_url: &str) -> Vec<Outcome> 
     outcomes.sort_by(|left, right| left.file.cmp(&right.file));
     outcomes
 }
+
+/// The fixture's operator credentials, for the specs' sign-on remedy.
+const MEMBERDESK_SECRETS: &[(&str, &str)] = &[
+    ("CUA_SECRET_COREBANK_OPERATOR_ID", "teller01"),
+    (
+        "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
+        "not-a-real-password",
+    ),
+];
 
 fn collect(suites: &serde_json::Value, outcomes: &mut Vec<Outcome>) {
     for suite in suites.as_array().into_iter().flatten() {
@@ -297,7 +307,7 @@ fn collect(suites: &serde_json::Value, outcomes: &mut Vec<Outcome>) {
     }
 }
 
-fn outcome<'o>(outcomes: &'o [Outcome], file: &str) -> &'o Outcome {
+pub(crate) fn outcome<'o>(outcomes: &'o [Outcome], file: &str) -> &'o Outcome {
     outcomes
         .iter()
         .find(|outcome| Path::new(&outcome.file).file_name() == Some(file.as_ref()))
@@ -352,7 +362,12 @@ fn generated_specs_pass_against_the_fixture_and_an_edited_expectation_fails() {
     );
     assert!(spec.contains("at content hash none (an unsealed draft)"));
 
-    let outcomes = run_playwright(&install, specs.path(), &fixture.base_url);
+    let outcomes = run_playwright(
+        &install,
+        specs.path(),
+        &fixture.base_url,
+        MEMBERDESK_SECRETS,
+    );
     for file in [
         "savings_balance.spec.ts",
         "open_subaccount.spec.ts",
@@ -401,7 +416,12 @@ fn for_northgate_the_overlay_is_what_makes_the_spec_pass() {
         &specs.path().join("base.spec.ts"),
     );
 
-    let outcomes = run_playwright(&install, specs.path(), &fixture.base_url);
+    let outcomes = run_playwright(
+        &install,
+        specs.path(),
+        &fixture.base_url,
+        MEMBERDESK_SECRETS,
+    );
     let overlaid = outcome(&outcomes, "overlaid.spec.ts");
     assert!(overlaid.passed, "{:#?}", overlaid.errors);
     let base = outcome(&outcomes, "base.spec.ts");

@@ -401,3 +401,65 @@ fn evaluate(app: &App, suite_yaml: &str, name: &str) -> Value {
 fn quoted(text: &str) -> String {
     serde_json::to_string(text).expect("a string")
 }
+
+/// `cua codegen` for each of `references` from the app's catalog into a fresh spec directory
+/// inside the Playwright install, then `npx playwright test` against the live app with `env`;
+/// every spec must pass. `refused` are the capabilities codegen must refuse (each reason is
+/// checked to be there).
+fn generated_specs_pass(app: &App, references: &[&str], refused: &[&str], env: &[(&str, &str)]) {
+    use crate::codegen::{one_at_a_time, outcome, playwright_ci, run_playwright};
+    let _one_at_a_time = one_at_a_time();
+    let install = playwright_ci();
+    let specs = tempfile::Builder::new()
+        .prefix("conformance-")
+        .tempdir_in(&install)
+        .expect("a spec directory inside the install");
+    let codegen = |reference: &str, out: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_cua"))
+            .current_dir(root())
+            .args(["codegen", reference, "--catalog"])
+            .arg(&app.catalog)
+            .arg("--out")
+            .arg(out)
+            .output()
+            .expect("cua codegen runs")
+    };
+    for reference in references {
+        let out = specs.path().join(format!("{reference}.spec.ts"));
+        let generated = codegen(reference, &out);
+        assert!(
+            generated.status.success(),
+            "codegen {reference}: {}",
+            String::from_utf8_lossy(&generated.stderr)
+        );
+    }
+    for reference in refused {
+        let out = specs.path().join(format!("{reference}.refused.ts"));
+        let generated = codegen(reference, &out);
+        assert_eq!(
+            generated.status.code(),
+            Some(1),
+            "{reference} is refused, step by step"
+        );
+        assert!(
+            String::from_utf8_lossy(&generated.stderr).contains("cannot be generated"),
+            "{}",
+            String::from_utf8_lossy(&generated.stderr)
+        );
+        assert!(!out.exists(), "nothing is written for a refused capability");
+    }
+    let mut env: Vec<(&str, &str)> = env.to_vec();
+    for (name, value) in &app.secrets {
+        env.push((name, value));
+    }
+    let outcomes = run_playwright(&install, specs.path(), &app.base_url, &env);
+    for reference in references {
+        let file = format!("{reference}.spec.ts");
+        let result = outcome(&outcomes, &file);
+        assert!(
+            result.passed,
+            "{file} failed under Playwright Test: {:#?}",
+            result.errors
+        );
+    }
+}

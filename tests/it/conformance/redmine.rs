@@ -440,3 +440,58 @@ fn an_eval_against_the_database_truth_finds_no_wrong_answer() {
     assert_eq!(evaluation["unauthorized_dispatches"], 0, "{evaluation:#}");
     assert_eq!(evaluation["determinism_holds"], true, "{evaluation:#}");
 }
+
+/// Files an issue through Redmine's own REST API with this description; its number.
+fn file_issue(subject: &str, description: &str) -> String {
+    let port: u16 = setting("REDMINE_PORT").parse().expect("a port");
+    let body = format!(
+        r#"{{"issue":{{"project_id":"member-services","subject":"{subject}","description":"{description}"}}}}"#
+    );
+    let credentials = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        format!(
+            "{}:{}",
+            setting("REDMINE_ADMIN_USER"),
+            setting("REDMINE_ADMIN_PASSWORD")
+        ),
+    );
+    let request = format!(
+        "POST /issues.json HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+         Authorization: Basic {credentials}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    assert_eq!(
+        super::http_request(port, &request),
+        Ok(201),
+        "Redmine's API filed {subject}"
+    );
+    sql(&format!(
+        "SELECT id FROM issues WHERE subject = '{subject}';"
+    ))[0][0]
+        .clone()
+}
+
+#[test]
+fn generated_playwright_specs_pass_against_redmine() {
+    let app = redmine();
+    let reference = unique("cua-spec").replace(' ', "-");
+    let issue = file_issue(&unique("Spec lookup"), &reference);
+    assert!(!issue.is_empty());
+    super::generated_specs_pass(
+        &app,
+        &[
+            "redmine.auth.sign_in@1.0.0",
+            "redmine.issue.find_by_reference@1.0.0",
+            "redmine.category.check_absent@1.0.0",
+        ],
+        // `text`-role reads beside labels and a regex name built from a value, a `date`
+        // control, and an irreversible step codegen writes only when asked.
+        &[
+            "redmine.issue.show@1.0.0",
+            "redmine.issue.create@1.0.0",
+            "redmine.category.delete@1.0.0",
+        ],
+        &[("CUA_INPUT_REQUEST_REF", &reference)],
+    );
+}

@@ -282,3 +282,24 @@ fn a_radio_named_by_today_and_a_select_save_the_settings_the_database_then_holds
         assert_eq!(option("start_of_week"), start_of_week);
     }
 }
+
+#[test]
+fn generated_playwright_specs_pass_against_wordpress() {
+    let app = wordpress();
+    super::generated_specs_pass(
+        &app,
+        &[
+            "wordpress.auth.sign_in@1.0.0",
+            "wordpress.user.show@1.0.0",
+            "wordpress.category.check_absent@1.0.0",
+        ],
+        // `text`-role notices, a heading-inferred region in a predicate, a regex name built
+        // from a value, and an irreversible step codegen writes only when asked.
+        &[
+            "wordpress.category.create@1.0.0",
+            "wordpress.settings.date_format@1.0.0",
+            "wordpress.category.delete@1.0.0",
+        ],
+        &[],
+    );
+}
