@@ -1,9 +1,9 @@
 //! The event side: the browser-level allowlist guard (`Fetch.requestPaused`) and the page
 //! monitor (loading frames, navigations, document statuses, dialogs, crashes).
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cua_policy::Allowlist;
 use cua_snapshot::squash_whitespace;
@@ -36,13 +36,18 @@ pub(crate) struct Mark {
     dialogs: u64,
 }
 
+/// How long a script request in flight holds the page as loading.
+const REQUEST_PATIENCE: Duration = Duration::from_secs(5);
+
 /// What the monitor knows about the page, updated from events.
 #[derive(Debug, Default)]
 pub(crate) struct PageState {
     loading: BTreeSet<String>,
-    /// Script requests (XHR, fetch) sent and not yet finished or failed: a page that re-renders
-    /// a form from a request is not settled while it is out, however still its tree looks.
-    requests: BTreeSet<String>,
+    /// Script requests (XHR, fetch) sent and not yet finished or failed, with when they were
+    /// seen: a page that re-renders a form from a request is not settled while it is out,
+    /// however still its tree looks. One out longer than [`REQUEST_PATIENCE`] (a long poll, a
+    /// stream) no longer counts, so it cannot hold every wait to its timeout.
+    requests: BTreeMap<String, Instant>,
     /// Navigations requested or started (any frame).
     activity: u64,
     /// Documents committed (any frame).
@@ -86,7 +91,7 @@ impl PageState {
                 if matches!(params["type"].as_str(), Some("XHR" | "Fetch")) =>
             {
                 if let Some(id) = params["requestId"].as_str() {
-                    self.requests.insert(id.to_string());
+                    self.requests.insert(id.to_string(), Instant::now());
                 }
             }
             "Network.loadingFinished" | "Network.loadingFailed" => {
@@ -212,9 +217,14 @@ impl PageState {
             .retain(|frame| present.contains(frame.as_str()));
     }
 
-    /// Whether any frame is loading or a script request is out.
+    /// Whether any frame is loading or a script request is out (for less than
+    /// [`REQUEST_PATIENCE`]).
     pub(crate) fn is_loading(&self) -> bool {
-        !self.loading.is_empty() || !self.requests.is_empty()
+        !self.loading.is_empty()
+            || self
+                .requests
+                .values()
+                .any(|sent| sent.elapsed() < REQUEST_PATIENCE)
     }
 }
 

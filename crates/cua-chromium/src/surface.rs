@@ -543,8 +543,17 @@ impl SurfaceDriver for ChromiumSurface {
 
     async fn dispatch(&self, action: AuthorizedAction) -> Result<DispatchReceipt, SurfaceError> {
         let started = Instant::now();
-        let mark = lock(&self.shared.state).mark();
+        let mark = {
+            let mut state = lock(&self.shared.state);
+            // Nothing armed by an earlier action may answer for this one.
+            state.disarm_confirm();
+            state.mark()
+        };
         let performed = self.perform(&action, mark).await;
+        if performed.is_err() {
+            // A click that failed never gets to say yes later.
+            lock(&self.shared.state).disarm_confirm();
+        }
         let _ = self
             .session
             .call(
