@@ -83,8 +83,10 @@ impl Resolution {
 /// A name and an anchor are both constraints: when the screen has a node matching the anchor
 /// text (other than a node the name itself describes), the name rungs (semantic_exact, semantic_normalized, label_association, hint_cached)
 /// keep only the candidates that stand where the anchor says (the structural_anchor rung's
-/// nodes); named candidates elsewhere are `OutsideAnchor`. When no node matches the anchor text,
-/// the name alone decides.
+/// nodes); named candidates elsewhere are `OutsideAnchor`, and then the rungs that ignore the
+/// name (structural_anchor, ordinal_in_region) are not tried: the name did not drift, it is
+/// somewhere else, and the result is a refusal. When no node matches the anchor text, the name
+/// alone decides.
 ///
 /// An `identity` check keys the target by its row: the deciding rung's candidates are narrowed
 /// to those whose row's key cell (the cell under `identity.column`, or the row's first cell)
@@ -162,6 +164,7 @@ pub fn resolve_with<B: Bindings + ?Sized>(
         None
     };
     let mut tried = Vec::new();
+    let mut named_elsewhere = false;
     for strategy in ResolutionStrategy::LADDER {
         let generated = match strategy {
             ResolutionStrategy::SemanticExact => query.semantic_exact(),
@@ -180,6 +183,22 @@ pub fn resolve_with<B: Bindings + ?Sized>(
                 continue;
             }
         };
+        // The name is on the screen, only not where the anchor says: it did not drift, so the
+        // rungs that ignore the name (the anchor's, the ordinal's) may not stand in for it.
+        if named_elsewhere
+            && matches!(
+                strategy,
+                ResolutionStrategy::StructuralAnchor | ResolutionStrategy::OrdinalInRegion
+            )
+        {
+            tried.push(RungAttempt {
+                strategy,
+                outcome: RungOutcome::NotApplicable {
+                    reason: "the name matched outside the anchor",
+                },
+            });
+            continue;
+        }
         // A name and an anchor are both constraints: on the rungs that match the name, only
         // candidates standing where the anchor says count. (The anchor rung itself ignores the
         // name: it is what still finds a control whose name drifted.)
@@ -198,6 +217,7 @@ pub fn resolve_with<B: Bindings + ?Sized>(
                     .filter(|node| anchored.contains(node))
                     .collect();
                 if kept.is_empty() {
+                    named_elsewhere = true;
                     Generated::Nothing(RungOutcome::OutsideAnchor { named })
                 } else {
                     Generated::Candidates(kept)
@@ -702,7 +722,7 @@ impl<'i, 's> Query<'i, 's> {
             return false;
         };
         if *relation == AnchorRelation::LabelledBy {
-            return true;
+            return self.pool().any(|node| self.label_matches(matcher, node));
         }
         self.anchor_nodes(matcher).into_iter().any(|node| {
             let described = self.has_role_and_scope(node)
