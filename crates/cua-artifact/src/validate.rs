@@ -1097,16 +1097,16 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn query(&mut self, path: &DocPath, query: &NodeQuery) {
+    fn query(&mut self, path: &DocPath, query: &NodeQuery, step: Option<usize>) {
         if let Some(role) = &query.role {
             self.role(&path.key("role"), role);
         }
         // A query's name may use the run's values, bound literally when it is evaluated.
         if let Some(name) = &query.name {
-            self.target_text(&path.key("name"), name, MatchMode::Exact, None);
+            self.target_text(&path.key("name"), name, MatchMode::Exact, step);
         }
         if let Some(name) = &query.name_contains {
-            self.target_text(&path.key("name_contains"), name, MatchMode::Contains, None);
+            self.target_text(&path.key("name_contains"), name, MatchMode::Contains, step);
         }
         if let Some(pattern) = &query.name_matches {
             self.regex(&path.key("name_matches"), pattern);
@@ -1119,17 +1119,17 @@ impl<'a> Checker<'a> {
     fn predicate(&mut self, path: &DocPath, predicate: &Predicate, step: Option<usize>) {
         match predicate {
             Predicate::NodeExists { query, .. } | Predicate::NodeAbsent { query } => {
-                self.query(&path.key("query"), query)
+                self.query(&path.key("query"), query, step)
             }
             Predicate::NodeHasValue { query, value } => {
-                self.query(&path.key("query"), query);
+                self.query(&path.key("query"), query, step);
                 self.value(&path.key("value"), value, SecretUse::Predicate, step);
             }
             Predicate::TextPresent { value } | Predicate::TextAbsent { value } => {
                 self.value(&path.key("value"), value, SecretUse::Predicate, step);
             }
             Predicate::MoneyPresent { value, query } => {
-                self.query(&path.key("query"), query);
+                self.query(&path.key("query"), query, step);
                 self.value(&path.key("value"), value, SecretUse::Predicate, step);
             }
             Predicate::UrlMatches { pattern } => {

@@ -366,16 +366,19 @@ impl<'e, 's, B: Bindings + ?Sized> Evaluator<'e, 's, B> {
 
     /// The nodes a query selects, in document order.
     fn matching(&self, query: &NodeQuery) -> Result<Vec<usize>, TargetError> {
-        let name = query
-            .name
-            .as_deref()
-            .map(|name| bind_target_text(name, self.bindings, false).map(|name| fold(&name)))
-            .transpose()?;
-        let contains = query
-            .name_contains
-            .as_deref()
-            .map(|part| bind_target_text(part, self.bindings, false).map(|part| fold(&part)))
-            .transpose()?;
+        // A value that binds to nothing would match every node (a part) or every unnamed one
+        // (a name): refused, as a target's empty bound name is.
+        let bind = |template: &str| {
+            let bound = bind_target_text(template, self.bindings, false)?;
+            if template.contains("{$") && bound.trim().is_empty() {
+                return Err(TargetError::EmptyBoundName {
+                    template: template.to_owned(),
+                });
+            }
+            Ok(fold(&bound))
+        };
+        let name = query.name.as_deref().map(bind).transpose()?;
+        let contains = query.name_contains.as_deref().map(bind).transpose()?;
         let pattern = query
             .name_matches
             .as_deref()

@@ -214,3 +214,12 @@ fn a_query_name_binds_the_run_values_literally() {
         "error: input `absent` is not bound",
     );
 }
+
+#[test]
+fn a_query_name_bound_to_nothing_is_refused_not_matched_everywhere() {
+    check(
+        "{assert: node_exists, query: {name_contains: '{$input: part}'}}",
+        &inputs(&[("part", " ")]),
+        "error: the name \"{$input: part}\" is empty once its values are bound; a run's value never stands for an unnamed control",
+    );
+}
