@@ -728,16 +728,27 @@ impl<'c> SpecWriter<'c> {
                 accept_confirm,
             } => {
                 self.target_statements(target, scope, body, &mut lines)?;
-                // Playwright dismisses dialogs nobody listens for; this click answers OK to its
-                // one confirm() with exactly the declared message, as replay does.
+                // Playwright dismisses dialogs nobody listens for. This click must raise one
+                // confirm() with exactly the declared message, answered OK, as replay requires;
+                // no dialog, or another one, fails the test.
                 if let Some(message) = accept_confirm {
+                    self.use_helper(Helper::Squash);
+                    lines.push(
+                        "const dialog = page.waitForEvent('dialog', { timeout: 10000 });"
+                            .to_owned(),
+                    );
+                    lines.push("const clicked = target.click();".to_owned());
+                    lines.push("const confirm = await dialog;".to_owned());
+                    lines.push("expect(confirm.type()).toBe('confirm');".to_owned());
                     lines.push(format!(
-                        "page.once('dialog', (dialog) => dialog.type() === 'confirm' && \
-                         dialog.message().replace(/\\s+/g, ' ').trim() === {} ? dialog.accept() : dialog.dismiss());",
+                        "expect(squash(confirm.message())).toBe({});",
                         ts_string(&cua_snapshot::squash_whitespace(message))
                     ));
+                    lines.push("await confirm.accept();".to_owned());
+                    lines.push("await clicked;".to_owned());
+                } else {
+                    lines.push("await target.click();".to_owned());
                 }
-                lines.push("await target.click();".to_owned());
             }
             Action::Type {
                 target,
@@ -1149,6 +1160,17 @@ impl<'c> SpecWriter<'c> {
             );
         };
         let role = playwright_role(role)?;
+        if [&query.name, &query.name_contains]
+            .into_iter()
+            .flatten()
+            .any(|name| name.contains("{$"))
+        {
+            return Err(
+                "a predicate's node query names a run's value, which the spec would match as \
+                 literal text"
+                    .to_owned(),
+            );
+        }
         let root = self.scope_expression(query.scope.as_ref(), body)?;
         let mut options = Vec::new();
         if let Some(name) = &query.name {

@@ -801,11 +801,23 @@ impl Compiler {
                     .after
                     .and_then(|after| url_path(&after.url))
                     .filter(|landed| path.split(['?', '#']).next() != Some(*landed));
-                Some(Predicate::UrlMatches {
-                    pattern: match landed {
-                        Some(landed) => format!("{}([?#]|$)", regex_escape(landed)),
-                        None => format!("{}$", regex_escape(path)),
+                let requested = Predicate::UrlMatches {
+                    pattern: format!("{}$", regex_escape(path)),
+                };
+                // Either place will do: a replay that starts signed in is not redirected.
+                Some(match landed {
+                    Some(landed) => Predicate::AnyOf {
+                        of: vec![
+                            requested,
+                            Predicate::UrlMatches {
+                                pattern: format!(
+                                    "^[a-z][a-z0-9+.-]*://[^/?#]*{}([?#]|$)",
+                                    regex_escape(landed)
+                                ),
+                            },
+                        ],
                     },
+                    None => requested,
                 })
             }
             Action::Click { .. } | Action::PressKey { .. } => self.changed(action, target),
