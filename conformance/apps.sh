@@ -51,7 +51,12 @@ install_packages() {
   fi
 }
 
-alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# A pid file names a live process of ours: after a reboot it may name someone else's.
+alive() {
+  [ -f "$1" ] || return 1
+  local pid; pid=$(cat "$1")
+  kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qE 'mariadbd|php|rackup|ruby'
+}
 
 # A server of ours is not running, so nothing may answer on its port: an answer would come
 # from someone else's process, and the tests would drive that instead.
@@ -138,7 +143,8 @@ redmine_up() {
   if [ ! -f "$redmine_dir/db/redmine.sqlite3" ]; then
     say "creating the Redmine instance $redmine_dir"
     mkdir -p "$redmine_dir"/{config,db,tmp,log,files,public}
-    printf 'production:\n  adapter: sqlite3\n  database: %s/db/redmine.sqlite3\n  encoding: utf8\n' \
+    # A busy timeout: the tests read the database while Redmine writes it.
+    printf 'production:\n  adapter: sqlite3\n  database: %s/db/redmine.sqlite3\n  encoding: utf8\n  timeout: 5000\n' \
       "$redmine_dir" >"$redmine_dir/config/database.yml"
     head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$redmine_dir/config/secret_key.txt"
     (cd /usr/share/redmine && bundle exec rake db:migrate && bundle exec rake redmine:load_default_data \
