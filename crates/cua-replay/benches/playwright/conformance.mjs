@@ -8,11 +8,10 @@
 // Prints one JSON object: per-iteration milliseconds with the browser start excluded (one
 // browser, signed in once, untimed) and included (a fresh browser per iteration, signing in),
 // and the values read, so a wrong flow cannot pass as a fast one.
-import { chromium } from 'playwright-core';
+import { measure } from './measure.mjs';
 
 const [app, baseUrl, iterationsText, user, password] = process.argv.slice(2);
 const iterations = Number(iterationsText ?? '5');
-const executablePath = process.env.CUA_CHROMIUM || '/usr/lib/chromium/chromium';
 
 const flows = {
   async redmine(page) {
@@ -50,27 +49,4 @@ const flows = {
 const flow = flows[app];
 if (!flow) throw new Error(`unknown app ${app}`);
 
-const excluded = [];
-const included = [];
-let values = null;
-{
-  const browser = await chromium.launch({ executablePath, headless: true });
-  const page = await browser.newPage();
-  // One warm-up run, untimed, which also signs in (both sides get one).
-  await flow(page);
-  for (let i = 0; i < iterations; i += 1) {
-    const start = performance.now();
-    values = await flow(page);
-    excluded.push(performance.now() - start);
-  }
-  await browser.close();
-}
-for (let i = 0; i < iterations; i += 1) {
-  const start = performance.now();
-  const browser = await chromium.launch({ executablePath, headless: true });
-  const page = await browser.newPage();
-  values = await flow(page);
-  await browser.close();
-  included.push(performance.now() - start);
-}
-console.log(JSON.stringify({ excluded, included, values }));
+await measure(flow, iterations);
