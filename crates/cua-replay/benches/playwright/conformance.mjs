@@ -21,6 +21,7 @@ const flows = {
       await page.getByRole('textbox', { name: 'Login', exact: true }).fill(user);
       await page.getByRole('textbox', { name: /^Password/ }).fill(password);
       await login.click();
+      await page.waitForURL(/\/issues\/3$/);
     }
     const value = async (label) =>
       (await page.locator(`.attribute:has(> .label:text-is("${label}:")) > .value`).innerText()).trim();
@@ -37,6 +38,7 @@ const flows = {
       await page.getByRole('textbox', { name: 'Username or Email Address' }).fill(user);
       await page.getByRole('textbox', { name: 'Password', exact: true }).fill(password);
       await login.click();
+      await page.waitForURL(/\/wp-admin\/edit-tags\.php/);
     }
     await page.getByRole('searchbox', { name: 'Search Categories:' }).fill('Loans');
     await page.getByRole('button', { name: 'Search Categories', exact: true }).click();
