@@ -1,7 +1,7 @@
 //! Performing one action on the live page. Targets are the backend nodes recorded by the last
 //! observation; no selector is ever re-queried.
 
-use cua_snapshot::NodeId;
+use cua_snapshot::{NodeId, squash_whitespace};
 use cua_surface::SurfaceError;
 use serde_json::{Value, json};
 
@@ -124,6 +124,21 @@ async fn focus(session: &Session, target: &Target<'_>) -> Result<(), SurfaceErro
         .map_err(target.fail("focusing the node"))
 }
 
+/// The node's accessible name as the browser computes it now.
+async fn accessible_name(session: &Session, target: &Target<'_>) -> Result<String, SurfaceError> {
+    let answer = session
+        .call(
+            "Accessibility.getPartialAXTree",
+            json!({ "backendNodeId": target.handle.backend, "fetchRelatives": false }),
+        )
+        .await
+        .map_err(target.fail("reading the node's name"))?;
+    Ok(answer["nodes"][0]["name"]["value"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned())
+}
+
 /// Scrolls the node into view when it is not.
 async fn scroll_into_view(session: &Session, target: &Target<'_>) -> Result<(), SurfaceError> {
     session
@@ -140,6 +155,7 @@ pub(crate) async fn click(
     session: &Session,
     target: &Target<'_>,
     viewport: Viewport,
+    judged: Option<&str>,
 ) -> Result<String, SurfaceError> {
     scroll_into_view(session, target).await?;
     let (x, y, revealed) = match centre(session, target, viewport).await {
@@ -150,10 +166,24 @@ pub(crate) async fn click(
         Err(hidden) => {
             focus(session, target).await?;
             let _ = scroll_into_view(session, target).await;
-            match centre(session, target, viewport).await {
-                Ok((x, y)) => (x, y, true),
+            let (x, y) = match centre(session, target, viewport).await {
+                Ok(point) => point,
                 Err(_) => return Err(hidden),
+            };
+            // Focusing runs the page's handlers: one may have renamed the control after the
+            // policy judged it by its name. Then nothing is clicked.
+            if let Some(judged) = judged {
+                let now = accessible_name(session, target).await?;
+                if squash_whitespace(&now) != squash_whitespace(judged) {
+                    return Err(SurfaceError::ActionFailed {
+                        reason: format!(
+                            "the control was renamed when it was focused ({judged:?} became \
+                             {now:?}); nothing was clicked"
+                        ),
+                    });
+                }
             }
+            (x, y, true)
         }
     };
     let revealed = if revealed {

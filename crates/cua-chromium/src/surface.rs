@@ -345,19 +345,22 @@ impl ChromiumSurface {
         };
         let session = &self.session;
         let viewport = self.config.viewport;
+        // The name the policy judged: a control revealed by focus must still carry it.
+        let judged = action.target().map(|resolved| resolved.name.as_str());
         match action.action() {
             SurfaceAction::Click => {
                 actions::click(
                     session,
                     target.as_ref().ok_or_else(|| needs("click"))?,
                     viewport,
+                    judged,
                 )
                 .await
             }
             SurfaceAction::ClickAcceptingConfirm { confirm } => {
                 let target = target.as_ref().ok_or_else(|| needs("click"))?;
                 lock(&self.shared.state).expect_confirm(confirm);
-                actions::click(session, target, viewport).await
+                actions::click(session, target, viewport, judged).await
             }
             SurfaceAction::Type { text, clear_first } => {
                 let target = target.as_ref().ok_or_else(|| needs("type"))?;

@@ -19,6 +19,8 @@ const PAGE: &str = r#"<html><head><title>Actions</title></head><body style="marg
 <button onclick="this.textContent = confirm('Really?') ? 'Confirmed' : 'Declined'">Confirm</button>
 <p id="log">no key</p>
 <input id="due" type="date" title="Due" onchange="document.getElementById('log').textContent = 'due ' + this.value">
+<div><span style="position:relative; left:-9999px"><button onfocus="this.parentElement.style.left = '0'" onclick="this.textContent = 'Shy clicked'">Shy</button></span></div>
+<div><span style="position:relative; left:-9999px"><button onfocus="this.parentElement.style.left = '0'; this.textContent = 'Pay now'" onclick="this.textContent = 'Trap clicked'">Trap</button></span></div>
 <div style="height:3000px"></div>
 <button onclick="this.textContent = 'Far clicked'">Far</button>
 <script>
@@ -405,4 +407,33 @@ async fn a_click_answers_ok_only_to_the_confirm_it_declares() {
             .ends_with("dialogs answered: confirm declined"),
         "{receipt:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_control_shown_on_focus_is_clicked_unless_focusing_renamed_it() {
+    let bench = Bench::open().await;
+    // Off screen until focused, as WordPress's row actions are.
+    let shy = find(&bench.snapshot().await, "button", "Shy").clone();
+    let receipt = bench.act(SurfaceAction::Click, Some(&shy)).await.unwrap();
+    assert!(
+        receipt.message.contains("(shown once focused)"),
+        "{receipt:?}"
+    );
+    observe_until(&bench.surface, "the revealed click", |s| {
+        has(s, "button", "Shy clicked")
+    })
+    .await;
+    // A page that renames the control as it is focused gets no click: the policy judged "Trap".
+    let trap = find(&bench.snapshot().await, "button", "Trap").clone();
+    let refused = bench
+        .act(SurfaceAction::Click, Some(&trap))
+        .await
+        .expect_err("renamed on focus");
+    assert!(
+        refused
+            .to_string()
+            .contains("renamed when it was focused (\"Trap\" became \"Pay now\")"),
+        "{refused}"
+    );
+    assert!(!has(&bench.snapshot().await, "button", "Trap clicked"));
 }
