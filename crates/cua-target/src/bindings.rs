@@ -131,6 +131,23 @@ pub(crate) fn bind_target_text<B: Bindings + ?Sized>(
     Ok(bound)
 }
 
+/// Binds a name (a target's, or a predicate query's) like [`bind_target_text`], and refuses one
+/// that a value left empty: only a name written empty describes an unnamed control, and an empty
+/// bound one would match any unnamed node (or, as a part, every node).
+pub(crate) fn bind_name<B: Bindings + ?Sized>(
+    template: &str,
+    bindings: &B,
+    regex: bool,
+) -> Result<String, TargetError> {
+    let bound = bind_target_text(template, bindings, regex)?;
+    if template.contains("{$") && bound.trim().is_empty() {
+        return Err(TargetError::EmptyBoundName {
+            template: template.to_owned(),
+        });
+    }
+    Ok(bound)
+}
+
 /// How a value reads in an explanation: the literal, or the reference and what it is bound to.
 pub(crate) fn render_bound(value: &ValueExpr, bound: &str) -> String {
     if value.is_literal() {

@@ -24,7 +24,7 @@ use cua_artifact::{NodeQuery, Predicate, ValueExpr};
 use cua_snapshot::{UiSnapshot, fold, normalize_role, shows_money, squash_whitespace};
 use regex::Regex;
 
-use crate::bindings::{Bindings, bind_target_text, bind_text, render_bound};
+use crate::bindings::{Bindings, bind_name, bind_text, render_bound};
 use crate::error::TargetError;
 use crate::index::SnapshotIndex;
 use crate::text::compile_regex;
@@ -366,17 +366,7 @@ impl<'e, 's, B: Bindings + ?Sized> Evaluator<'e, 's, B> {
 
     /// The nodes a query selects, in document order.
     fn matching(&self, query: &NodeQuery) -> Result<Vec<usize>, TargetError> {
-        // A value that binds to nothing would match every node (a part) or every unnamed one
-        // (a name): refused, as a target's empty bound name is.
-        let bind = |template: &str| {
-            let bound = bind_target_text(template, self.bindings, false)?;
-            if template.contains("{$") && bound.trim().is_empty() {
-                return Err(TargetError::EmptyBoundName {
-                    template: template.to_owned(),
-                });
-            }
-            Ok(fold(&bound))
-        };
+        let bind = |template: &str| bind_name(template, self.bindings, false).map(|n| fold(&n));
         let name = query.name.as_deref().map(bind).transpose()?;
         let contains = query.name_contains.as_deref().map(bind).transpose()?;
         let pattern = query

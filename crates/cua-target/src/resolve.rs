@@ -10,7 +10,7 @@ use cua_artifact::{
 use cua_snapshot::{NodeId, UiSnapshot, fold, normalize_role};
 use serde::Serialize;
 
-use crate::bindings::{Bindings, bind_target_text, bind_text};
+use crate::bindings::{Bindings, bind_name, bind_target_text, bind_text};
 use crate::error::{CandidateSummary, RungAttempt, RungOutcome, TargetError};
 use crate::index::{SnapshotIndex, to_u32};
 use crate::structure::{
@@ -533,14 +533,7 @@ impl<'i, 's> Query<'i, 's> {
             .as_ref()
             .map(|name| {
                 let regex = name.match_mode == MatchMode::Regex;
-                let value = bind_target_text(&name.value, bindings, regex)?;
-                // Only a name written empty describes an unnamed control; one that a value
-                // left empty would match any unnamed control, so it is refused.
-                if value.trim().is_empty() && name.value.contains("{$") {
-                    return Err(TargetError::EmptyBoundName {
-                        template: name.value.clone(),
-                    });
-                }
+                let value = bind_name(&name.value, bindings, regex)?;
                 Ok((name.match_mode, value))
             })
             .transpose()?;
