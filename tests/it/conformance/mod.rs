@@ -463,3 +463,99 @@ fn generated_specs_pass(app: &App, references: &[&str], refused: &[&str], env: &
         );
     }
 }
+
+/// A demonstration on a conformance app, scripted through the recorder's API as an operator
+/// would give it: open `url`, sign in through the form the app shows, read one node.
+struct Demonstration<'d> {
+    url: String,
+    goal: String,
+    run_id: &'d str,
+    /// The sign-in form's username textbox, password textbox and button, by name.
+    sign_in: [&'d str; 3],
+    user: String,
+    password: String,
+    /// A node that shows the page to read from has loaded.
+    ready: (&'d str, &'d str),
+    /// The node read, and the output it becomes.
+    read: (&'d str, &'d str, &'d str),
+}
+
+impl Demonstration<'_> {
+    /// Records it (asserting no model was asked), compiles the trace, seals the draft, and
+    /// returns the draft's path and text; the password is checked to be nowhere in it.
+    async fn record_and_seal(&self, app: &App) -> (PathBuf, String) {
+        use crate::console::{
+            center, find, finish_recording, has, read_trace, start_recording, wait_for, walk,
+        };
+        let evidence = app.scratch.path().join("recordings");
+        let (child, api) = start_recording(&self.url, &self.goal, &evidence, self.run_id);
+        let at = |snapshot: &cua_snapshot::UiSnapshot, role: &str, name: &str| {
+            let (x, y) = center(find(snapshot, role, name));
+            serde_json::json!({ "kind": "click", "x": x, "y": y })
+        };
+        let typed = |text: &str| serde_json::json!({ "kind": "text", "text": text });
+        let [user_box, password_box, button] = self.sign_in;
+        let form = wait_for("the sign-in form", Duration::from_secs(30), || async {
+            let snapshot = api.snapshot_of("record-1").await;
+            has(&snapshot, "button", button).then_some(snapshot)
+        })
+        .await;
+        for gesture in [
+            at(&form, "textbox", user_box),
+            typed(&self.user),
+            at(&form, "textbox", password_box),
+            typed(&self.password),
+            at(&form, "button", button),
+        ] {
+            api.gesture("record-1", gesture).await;
+        }
+        let (ready_role, ready_name) = self.ready;
+        let page = wait_for("the page to read", Duration::from_secs(30), || async {
+            let snapshot = api.snapshot_of("record-1").await;
+            has(&snapshot, ready_role, ready_name).then_some(snapshot)
+        })
+        .await;
+        let (role, name, into) = self.read;
+        let (x, y) = center(find(&page, role, name));
+        api.gesture(
+            "record-1",
+            serde_json::json!({ "kind": "extract", "x": x, "y": y, "into": into }),
+        )
+        .await;
+        finish_recording(child, &api).await;
+
+        let run_dir = evidence.join(self.run_id);
+        assert!(
+            read_trace(&run_dir)
+                .iter()
+                .all(|line| line["actor"] != "agent" && line["event"] != "llm_call"),
+            "no model was asked"
+        );
+        let drafts = app.scratch.path().join("drafts");
+        let cua = |args: &[&std::ffi::OsStr]| {
+            let output = Command::new(env!("CARGO_BIN_EXE_cua"))
+                .current_dir(root())
+                .args(args)
+                .output()
+                .expect("cua runs");
+            assert!(
+                output.status.success(),
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        };
+        cua(&[
+            "compile".as_ref(),
+            run_dir.as_os_str(),
+            "--out".as_ref(),
+            drafts.as_os_str(),
+        ]);
+        let draft = walk(&drafts).pop().expect("one draft");
+        cua(&["seal".as_ref(), draft.as_os_str()]);
+        let text = std::fs::read_to_string(&draft).expect("the draft");
+        assert!(text.contains("{base_url}"), "{text}");
+        assert!(!text.contains(&self.password), "{text}");
+        (draft, text)
+    }
+}

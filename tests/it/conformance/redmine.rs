@@ -308,103 +308,30 @@ fn a_row_action_behind_a_confirm_deletes_exactly_the_named_row() {
 /// database holds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_demonstration_compiles_to_a_capability_that_replays_on_redmine() {
-    use crate::console::{
-        center, find, finish_recording, has, read_trace, start_recording, wait_for, walk,
-    };
-    use std::time::Duration;
-
     let app = redmine();
     let truth = sql(
         "SELECT i.id, s.name FROM issues i JOIN issue_statuses s ON s.id = i.status_id \
          WHERE i.subject = 'Statement PDF shows wrong branch';",
     );
     let (issue, status) = (&truth[0][0], &truth[0][1]);
-    let evidence = app.scratch.path().join("recordings");
-    let (child, api) = start_recording(
-        &format!("{}/issues/{issue}", app.base_url),
-        &format!("Read the status of issue {issue}"),
-        &evidence,
-        "rec-redmine",
-    );
-    let at = |snapshot: &cua_snapshot::UiSnapshot, role: &str, name: &str| {
-        let (x, y) = center(find(snapshot, role, name));
-        serde_json::json!({ "kind": "click", "x": x, "y": y })
-    };
-    let text = |text: &str| serde_json::json!({ "kind": "text", "text": text });
-    let login = wait_for(
-        "Redmine's sign-in form",
-        Duration::from_secs(30),
-        || async {
-            let snapshot = api.snapshot_of("record-1").await;
-            has(&snapshot, "button", "Login").then_some(snapshot)
-        },
-    )
+    let (draft, text) = super::Demonstration {
+        url: format!("{}/issues/{issue}", app.base_url),
+        goal: format!("Read the status of issue {issue}"),
+        run_id: "rec-redmine",
+        sign_in: ["Login", "Password Lost password", "Login"],
+        user: setting("REDMINE_ADMIN_USER"),
+        password: setting("REDMINE_ADMIN_PASSWORD"),
+        ready: ("text", "Status:"),
+        read: ("text", status, "status"),
+    }
+    .record_and_seal(&app)
     .await;
-    api.gesture("record-1", at(&login, "textbox", "Login"))
-        .await;
-    api.gesture("record-1", text(&setting("REDMINE_ADMIN_USER")))
-        .await;
-    api.gesture("record-1", at(&login, "textbox", "Password Lost password"))
-        .await;
-    api.gesture("record-1", text(&setting("REDMINE_ADMIN_PASSWORD")))
-        .await;
-    api.gesture("record-1", at(&login, "button", "Login")).await;
-    let page = wait_for("the issue", Duration::from_secs(30), || async {
-        let snapshot = api.snapshot_of("record-1").await;
-        has(&snapshot, "text", "Status:").then_some(snapshot)
-    })
-    .await;
-    let (x, y) = center(find(&page, "text", status));
-    api.gesture(
-        "record-1",
-        serde_json::json!({ "kind": "extract", "x": x, "y": y, "into": "status" }),
-    )
-    .await;
-    finish_recording(child, &api).await;
-
-    let run_dir = evidence.join("rec-redmine");
-    assert!(
-        read_trace(&run_dir)
-            .iter()
-            .all(|line| line["actor"] != "agent" && line["event"] != "llm_call"),
-        "no model was asked"
-    );
-    let drafts = app.scratch.path().join("drafts");
-    let compiled = std::process::Command::new(env!("CARGO_BIN_EXE_cua"))
-        .current_dir(super::root())
-        .arg("compile")
-        .arg(&run_dir)
-        .arg("--out")
-        .arg(&drafts)
-        .output()
-        .expect("cua compile runs");
-    assert!(
-        compiled.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&compiled.stdout),
-        String::from_utf8_lossy(&compiled.stderr)
-    );
-    let draft = walk(&drafts).pop().expect("one draft");
-    let sealed = std::process::Command::new(env!("CARGO_BIN_EXE_cua"))
-        .current_dir(super::root())
-        .arg("seal")
-        .arg(&draft)
-        .output()
-        .expect("cua seal runs");
-    assert!(
-        sealed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sealed.stderr)
-    );
-    let text = std::fs::read_to_string(&draft).expect("the draft");
-    assert!(text.contains("{base_url}"), "{text}");
     // The password became a secret named after the field's accessible name, which on Redmine
     // includes its label's "Lost password" link; it is written nowhere in the draft.
     assert!(
         text.contains("$secret: recorded.password_lost_password"),
         "{text}"
     );
-    assert!(!text.contains(&setting("REDMINE_ADMIN_PASSWORD")), "{text}");
     let replayed = app.replay_with(
         &draft.display().to_string(),
         &[],

@@ -306,87 +306,21 @@ fn generated_playwright_specs_pass_against_wordpress() {
 /// compiled, sealed, replayed; the answer is the one wp_users holds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_demonstration_compiles_to_a_capability_that_replays_on_wordpress() {
-    use crate::console::{center, find, finish_recording, has, start_recording, wait_for, walk};
-    use std::time::Duration;
-
     let app = wordpress();
     let truth = sql("SELECT ID, user_email FROM wp_users WHERE user_login = 'tom.okafor';");
     let (user, email) = (&truth[0][0], &truth[0][1]);
-    let evidence = app.scratch.path().join("recordings");
-    let (child, api) = start_recording(
-        &format!("{}/wp-admin/user-edit.php?user_id={user}", app.base_url),
-        &format!("Read the e-mail address of user {user}"),
-        &evidence,
-        "rec-wordpress",
-    );
-    let at = |snapshot: &cua_snapshot::UiSnapshot, role: &str, name: &str| {
-        let (x, y) = center(find(snapshot, role, name));
-        serde_json::json!({ "kind": "click", "x": x, "y": y })
-    };
-    let text = |text: &str| serde_json::json!({ "kind": "text", "text": text });
-    let login = wait_for(
-        "WordPress's sign-in form",
-        Duration::from_secs(30),
-        || async {
-            let snapshot = api.snapshot_of("record-1").await;
-            has(&snapshot, "button", "Log In").then_some(snapshot)
-        },
-    )
+    let (draft, _) = super::Demonstration {
+        url: format!("{}/wp-admin/user-edit.php?user_id={user}", app.base_url),
+        goal: format!("Read the e-mail address of user {user}"),
+        run_id: "rec-wordpress",
+        sign_in: ["Username or Email Address", "Password", "Log In"],
+        user: setting("WORDPRESS_ADMIN_USER"),
+        password: setting("WORDPRESS_ADMIN_PASSWORD"),
+        ready: ("textbox", "Email (required)"),
+        read: ("textbox", "Email (required)", "email"),
+    }
+    .record_and_seal(&app)
     .await;
-    api.gesture(
-        "record-1",
-        at(&login, "textbox", "Username or Email Address"),
-    )
-    .await;
-    api.gesture("record-1", text(&setting("WORDPRESS_ADMIN_USER")))
-        .await;
-    api.gesture("record-1", at(&login, "textbox", "Password"))
-        .await;
-    api.gesture("record-1", text(&setting("WORDPRESS_ADMIN_PASSWORD")))
-        .await;
-    api.gesture("record-1", at(&login, "button", "Log In"))
-        .await;
-    let profile = wait_for("the profile", Duration::from_secs(30), || async {
-        let snapshot = api.snapshot_of("record-1").await;
-        has(&snapshot, "textbox", "Email (required)").then_some(snapshot)
-    })
-    .await;
-    let (x, y) = center(find(&profile, "textbox", "Email (required)"));
-    api.gesture(
-        "record-1",
-        serde_json::json!({ "kind": "extract", "x": x, "y": y, "into": "email" }),
-    )
-    .await;
-    finish_recording(child, &api).await;
-
-    let drafts = app.scratch.path().join("drafts");
-    let cua = |args: &[&std::ffi::OsStr]| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_cua"))
-            .current_dir(super::root())
-            .args(args)
-            .output()
-            .expect("cua runs");
-        assert!(
-            output.status.success(),
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    };
-    let run_dir = evidence.join("rec-wordpress");
-    cua(&[
-        "compile".as_ref(),
-        run_dir.as_os_str(),
-        "--out".as_ref(),
-        drafts.as_os_str(),
-    ]);
-    let draft = walk(&drafts).pop().expect("one draft");
-    cua(&["seal".as_ref(), draft.as_os_str()]);
-    let text = std::fs::read_to_string(&draft).expect("the draft");
-    assert!(
-        !text.contains(&setting("WORDPRESS_ADMIN_PASSWORD")),
-        "{text}"
-    );
     let replayed = app.replay_with(
         &draft.display().to_string(),
         &[],
