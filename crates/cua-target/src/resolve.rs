@@ -1,6 +1,7 @@
 //! The resolution ladder: a snapshot and a `TargetDescriptor` give exactly one node, or a
 //! refusal that says why.
 
+use std::cell::OnceCell;
 use std::collections::BTreeSet;
 
 use cua_artifact::{
@@ -520,6 +521,9 @@ struct Query<'i, 's> {
     /// The folded name for semantic_normalized, when that rung applies.
     folded_name: Option<(String, bool)>,
     anchor: Option<(AnchorRelation, TextMatcher)>,
+    /// The nodes the anchor text names, found once: both the name rungs (through the anchored
+    /// set) and the anchor rung need them, and finding them scans the whole snapshot.
+    anchor_nodes: OnceCell<Vec<usize>>,
 }
 
 impl<'i, 's> Query<'i, 's> {
@@ -564,6 +568,7 @@ impl<'i, 's> Query<'i, 's> {
             name,
             folded_name,
             anchor,
+            anchor_nodes: OnceCell::new(),
         })
     }
 
@@ -668,12 +673,12 @@ impl<'i, 's> Query<'i, 's> {
                     .collect(),
             );
         }
-        let anchors = self.anchor_nodes(matcher);
+        let anchors = self.anchor_nodes();
         if anchors.is_empty() {
             return Generated::Nothing(RungOutcome::NoAnchor);
         }
         let mut found = BTreeSet::new();
-        for anchor in anchors {
+        for &anchor in anchors {
             match relation {
                 AnchorRelation::RowOf => {
                     if let Some(row) = self.index.nearest_row(anchor) {
@@ -696,16 +701,21 @@ impl<'i, 's> Query<'i, 's> {
     }
 
     /// The nodes an anchor text names: any but rows, tables and documents.
-    fn anchor_nodes(&self, matcher: &TextMatcher) -> Vec<usize> {
-        (0..self.index.len())
-            .filter(|&node| {
-                matcher.matches_node(self.index, node)
-                    && self
-                        .index
-                        .node(node)
-                        .is_some_and(|found| !CONTAINER_ROLES.contains(&found.role.as_str()))
-            })
-            .collect()
+    fn anchor_nodes(&self) -> &[usize] {
+        self.anchor_nodes.get_or_init(|| {
+            let Some((_, matcher)) = &self.anchor else {
+                return Vec::new();
+            };
+            (0..self.index.len())
+                .filter(|&node| {
+                    matcher.matches_node(self.index, node)
+                        && self
+                            .index
+                            .node(node)
+                            .is_some_and(|found| !CONTAINER_ROLES.contains(&found.role.as_str()))
+                })
+                .collect()
+        })
     }
 
     /// Whether the screen shows the anchor as a node other than one the name itself describes
@@ -717,7 +727,7 @@ impl<'i, 's> Query<'i, 's> {
         if *relation == AnchorRelation::LabelledBy {
             return self.pool().any(|node| self.label_matches(matcher, node));
         }
-        self.anchor_nodes(matcher).into_iter().any(|node| {
+        self.anchor_nodes().iter().any(|&node| {
             let described = self.has_role_and_scope(node)
                 && self
                     .name
