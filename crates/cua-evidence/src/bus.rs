@@ -367,18 +367,27 @@ impl Writer {
 
 fn write_new_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<ArtifactRef, EvidenceError> {
     let path = dir.join(name);
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent)
-            .map_err(|source| EvidenceError::io("create the directory", parent, source))?;
-    }
+    let parent = path.parent().unwrap_or(dir);
+    fs::create_dir_all(parent)
+        .map_err(|source| EvidenceError::io("create the directory", parent, source))?;
+    // Whole or not at all: the bytes go to a hidden file first and are linked under their name
+    // only once written and synced, so a process killed mid-write leaves a `.partial-…` file
+    // nothing refers to, never a truncated artifact a reader takes for the real one. Linking
+    // fails if the name exists, as creating it did.
+    let partial = dir.join(format!(".partial-{}", name.replace('/', "-")));
     let mut file = OpenOptions::new()
         .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(|source| EvidenceError::io("create", &path, source))?;
+        .create(true)
+        .truncate(true)
+        .open(&partial)
+        .map_err(|source| EvidenceError::io("create", &partial, source))?;
     file.write_all(bytes)
         .and_then(|()| file.sync_data())
-        .map_err(|source| EvidenceError::io("write", &path, source))?;
+        .map_err(|source| EvidenceError::io("write", &partial, source))?;
+    let linked = fs::hard_link(&partial, &path);
+    fs::remove_file(&partial).map_err(|source| EvidenceError::io("remove", &partial, source))?;
+    linked.map_err(|source| EvidenceError::io("create", &path, source))?;
+    sync_dir(parent)?;
     Ok(ArtifactRef {
         path: name.to_owned(),
         digest: format!("{}{}", chain::HASH_PREFIX, blake3::hash(bytes).to_hex()),
@@ -390,4 +399,40 @@ fn sync_dir(dir: &Path) -> Result<(), EvidenceError> {
     File::open(dir)
         .and_then(|handle| handle.sync_all())
         .map_err(|source| EvidenceError::io("sync", dir, source))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_artifact_is_linked_whole_once_and_leaves_nothing_partial() {
+        let dir = tempfile::tempdir().expect("a directory");
+        // A leftover from a writer killed mid-write: overwritten, never linked as it was.
+        fs::write(
+            dir.path().join(".partial-snapshots-0001-a.json"),
+            b"{\"trunc",
+        )
+        .unwrap();
+        let written = write_new_file(dir.path(), "snapshots/0001-a.json", b"{}").unwrap();
+        assert_eq!(written.path, "snapshots/0001-a.json");
+        assert_eq!(
+            fs::read(dir.path().join("snapshots/0001-a.json")).unwrap(),
+            b"{}"
+        );
+        // A name is written once: the second write fails and the first bytes stay.
+        assert!(write_new_file(dir.path(), "snapshots/0001-a.json", b"[]").is_err());
+        assert_eq!(
+            fs::read(dir.path().join("snapshots/0001-a.json")).unwrap(),
+            b"{}"
+        );
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            !names.iter().any(|n| n.starts_with(".partial-")),
+            "{names:?}"
+        );
+    }
 }
