@@ -185,7 +185,9 @@ status() {
   return $code
 }
 
+# Private: MariaDB's socket lives here, and its password is no secret (conformance/apps.env).
 mkdir -p "$state"
+chmod 700 "$state"
 case "${1:-}" in
   up) install_packages; wordpress_up; redmine_up; status ;;
   down) down ;;
