@@ -23,6 +23,10 @@
 //!   and prompt declined. The receipt of the action that raised them says so.
 //! - Popups are not driven: the surface stays on its own page and takes the foreground back
 //!   before the next action.
+//! - A launched browser is this process's alone: it opens no debugging port and speaks CDP
+//!   over a pipe only this process holds, offered to its own clients through a loopback
+//!   WebSocket whose path is a 256-bit secret (`pipe.rs`). Its profile starts with autofill,
+//!   autocomplete and password saving off, so nothing typed is kept on disk.
 //! - A launched browser never outlives the process that launched it. Dropping or closing the
 //!   surface kills Chromium's process group and removes its profile; when that process ends
 //!   without running any Rust code (any signal, SIGKILL included, an abort, a crash), a
@@ -44,6 +48,7 @@ mod error;
 mod keys;
 mod monitor;
 mod observe;
+mod pipe;
 mod process;
 mod profile;
 mod screencast;

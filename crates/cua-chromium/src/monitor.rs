@@ -54,8 +54,14 @@ pub(crate) struct PageState {
     navigations: u64,
     responses: VecDeque<DocumentResponse>,
     next_seq: u64,
-    /// Document requests the guard blocked.
+    /// Document requests of the page's own (main) frame the guard blocked, and the last one
+    /// as `<url>: <reason>`. A frame's or a popup's blocked document is no redirect of the
+    /// page's navigation.
     blocked_documents: u64,
+    last_blocked_document: Option<String>,
+    /// The page's main frame (in Chromium, its target id); until it is known, every blocked
+    /// document counts.
+    pub(crate) main_frame: Option<String>,
     /// JavaScript dialogs answered: how many, and the last few as `confirm declined`.
     dialogs: u64,
     dialog_log: VecDeque<(u64, String)>,
@@ -137,8 +143,22 @@ impl PageState {
     }
 
     /// Whether the guard blocked a document request since the mark.
-    pub(crate) fn blocked_document_since(&self, mark: Mark) -> bool {
-        self.blocked_documents != mark.blocked_documents
+    /// The last document of the main frame blocked since the mark, as `<url>: <reason>`.
+    pub(crate) fn blocked_document_since(&self, mark: Mark) -> Option<&str> {
+        (self.blocked_documents != mark.blocked_documents)
+            .then_some(self.last_blocked_document.as_deref())
+            .flatten()
+    }
+
+    fn document_blocked(&mut self, frame: &str, blocked: &BlockedRequest) {
+        if self
+            .main_frame
+            .as_deref()
+            .is_none_or(|main_frame| main_frame == frame)
+        {
+            self.blocked_documents += 1;
+            self.last_blocked_document = Some(format!("{}: {}", blocked.url, blocked.reason));
+        }
     }
 
     /// The worst status among documents received since the mark.
@@ -338,10 +358,11 @@ fn guard(
             } else {
                 "BlockedByClient"
             };
-            lock(&shared.blocked).push(blocked);
             if document {
-                lock(&shared.state).blocked_documents += 1;
+                let frame = params["frameId"].as_str().unwrap_or_default();
+                lock(&shared.state).document_blocked(frame, &blocked);
             }
+            lock(&shared.blocked).push(blocked);
             (
                 "Fetch.failRequest",
                 json!({ "requestId": request_id, "errorReason": reason }),

@@ -22,6 +22,7 @@ use tokio::task::JoinHandle;
 use crate::cdp::lock;
 use crate::config::ChromiumConfig;
 use crate::error::LaunchError;
+use crate::pipe::{Bridge, pipes};
 use crate::profile::{ProfileDir, sweep_stale};
 use crate::watchdog::Watchdog;
 
@@ -66,8 +67,9 @@ AutofillServerCommunication,InterestFeedContentSuggestions,DialMediaRouteProvide
     "--force-color-profile=srgb",
     "--font-render-hinting=none",
     "--mute-audio",
-    "--remote-debugging-address=127.0.0.1",
-    "--remote-debugging-port=0",
+    "--disable-crash-reporter",
+    // CDP on fds 3 and 4 and no TCP port: see `pipe.rs`.
+    "--remote-debugging-pipe",
 ];
 
 /// A launched Chromium. Dropping it terminates the whole process group, reaps the browser
@@ -79,10 +81,11 @@ pub(crate) struct BrowserProcess {
     watchdog: Watchdog,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     drain: JoinHandle<()>,
+    bridge: Bridge,
 }
 
 impl BrowserProcess {
-    /// Starts Chromium and returns it with its DevTools WebSocket URL.
+    /// Starts Chromium and returns it with the bridge's WebSocket URL (secret path included).
     pub(crate) async fn launch(config: &ChromiumConfig) -> Result<(Self, String), LaunchError> {
         check_executable(&config.executable)?;
         // The sweep reads the temp dir and /proc and may wait on a removal: keep it off the
@@ -98,7 +101,31 @@ impl BrowserProcess {
                 return Err(error);
             }
         };
+        let (child_ends, parent_ends) = match pipes() {
+            Ok(ends) => ends,
+            Err(source) => {
+                profile.remove();
+                return Err(LaunchError::Setup {
+                    reason: format!("creating the DevTools pipes: {source}"),
+                });
+            }
+        };
+        let bridge = match Bridge::start(parent_ends).await {
+            Ok(bridge) => bridge,
+            Err(source) => {
+                profile.remove();
+                return Err(LaunchError::Setup {
+                    reason: format!("serving the DevTools pipe: {source}"),
+                });
+            }
+        };
         let mut command = Command::new(&config.executable);
+        if let Err(source) = child_ends.install(&mut command) {
+            profile.remove();
+            return Err(LaunchError::Setup {
+                reason: format!("passing the DevTools pipes: {source}"),
+            });
+        }
         command
             .args(BASE_FLAGS)
             .arg(format!("--user-data-dir={}", profile.path.display()))
@@ -134,6 +161,8 @@ impl BrowserProcess {
                 },
             }
         })?;
+        // The command holds Chromium's ends: closed here, Chromium's exit ends the pipe.
+        drop(command);
         let pid = child.id().unwrap_or_default();
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         let Some(stderr) = child.stderr.take() else {
@@ -141,28 +170,34 @@ impl BrowserProcess {
                 reason: "chromium's stderr was not piped".into(),
             });
         };
-        let mut lines = BufReader::new(stderr).lines();
+        let lines = BufReader::new(stderr).lines();
         let mut process = Self {
             child: Arc::new(Mutex::new(child)),
             pid,
             profile,
             watchdog,
             stderr_tail: Arc::clone(&stderr_tail),
-            drain: tokio::spawn(async {}),
+            drain: tokio::spawn(drain(lines, stderr_tail)),
+            bridge,
         };
         // On an error the process is dropped, which terminates the browser.
         process.watchdog.arm(pid).await?;
-        let announced = tokio::time::timeout(
+        // Chromium reads the pipe once it is up: its first answer says it is ready.
+        let ready = tokio::time::timeout(
             config.launch_timeout,
-            read_endpoint(&mut lines, &stderr_tail),
+            process
+                .bridge
+                .call("Browser.getVersion", serde_json::json!({})),
         )
         .await;
-        match announced {
-            Ok(Some(ws_url)) => {
-                process.drain = tokio::spawn(drain(lines, stderr_tail));
+        match ready {
+            Ok(Ok(_)) => {
+                let ws_url = process.bridge.endpoint().to_owned();
                 Ok((process, ws_url))
             }
-            Ok(None) => {
+            Ok(Err(error)) => {
+                // The stderr drain may still hold Chromium's last words.
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 process.terminate();
                 let status = lock(&process.child)
                     .try_wait()
@@ -170,7 +205,7 @@ impl BrowserProcess {
                     .flatten()
                     .map_or_else(|| "no exit status".to_string(), |status| status.to_string());
                 Err(LaunchError::Exited {
-                    status,
+                    status: format!("{status} ({error})"),
                     stderr_tail: process.stderr_tail(),
                 })
             }
@@ -294,22 +329,6 @@ fn check_executable(path: &Path) -> Result<(), LaunchError> {
         return Err(missing("not executable"));
     }
     Ok(())
-}
-
-async fn read_endpoint(
-    lines: &mut tokio::io::Lines<BufReader<ChildStderr>>,
-    tail: &Mutex<VecDeque<String>>,
-) -> Option<String> {
-    while let Ok(Some(line)) = lines.next_line().await {
-        if let Some((_, url)) = line.split_once("DevTools listening on ") {
-            let url = url.trim();
-            if url.starts_with("ws://") {
-                return Some(url.to_string());
-            }
-        }
-        push_tail(tail, line);
-    }
-    None
 }
 
 async fn drain(

@@ -18,6 +18,14 @@ use crate::error::LaunchError;
 /// Every profile directory name starts with this; nothing else in the temp dir is touched.
 const PREFIX: &str = "cua-chromium-";
 
+/// The preferences every profile starts with (see [`ProfileDir::write_preferences`]).
+const PREFERENCES: &str = r#"{
+  "autofill": { "enabled": false, "profile_enabled": false, "credit_card_enabled": false },
+  "credentials_enable_service": false,
+  "credentials_enable_autosignin": false,
+  "profile": { "password_manager_enabled": false }
+}"#;
+
 /// A fresh, uniquely named profile directory under the system temp dir, readable only by us.
 pub(crate) struct ProfileDir {
     pub(crate) path: PathBuf,
@@ -45,7 +53,24 @@ impl ProfileDir {
                 path: path.clone(),
                 source,
             })?;
-        Ok(Self { path })
+        let profile = Self { path };
+        if let Err(source) = profile.write_preferences() {
+            profile.remove();
+            return Err(LaunchError::UserDataDir {
+                path: profile.path.clone(),
+                source,
+            });
+        }
+        Ok(profile)
+    }
+
+    /// Turns off what would keep typed values on disk: form autofill and autocomplete (which
+    /// saves every submitted field, secrets included) and password saving. Chromium has no
+    /// flags for these, only the profile's preferences, read at start-up.
+    fn write_preferences(&self) -> std::io::Result<()> {
+        let default = self.path.join("Default");
+        std::fs::DirBuilder::new().mode(0o700).create(&default)?;
+        std::fs::write(default.join("Preferences"), PREFERENCES)
     }
 
     /// Removes the directory (best effort, bounded).

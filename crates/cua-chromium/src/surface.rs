@@ -221,6 +221,7 @@ impl ChromiumSurface {
             }
         };
         let target_id = page.target_id().as_ref().to_string();
+        lock(&shared.state).main_frame = Some(target_id.clone());
         let attach = json!({ "targetId": target_id, "flatten": true });
         let monitor_session = match monitor
             .call("Target.attachToTarget", attach, None, timeout)
@@ -440,13 +441,10 @@ impl ChromiumSurface {
             .monitor_call("Page.navigate", json!({ "url": url }))
             .await
             .map_err(|error| error.into_surface("navigating"))?;
-        if lock(&self.shared.state).blocked_document_since(mark) {
-            let reason = lock(&self.shared.blocked)
-                .iter()
-                .rev()
-                .find(|blocked| blocked.resource_type == "Document")
-                .map(|blocked| format!("redirected to {}: {}", blocked.url, blocked.reason))
-                .unwrap_or_else(|| "a redirect left the allowlist".to_string());
+        let blocked = lock(&self.shared.state)
+            .blocked_document_since(mark)
+            .map(|blocked| format!("redirected to {blocked}"));
+        if let Some(reason) = blocked {
             return Err(SurfaceError::NavigationBlocked {
                 url: url.to_string(),
                 reason,

@@ -169,6 +169,58 @@ async fn dropping_or_closing_reaps_the_browser_and_removes_its_profile() {
     );
 }
 
+/// A browser someone else started with a TCP debugging port, as `attach` expects to find
+/// one. Killed and its profile removed on drop.
+struct PortBrowser {
+    child: std::process::Child,
+    profile: PathBuf,
+    ws: String,
+}
+
+impl PortBrowser {
+    fn start() -> Self {
+        use std::io::BufRead;
+        let profile = std::env::temp_dir().join(format!(
+            "cua-port-browser-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        let mut child = std::process::Command::new(config(&[]).executable)
+            .args([
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--remote-debugging-address=127.0.0.1",
+                "--remote-debugging-port=0",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg("about:blank")
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("chromium starts");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let ws = std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|line| {
+                line.split_once("DevTools listening on ")
+                    .map(|(_, url)| url.trim().to_owned())
+            })
+            .expect("chromium announces its endpoint");
+        Self { child, profile, ws }
+    }
+}
+
+impl Drop for PortBrowser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attaching_by_websocket_or_http_endpoint_and_to_a_closed_port() {
     let site = Site::serve(vec![(
@@ -177,13 +229,26 @@ async fn attaching_by_websocket_or_http_endpoint_and_to_a_closed_port() {
     )])
     .await;
     let owner = launch(&[site.entry()]).await;
-    let ws = owner.devtools_endpoint().to_string();
+    // A launched browser is reached through its owner's bridge (a ws URL with a secret path);
+    // a browser with a TCP port, by its ws URL or its http address.
+    let external = tokio::task::spawn_blocking(PortBrowser::start)
+        .await
+        .expect("the browser started");
     let http = format!(
         "http://{}",
-        ws.trim_start_matches("ws://").split('/').next().unwrap()
+        external
+            .ws
+            .trim_start_matches("ws://")
+            .split('/')
+            .next()
+            .unwrap()
     );
     let authority = Authority::new(&[site.entry()]);
-    for endpoint in [ws.as_str(), http.as_str()] {
+    for endpoint in [
+        owner.devtools_endpoint(),
+        external.ws.as_str(),
+        http.as_str(),
+    ] {
         let attached = ChromiumSurface::attach(endpoint, config(&[site.entry()]))
             .await
             .unwrap();

@@ -5,6 +5,7 @@ mod actions;
 mod failures;
 mod fixture;
 mod hostile;
+mod isolation;
 mod owner;
 mod pages;
 mod png;
