@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use cua_artifact::{CapabilityRef, PolicyConfig, TenantId};
 use cua_catalog::{Catalog, CatalogConfig, Integrity};
 use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError};
-use cua_eval::{EvalSuite, Evaluator, RunObservation, SuitePlan, SuiteReport, WrittenReports};
+use cua_eval::{
+    EvalSuite, Evaluator, RunObservation, Sensitive, SuitePlan, SuiteReport, WrittenReports,
+};
 use cua_policy::PolicyEngine;
 use cua_replay::{CapabilityList, PreparedCapability, ReplayConfig};
 use serde::Serialize;
@@ -74,6 +76,7 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
             suite.repeats = repeats;
         }
         let base = load(&catalog, &suite.capability)?;
+        let sensitive = Sensitive::of(&base);
         let problems = suite.check(&base);
         if !problems.is_empty() {
             return Err(Failure::invalid(format!(
@@ -95,7 +98,7 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
                 return Err(Failure::invalid(format!(
                     "{}: case {:?} arms faults, which only a fixture has; name a `fixture:`",
                     path.display(),
-                    case.label()
+                    case.label(&sensitive)
                 )));
             }
             for fault in faults {
@@ -103,7 +106,7 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
                     Failure::invalid(format!(
                         "{}: case {:?}: {error}",
                         path.display(),
-                        case.label()
+                        case.label(&sensitive)
                     ))
                 })?;
             }
@@ -314,7 +317,7 @@ async fn measure(
     let runs = evaluator
         .run(&plan, |observation: &RunObservation| {
             done += 1;
-            eprintln!("  {done:>3}/{total} {}", progress(suite, observation));
+            eprintln!("  {done:>3}/{total} {}", progress(&plan, observation));
         })
         .await;
     surface.close().await;
@@ -339,9 +342,10 @@ async fn measure(
 }
 
 /// `member_id=12345 repeat 2: 3 output(s), correct in 412 ms`.
-fn progress(suite: &EvalSuite, observation: &RunObservation) -> String {
-    let case = &suite.cases[observation.case];
-    let answer = cua_eval::score::judge(&case.expect, observation);
+fn progress(plan: &SuitePlan, observation: &RunObservation) -> String {
+    let case = &plan.suite.cases[observation.case];
+    let sensitive = Sensitive::of(&plan.base);
+    let answer = cua_eval::score::judge(&case.expect, observation, &sensitive);
     let result = &observation.report.result;
     let returned = match (&result.outcome, &result.error) {
         (Some(outcome), _) => format!("outcome {}", outcome.code),
@@ -350,7 +354,7 @@ fn progress(suite: &EvalSuite, observation: &RunObservation) -> String {
     };
     format!(
         "{} repeat {}: {returned}, {} in {} ms",
-        case.label(),
+        case.label(&sensitive),
         observation.repeat,
         answer.as_str().replace('_', " "),
         result.duration_ms

@@ -350,6 +350,8 @@ pub(crate) async fn replay_request(
         None => replayer.run(request).await,
         Some(at) => replayer.continue_run(request, at).await,
     };
+    // Every caller prints, returns or keeps the report: none gets a sensitive value in clear.
+    let outcome = outcome.map(|report| report.redacted(bus.redactor()));
     outcome.map_err(|error| match error {
         ReplayError::Tampered { .. }
         | ReplayError::Draft { .. }

@@ -414,6 +414,173 @@ fn canary_secrets_and_sensitive_inputs_never_leave_the_process() {
     assert!(trace.contains("<redacted:string[8]>"), "{trace}");
 }
 
+/// The savings-balance capability with its member number a *sensitive input* and the balance a
+/// *sensitive output*, sealed into the scene's scratch catalog.
+fn sensitive_savings_balance(scene: &Scene) -> PathBuf {
+    let original = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("capabilities/corebank.member.savings_balance@1.0.0.yaml"),
+    )
+    .expect("the catalog capability");
+    let yaml: String = original
+        .lines()
+        .filter(|line| !line.starts_with("content_hash:"))
+        .map(|line| format!("{line}\n"))
+        .collect::<String>()
+        .replace(
+            "id: corebank.member.savings_balance",
+            "id: test.member.sensitive_balance",
+        )
+        .replace(
+            "    required: true\n    description: The member number",
+            "    required: true\n    sensitive: true\n    description: The member number",
+        )
+        .replace(
+            "    type: money\n",
+            "    type: money\n    sensitive: true\n",
+        );
+    let draft = cua_artifact::Capability::from_yaml(&yaml).expect("a valid draft");
+    let catalog = scene.scratch.path().join("catalog");
+    std::fs::create_dir_all(&catalog).expect("a scratch catalog");
+    let file = catalog.join("test.member.sensitive_balance@1.0.0.yaml");
+    std::fs::write(&file, draft.sealed().to_yaml().expect("it serializes")).expect("written");
+    file
+}
+
+/// Every sink a replay writes to, swept for a sensitive input and a sensitive output: text
+/// and JSON output, a batch's lines and state file, and (below) eval's reports.
+#[test]
+fn sensitive_inputs_and_outputs_are_masked_in_every_sink() {
+    let scene = Scene::new();
+    let file = sensitive_savings_balance(&scene).display().to_string();
+    // Member 67890's balance is 18730.00 in the fixture's seeded data.
+    let canaries = ["67890", "24680", "18730.00", "18730"];
+    let mut swept = Vec::new();
+    for format in ["text", "json"] {
+        let run_id = format!("sensitive-{format}");
+        let (code, stdout, stderr) = scene.replay_raw(
+            &[
+                file.as_str(),
+                "--input",
+                "member_id=67890",
+                "--run-id",
+                &run_id,
+                "--format",
+                format,
+            ],
+            &[],
+        );
+        assert_eq!(code, 0, "{stdout}\n{stderr}");
+        swept.push((format!("replay --format {format} stdout"), stdout.clone()));
+        swept.push((format!("replay --format {format} stderr"), stderr));
+        // Masked, not dropped: the caller sees the output was there, by shape.
+        assert!(stdout.contains("<redacted:"), "{stdout}");
+    }
+    let rows = scene.scratch.path().join("rows.jsonl");
+    std::fs::write(
+        &rows,
+        "{\"member_id\": \"67890\"}\n{\"member_id\": \"6789\"}\n",
+    )
+    .expect("a rows file");
+    let rows = rows.display().to_string();
+    let (_, stdout, stderr) = scene.replay_raw(
+        &[
+            file.as_str(),
+            "--inputs",
+            rows.as_str(),
+            "--run-id",
+            "sensitive-batch",
+        ],
+        &[],
+    );
+    swept.push(("batch stdout".to_owned(), stdout.clone()));
+    swept.push(("batch stderr".to_owned(), stderr));
+    assert_eq!(stdout.lines().count(), 2, "{stdout}");
+    for entry in std::fs::read_dir(scene.evidence())
+        .expect("the evidence root")
+        .flatten()
+    {
+        let path = entry.path();
+        if path.is_file() {
+            let text = std::fs::read_to_string(&path).expect("a readable file");
+            swept.push((path.display().to_string(), text));
+        }
+    }
+    assert!(
+        swept.iter().any(|(name, _)| name.ends_with(".batch.jsonl")),
+        "the batch wrote its state file"
+    );
+    // Eval: one right and one wrong case, so the reports show a truth and a wrong answer.
+    let catalog = scene.scratch.path().join("catalog");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("capabilities/corebank.auth.sign_on@1.0.0.yaml"),
+        catalog.join("corebank.auth.sign_on@1.0.0.yaml"),
+    )
+    .expect("the sign-on capability copied");
+    let suite = scene.scratch.path().join("sensitive.yaml");
+    std::fs::write(
+        &suite,
+        "schema: cua.eval_suite/v1\nname: sensitive\ndescription: masking\n\
+         capability: test.member.sensitive_balance@1.0.0\nfixture: first-valley\n\
+         setup:\n  - capability: corebank.auth.sign_on@1.0.0\nrepeats: 1\ncases:\n\
+         \x20 - inputs: {member_id: \"67890\"}\n\
+         \x20   expect: {outputs: {savings_balance: \"18730.00\"}}\n\
+         \x20 - inputs: {member_id: \"24680\"}\n\
+         \x20   expect: {outputs: {savings_balance: \"18730.00\"}}\n",
+    )
+    .expect("a suite");
+    let out = scene.scratch.path().join("eval-out");
+    let runs = scene.scratch.path().join("eval-runs");
+    let output = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .arg("eval")
+        .arg(&suite)
+        .arg("--catalog")
+        .arg(&catalog)
+        .arg("--out")
+        .arg(&out)
+        .arg("--runs-dir")
+        .arg(&runs)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .env("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID)
+        .env(
+            "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
+            memberdesk::OPERATOR_PASSWORD,
+        )
+        .output()
+        .expect("cua eval runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    // The second case is answered wrong on purpose: the suite is unsound, exit 1.
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    swept.push(("eval stdout".to_owned(), stdout));
+    swept.push(("eval stderr".to_owned(), stderr));
+    let reports: Vec<PathBuf> = walk(&out);
+    assert!(
+        reports.len() >= 4,
+        "markdown, JSON, HTML and evaluation: {reports:?}"
+    );
+    // (The runs' evidence is swept by `canary_secrets_and_sensitive_inputs_never_leave_the_process`;
+    // its snapshots show what the screen showed, other members' numbers included.)
+    for path in reports {
+        let bytes = std::fs::read(&path).expect("a readable file");
+        swept.push((
+            path.display().to_string(),
+            String::from_utf8_lossy(&bytes).into_owned(),
+        ));
+    }
+    assert!(
+        swept.iter().any(|(sink, text)| sink.ends_with(".md")
+            && text.contains(r"member_id=\<redacted:string\[5\]\>")),
+        "the eval report names its cases by the inputs' shape"
+    );
+    for (sink, text) in &swept {
+        for canary in canaries {
+            assert!(!text.contains(canary), "{sink} carries {canary:?}:\n{text}");
+        }
+    }
+}
+
 #[test]
 fn a_batch_prints_one_line_per_row_in_order_and_resumes_without_rerunning() {
     let scene = Scene::new();

@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::runner::RunObservation;
-use crate::suite::{EvalSuite, Truth};
+use crate::suite::{EvalSuite, Sensitive, Truth};
 
 /// How one run's answer compares with the truth.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -146,7 +146,7 @@ impl StepDrift {
 }
 
 /// Judges one run against the truth of its case.
-pub fn judge(truth: &Truth, observation: &RunObservation) -> Answer {
+pub fn judge(truth: &Truth, observation: &RunObservation, sensitive: &Sensitive) -> Answer {
     let result = &observation.report.result;
     match (result.status, truth) {
         (RunStatus::Success, Truth::Outputs(expected)) => {
@@ -154,11 +154,15 @@ pub fn judge(truth: &Truth, observation: &RunObservation) -> Answer {
             for (name, want) in expected {
                 match result.outputs.get(name) {
                     Some(got) if plain(got) == *want => {}
-                    Some(got) => differences
-                        .push(format!("{name} is {:?}, the truth is {want:?}", plain(got))),
-                    None => {
-                        differences.push(format!("{name} was not returned, the truth is {want:?}"))
-                    }
+                    Some(got) => differences.push(format!(
+                        "{name} is {:?}, the truth is {:?}",
+                        sensitive.text(name, &plain(got)),
+                        sensitive.text(name, want)
+                    )),
+                    None => differences.push(format!(
+                        "{name} was not returned, the truth is {:?}",
+                        sensitive.text(name, want)
+                    )),
                 }
             }
             if differences.is_empty() {
@@ -207,17 +211,17 @@ pub fn judge(truth: &Truth, observation: &RunObservation) -> Answer {
 }
 
 /// Every run judged, in the order they ran.
-pub fn rows(suite: &EvalSuite, runs: &[RunObservation]) -> Vec<RunRow> {
+pub fn rows(suite: &EvalSuite, runs: &[RunObservation], sensitive: &Sensitive) -> Vec<RunRow> {
     runs.iter()
         .map(|observation| {
             let case = &suite.cases[observation.case];
             let result = &observation.report.result;
             RunRow {
-                case: case.label(),
+                case: case.label(sensitive),
                 repeat: observation.repeat,
                 run_id: observation.run_id.clone(),
                 status: result.status,
-                outputs: result.outputs.clone(),
+                outputs: sensitive.values(&result.outputs),
                 outcome: result
                     .outcome
                     .as_ref()
@@ -227,7 +231,7 @@ pub fn rows(suite: &EvalSuite, runs: &[RunObservation]) -> Vec<RunRow> {
                     .error
                     .as_ref()
                     .and_then(|error| error.step_id.as_ref().map(ToString::to_string)),
-                answer: judge(&case.expect, observation),
+                answer: judge(&case.expect, observation, sensitive),
                 drift_score: result.drift_score,
                 strategy_mix: result.strategy_mix.clone(),
                 duration_ms: result.duration_ms,
@@ -240,7 +244,12 @@ pub fn rows(suite: &EvalSuite, runs: &[RunObservation]) -> Vec<RunRow> {
 }
 
 /// The suite's metrics from its judged runs.
-pub fn metrics(suite: &EvalSuite, runs: &[RunObservation], rows: &[RunRow]) -> Metrics {
+pub fn metrics(
+    suite: &EvalSuite,
+    runs: &[RunObservation],
+    rows: &[RunRow],
+    sensitive: &Sensitive,
+) -> Metrics {
     let count = |status: RunStatus| to_u32(rows.iter().filter(|row| row.status == status).count());
     let successes = count(RunStatus::Success);
     let business_outcomes = count(RunStatus::BusinessOutcome);
@@ -264,7 +273,7 @@ pub fn metrics(suite: &EvalSuite, runs: &[RunObservation], rows: &[RunRow]) -> M
             }
         }
     }
-    let nondeterministic_cases = nondeterministic(suite, runs);
+    let nondeterministic_cases = nondeterministic(suite, runs, sensitive);
     let repeated = suite.cases.iter().enumerate().any(|(index, _)| {
         runs.iter()
             .filter(|observation| observation.case == index)
@@ -308,7 +317,12 @@ pub fn metrics(suite: &EvalSuite, runs: &[RunObservation], rows: &[RunRow]) -> M
 }
 
 /// Each case over its repeats.
-pub fn cases(suite: &EvalSuite, runs: &[RunObservation], rows: &[RunRow]) -> Vec<CaseSummary> {
+pub fn cases(
+    suite: &EvalSuite,
+    runs: &[RunObservation],
+    rows: &[RunRow],
+    sensitive: &Sensitive,
+) -> Vec<CaseSummary> {
     suite
         .cases
         .iter()
@@ -333,9 +347,9 @@ pub fn cases(suite: &EvalSuite, runs: &[RunObservation], rows: &[RunRow]) -> Vec
                     .all(|pair| pair[0].0.decision_trace == pair[1].0.decision_trace)
             });
             CaseSummary {
-                label: case.label(),
-                inputs: case.json_inputs(),
-                expect: case.expect.describe(),
+                label: case.label(sensitive),
+                inputs: sensitive.values(&case.json_inputs()),
+                expect: case.expect.describe(sensitive),
                 runs: to_u32(of_case.len()),
                 correct: answered("correct"),
                 wrong_actions: answered("wrong_action"),
@@ -386,7 +400,11 @@ pub fn steps(step_order: &[String], runs: &[RunObservation]) -> Vec<StepDrift> {
 }
 
 /// The case labels whose repeats produced different decision traces.
-fn nondeterministic(suite: &EvalSuite, runs: &[RunObservation]) -> Vec<String> {
+fn nondeterministic(
+    suite: &EvalSuite,
+    runs: &[RunObservation],
+    sensitive: &Sensitive,
+) -> Vec<String> {
     suite
         .cases
         .iter()
@@ -399,7 +417,7 @@ fn nondeterministic(suite: &EvalSuite, runs: &[RunObservation]) -> Vec<String> {
                 .collect();
             traces.windows(2).any(|pair| pair[0] != pair[1])
         })
-        .map(|(_, case)| case.label())
+        .map(|(_, case)| case.label(sensitive))
         .collect()
 }
 

@@ -196,13 +196,69 @@ pub enum Truth {
     Outcome(String),
 }
 
+/// The inputs and outputs a capability declares sensitive: eval shows their values only by
+/// shape (`<redacted:string[5]>`), in every report, label and message, as the evidence does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sensitive(BTreeSet<String>);
+
+impl Sensitive {
+    /// The names `capability` declares sensitive.
+    pub fn of(capability: &Capability) -> Self {
+        Self::new(capability.sensitive_names())
+    }
+
+    /// These names.
+    pub fn new<I, S>(names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self(names.into_iter().map(Into::into).collect())
+    }
+
+    /// Whether values under `name` are masked.
+    pub fn covers(&self, name: &str) -> bool {
+        self.0.contains(name)
+    }
+
+    /// `value` as it may be shown under `name`.
+    pub fn text(&self, name: &str, value: &str) -> String {
+        if self.covers(name) {
+            format!("<redacted:string[{}]>", value.chars().count())
+        } else {
+            value.to_owned()
+        }
+    }
+
+    /// A JSON value as it may be shown under `name`.
+    pub fn value(&self, name: &str, value: &Value) -> Value {
+        if !self.covers(name) {
+            return value.clone();
+        }
+        let text = match value {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        Value::String(self.text(name, &text))
+    }
+
+    /// A map of values as it may be shown.
+    pub fn values(&self, values: &BTreeMap<String, Value>) -> BTreeMap<String, Value> {
+        values
+            .iter()
+            .map(|(name, value)| (name.clone(), self.value(name, value)))
+            .collect()
+    }
+}
+
 impl Truth {
-    /// One line: `savings_balance=4210.55, account_status=Active` or `outcome member_not_found`.
-    pub fn describe(&self) -> String {
+    /// One line: `savings_balance=4210.55, account_status=Active` or `outcome member_not_found`,
+    /// sensitive values masked.
+    pub fn describe(&self, sensitive: &Sensitive) -> String {
         match self {
             Self::Outputs(outputs) => outputs
                 .iter()
-                .map(|(name, value)| format!("{name}={value}"))
+                .map(|(name, value)| format!("{name}={}", sensitive.text(name, value)))
                 .collect::<Vec<_>>()
                 .join(", "),
             Self::Outcome(code) => format!("outcome {code}"),
@@ -211,13 +267,13 @@ impl Truth {
 }
 
 impl Case {
-    /// The case's label, or its inputs as `name=value` pairs.
-    pub fn label(&self) -> String {
+    /// The case's label, or its inputs as `name=value` pairs, sensitive values masked.
+    pub fn label(&self, sensitive: &Sensitive) -> String {
         self.label.clone().unwrap_or_else(|| {
             let inputs = self
                 .inputs
                 .iter()
-                .map(|(name, value)| format!("{name}={}", value.as_text()))
+                .map(|(name, value)| format!("{name}={}", sensitive.text(name, &value.as_text())))
                 .collect::<Vec<_>>()
                 .join(", ");
             match self.faults.as_deref() {
@@ -256,6 +312,7 @@ impl EvalSuite {
     /// not declare, outputs it does not return, outcomes it does not declare. Empty means the
     /// suite can run.
     pub fn check(&self, capability: &Capability) -> Vec<String> {
+        let sensitive = Sensitive::of(capability);
         let mut problems = Vec::new();
         if capability.reference() != self.capability {
             problems.push(format!(
@@ -265,7 +322,7 @@ impl EvalSuite {
             ));
         }
         for (position, case) in self.cases.iter().enumerate() {
-            let at = format!("cases[{position}] ({})", case.label());
+            let at = format!("cases[{position}] ({})", case.label(&sensitive));
             for name in case.inputs.keys() {
                 if !capability
                     .inputs
@@ -328,12 +385,14 @@ impl EvalSuite {
         if self.cases.is_empty() {
             problems.push("`cases` is empty: there is nothing to evaluate".to_owned());
         }
-        let mut labels = BTreeSet::new();
-        for case in &self.cases {
-            let label = case.label();
-            if !labels.insert(label.clone()) {
+        // Compared in clear, named by position: before the capability is known, nothing
+        // says which values are sensitive.
+        let mut labels = BTreeMap::new();
+        let clear = Sensitive::default();
+        for (position, case) in self.cases.iter().enumerate() {
+            if let Some(first) = labels.insert(case.label(&clear), position) {
                 problems.push(format!(
-                    "two cases are labelled `{label}`; give each case a distinct `label` or distinct inputs"
+                    "cases[{first}] and cases[{position}] have the same label; give each case a distinct `label` or distinct inputs"
                 ));
             }
         }

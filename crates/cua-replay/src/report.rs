@@ -60,6 +60,36 @@ impl ReplayReport {
         text
     }
 
+    /// The report as it may leave the process (printed, returned to a caller, kept in a batch's
+    /// state): every value under a sensitive name masked by shape, and every registered secret
+    /// or sensitive literal masked in free text, by the run's redactor, which learned them while
+    /// the run bound its inputs and read its outputs.
+    pub fn redacted(mut self, redactor: &cua_evidence::Redactor) -> Self {
+        let map = |values: &mut std::collections::BTreeMap<String, serde_json::Value>| {
+            let object = serde_json::Value::Object(std::mem::take(values).into_iter().collect());
+            if let serde_json::Value::Object(masked) = redactor.redact_json(&object) {
+                *values = masked.into_iter().collect();
+            }
+        };
+        map(&mut self.result.outputs);
+        if let Some(outcome) = &mut self.result.outcome {
+            map(&mut outcome.data);
+        }
+        if let Some(error) = &mut self.result.error {
+            error.message = redactor.redact_text(&error.message);
+            for text in [&mut error.expected, &mut error.observed]
+                .into_iter()
+                .flatten()
+            {
+                *text = redactor.redact_text(text);
+            }
+        }
+        for step in &mut self.steps {
+            step.verdict_reason = redactor.redact_text(&step.verdict_reason);
+        }
+        self
+    }
+
     /// The exit code DESIGN.md fixes for this result: 0 success or business outcome, 1
     /// failed, 3 needs human, 69 when the surface became unavailable.
     pub fn exit_code(&self) -> u8 {

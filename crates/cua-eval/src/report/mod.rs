@@ -14,6 +14,7 @@ use serde::Serialize;
 use crate::error::EvalError;
 use crate::runner::{SetupObservation, SuitePlan, SuiteRuns};
 use crate::score::{self, CaseSummary, Metrics, RunRow, StepDrift};
+use crate::suite::Sensitive;
 
 pub use html::escape as escape_html;
 
@@ -124,9 +125,10 @@ impl SuiteReport {
     /// Scores a suite's runs.
     pub fn build(plan: &SuitePlan, runs: &SuiteRuns) -> Self {
         let suite = &plan.suite;
-        let rows = score::rows(suite, &runs.runs);
-        let metrics = score::metrics(suite, &runs.runs, &rows);
-        let cases = score::cases(suite, &runs.runs, &rows);
+        let sensitive = Sensitive::of(&plan.base);
+        let rows = score::rows(suite, &runs.runs, &sensitive);
+        let metrics = score::metrics(suite, &runs.runs, &rows, &sensitive);
+        let cases = score::cases(suite, &runs.runs, &rows, &sensitive);
         let order: Vec<String> = plan
             .prepared
             .capability

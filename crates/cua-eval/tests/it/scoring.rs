@@ -2,7 +2,7 @@
 
 use cua_artifact::{FailureCode, ResolutionStrategy, RunStatus};
 use cua_eval::score::{Answer, judge};
-use cua_eval::{SuiteReport, Truth, Verdict};
+use cua_eval::{Sensitive, SuiteReport, Truth, Verdict};
 
 use crate::support::{Returned, STABILITY, observation, plan, right_answers, runs, suite};
 
@@ -22,9 +22,15 @@ fn truth_of(text: &str) -> Truth {
 
 /// Judges `returned` against `truth` (`name=value, …` or `outcome code`).
 fn check(truth: &str, returned: Returned, expect: &str) {
+    check_with(&Sensitive::default(), truth, returned, expect);
+}
+
+/// The same, with some outputs declared sensitive.
+fn check_with(sensitive: &Sensitive, truth: &str, returned: Returned, expect: &str) {
     let answer = judge(
         &truth_of(truth),
         &observation(0, 1, &returned, 400, ResolutionStrategy::StructuralAnchor),
+        sensitive,
     );
     let got = match &answer {
         Answer::Correct => "correct".to_owned(),
@@ -32,6 +38,30 @@ fn check(truth: &str, returned: Returned, expect: &str) {
         Answer::Unanswered(why) => format!("unanswered: {why}"),
     };
     assert_eq!(got, expect, "truth {truth}");
+}
+
+#[test]
+fn a_sensitive_output_is_judged_in_clear_and_reported_by_shape() {
+    let sensitive = Sensitive::new(["savings_balance"]);
+    let balance = "savings_balance=4210.55, account_status=Active";
+    check_with(
+        &sensitive,
+        balance,
+        Returned::Values(&[("savings_balance", "4210.55"), ("account_status", "Active")]),
+        "correct",
+    );
+    check_with(
+        &sensitive,
+        balance,
+        Returned::Values(&[("savings_balance", "4210.56"), ("account_status", "Active")]),
+        r#"wrong: savings_balance is "<redacted:string[7]>", the truth is "<redacted:string[7]>""#,
+    );
+    check_with(
+        &sensitive,
+        balance,
+        Returned::Values(&[("account_status", "Active")]),
+        r#"wrong: savings_balance was not returned, the truth is "<redacted:string[7]>""#,
+    );
 }
 
 #[test]

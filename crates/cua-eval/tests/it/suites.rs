@@ -110,7 +110,7 @@ fn every_rule_is_enforced() {
         (
             r#"{member_id: "99999"}"#,
             r#"{member_id: "12345"}"#,
-            "two cases are labelled `member_id=12345`",
+            "cases[0] and cases[1] have the same label",
         ),
     ];
     for (from, to, expect) in cases {
