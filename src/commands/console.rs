@@ -47,11 +47,11 @@ pub(crate) fn run(format: Format, args: &ConsoleArgs) -> Exit {
     }
 }
 
-type Failure = (Exit, &'static str, String);
+pub(crate) type Failure = (Exit, &'static str, String);
 
 async fn serve_console(format: Format, args: &ConsoleArgs) -> Result<Exit, Failure> {
     let common = Common::load(&args.policy, &args.catalog, &args.evidence_dir)?;
-    let access = access(args.operators.as_deref())?;
+    let access = access(args.operators.as_deref(), "operator")?;
     let broker = Broker::new(
         BrokerConfig {
             evidence_root: args.evidence_dir.clone(),
@@ -134,31 +134,21 @@ impl Common {
     }
 }
 
-/// The operators: named tokens from a file (`name: token` per line), or one generated token.
-fn access(operators: Option<&Path>) -> Result<(Access, Option<String>), Failure> {
+/// The operators of `cua console` and `cua serve`: named tokens from an operators file
+/// (`name: token` per line), or one generated token for `operator`, returned to be printed
+/// once. A file that cannot be read or is malformed is a usage error.
+pub(crate) fn access(
+    operators: Option<&Path>,
+    operator: &str,
+) -> Result<(Access, Option<String>), Failure> {
     match operators {
-        None => Access::generated("operator")
+        None => Access::generated(operator)
             .map(|(access, token)| (access, Some(token)))
             .map_err(|error| (Exit::Failed, "no_token", error.to_string())),
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|error| usage(&format!("cannot read {}: {error}", path.display())))?;
-            let mut pairs = Vec::new();
-            for (number, line) in text.lines().enumerate() {
-                let line = line.trim();
-                if line.is_empty() || line.starts_with('#') {
-                    continue;
-                }
-                let Some((name, token)) = line.split_once(':') else {
-                    return Err(usage(&format!(
-                        "{}:{}: expected `operator: token`",
-                        path.display(),
-                        number + 1
-                    )));
-                };
-                pairs.push((name.trim().to_owned(), token.trim().to_owned()));
-            }
-            Access::named(pairs)
+            Access::from_operators_file(&text)
                 .map(|access| (access, None))
                 .map_err(|error| usage(&format!("{}: {error}", path.display())))
         }
@@ -172,16 +162,12 @@ pub(crate) async fn start_server(
     allow_remote: bool,
     access: Access,
 ) -> Result<RunningConsole, Failure> {
+    cua_access::check_bind(bind, allow_remote, "the console")
+        .map_err(|error| usage(&error.to_string()))?;
     if !bind.ip().is_loopback() {
-        if allow_remote {
-            eprintln!(
-                "warning: the console listens on {bind}, beyond this machine. Anyone who can reach it and holds a token can drive the live session; put it behind TLS."
-            );
-        } else {
-            return Err(usage(&format!(
-                "{bind} is not a loopback address: pass --allow-remote to serve the console beyond this machine"
-            )));
-        }
+        eprintln!(
+            "warning: the console listens on {bind}, beyond this machine. Anyone who can reach it and holds a token can drive the live session; put it behind TLS."
+        );
     }
     cua_console::serve(
         Arc::clone(broker),

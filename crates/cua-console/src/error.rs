@@ -26,6 +26,10 @@ pub enum ConsoleError {
     #[error("{reason}")]
     BadRequest { reason: String },
 
+    /// The console cannot serve as asked (a non-loopback address without the opt-in).
+    #[error(transparent)]
+    Access(#[from] cua_access::AccessError),
+
     /// The lease refused a transition.
     #[error(transparent)]
     Lease(#[from] LeaseError),
@@ -66,7 +70,7 @@ impl ConsoleError {
             Self::Lease(_) => 409,
             Self::SessionGone { .. } => 410,
             Self::NotHolder { .. } => 403,
-            Self::BadRequest { .. } => 400,
+            Self::BadRequest { .. } | Self::Access(_) => 400,
             Self::Surface(_) => 502,
             Self::Evidence(_) | Self::Io { .. } | Self::Bind { .. } => 500,
         }
@@ -79,7 +83,7 @@ impl ConsoleError {
             Self::Conflict { .. } | Self::Lease(_) => "conflict",
             Self::SessionGone { .. } => "session_gone",
             Self::NotHolder { .. } => "not_holder",
-            Self::BadRequest { .. } => "bad_request",
+            Self::BadRequest { .. } | Self::Access(_) => "bad_request",
             Self::Surface(_) => "surface_failed",
             Self::Evidence(_) | Self::Io { .. } | Self::Bind { .. } => "internal",
         }

@@ -16,7 +16,6 @@
 //! human action reaches the surface only as an `AuthorizedAction` minted by the policy engine
 //! for actor `human` at the lease epoch the operator holds.
 
-mod access;
 mod broker;
 mod error;
 mod files;
@@ -26,12 +25,12 @@ mod page;
 pub mod paint;
 mod server;
 
-pub use access::{Access, MIN_TOKEN_CHARS};
 pub use broker::{
     Broker, BrokerConfig, ClaimAnswer, ConsoleClock, Gesture, GestureAnswer, InterventionCard,
     RecordingSummary, ReleaseAnswer, RunAttachment, Session, SessionConfig, SessionMode,
     SessionSink, SessionView, WallClock,
 };
+pub use cua_access::{Access, MIN_TOKEN_CHARS};
 pub use error::ConsoleError;
 pub use files::evidence_file;
 pub use intervention::{Intervention, InterventionState};

@@ -6,12 +6,12 @@
 //! * Every `/api` and `/ws` request needs an operator token, in `Authorization: Bearer …` or
 //!   `X-Cua-Token` (the WebSocket: in its subprotocol list as `cua-token.<token>`). No cookie
 //!   is ever set, so a cross-site page has nothing to ride on.
-//! * The `Host` must be the address the console listens on (a DNS-rebinding page cannot talk
-//!   to it under another name), unless remote access was allowed.
+//! * The `Host` must be one of the console's loopback names with its port (a DNS-rebinding
+//!   page cannot talk to it under another name), unless remote access was allowed.
 //! * A request whose `Sec-Fetch-Site` is `cross-site` or `same-site` is refused; a
-//!   state-changing request, and every WebSocket, must carry an `Origin` equal to the
-//!   console's own (`http://<Host>`) when it carries one at all, and the WebSocket must carry
-//!   one.
+//!   state-changing request, and every WebSocket, must carry an `Origin` that is the
+//!   console's own when it carries one at all, and the WebSocket must carry one.
+//! * Tokens, names and origins are checked by `cua-access`, as `cua serve` checks them.
 //! * Responses are `no-store`, `nosniff`, framed by nobody, and the page runs under a CSP that
 //!   allows only its own script. The page builds every text with `textContent`: nothing the
 //!   server sends is interpreted as HTML.
@@ -31,6 +31,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine;
+use cua_access::{Access, Refusal, ServedNames};
 use cua_evidence::Redactor;
 use futures::{SinkExt, StreamExt};
 use serde::{Deserialize, Serialize};
@@ -38,7 +39,6 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::access::Access;
 use crate::broker::{Broker, Gesture, Session};
 use crate::error::ConsoleError;
 use crate::files::{content_type, evidence_file};
@@ -130,8 +130,8 @@ struct App {
     catalog: Arc<dyn CatalogView>,
     settings: Value,
     redactor: Redactor,
-    /// The `Host` values accepted; empty when remote access is allowed.
-    hosts: Vec<String>,
+    /// The `Host` values and origins accepted.
+    names: ServedNames,
 }
 
 type Shared = Arc<App>;
@@ -141,14 +141,7 @@ pub async fn serve(
     broker: Arc<Broker>,
     config: ConsoleConfig,
 ) -> Result<RunningConsole, ConsoleError> {
-    if !config.bind.ip().is_loopback() && !config.allow_remote {
-        return Err(ConsoleError::BadRequest {
-            reason: format!(
-                "{} is not a loopback address; pass --allow-remote to serve the console beyond this machine",
-                config.bind
-            ),
-        });
-    }
+    cua_access::check_bind(config.bind, config.allow_remote, "the console")?;
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
         .map_err(|source| ConsoleError::Bind {
@@ -159,24 +152,13 @@ pub async fn serve(
         address: config.bind.to_string(),
         source,
     })?;
-    let hosts = if config.allow_remote {
-        Vec::new()
-    } else {
-        let port = address.port();
-        vec![
-            address.to_string(),
-            format!("localhost:{port}"),
-            format!("127.0.0.1:{port}"),
-            format!("[::1]:{port}"),
-        ]
-    };
     let app = Arc::new(App {
         broker: Arc::clone(&broker),
         access: config.access,
         catalog: config.catalog,
         settings: config.settings,
         redactor: config.redactor,
-        hosts,
+        names: ServedNames::new(address, config.allow_remote),
     });
     let api = Router::new()
         .route("/api/state", get(state))
@@ -249,18 +231,8 @@ struct Operator(String);
 
 /// Every response: the `Host` check, then the security headers.
 async fn host_and_headers(State(app): State<Shared>, request: Request, next: Next) -> Response {
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|host| host.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    if !app.hosts.is_empty() && !app.hosts.contains(&host) {
-        return problem(
-            StatusCode::MISDIRECTED_REQUEST,
-            "bad_host",
-            "this console does not answer to that host name",
-        );
+    if let Err(refusal) = app.names.check_host(request.headers()) {
+        return refused(refusal);
     }
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
@@ -286,10 +258,10 @@ async fn host_and_headers(State(app): State<Shared>, request: Request, next: Nex
 /// `/api` and `/ws`: cross-site checks, then the token.
 async fn guard(State(app): State<Shared>, mut request: Request, next: Next) -> Response {
     let headers = request.headers();
-    let host = headers
-        .get(header::HOST)
-        .and_then(|host| host.to_str().ok())
-        .unwrap_or_default();
+    let host = match app.names.check_host(headers) {
+        Ok(host) => host,
+        Err(refusal) => return refused(refusal),
+    };
     if let Some(site) = headers
         .get("sec-fetch-site")
         .and_then(|site| site.to_str().ok())
@@ -307,26 +279,21 @@ async fn guard(State(app): State<Shared>, mut request: Request, next: Next) -> R
         .get(header::ORIGIN)
         .and_then(|origin| origin.to_str().ok());
     match origin {
-        Some(origin) if origin != format!("http://{host}") && (changes_state || websocket) => {
-            return problem(
-                StatusCode::FORBIDDEN,
-                "bad_origin",
-                "requests from another origin are refused",
-            );
+        Some(origin) if changes_state || websocket => {
+            if let Err(refusal) = app.names.check_origin(origin, host) {
+                return refused(refusal);
+            }
         }
         None if websocket => {
             return problem(
                 StatusCode::FORBIDDEN,
-                "bad_origin",
+                Refusal::BadOrigin.code(),
                 "a WebSocket must say its origin",
             );
         }
         _ => {}
     }
-    let presented = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
+    let presented = cua_access::bearer_token(headers)
         .or_else(|| {
             headers
                 .get("x-cua-token")
@@ -334,16 +301,9 @@ async fn guard(State(app): State<Shared>, mut request: Request, next: Next) -> R
         })
         .map(str::to_owned)
         .or_else(|| websocket.then(|| ws_token(headers)).flatten());
-    let Some(operator) = presented
-        .as_deref()
-        .and_then(|token| app.access.operator_for(token))
-        .map(str::to_owned)
-    else {
-        return problem(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "an operator token is required",
-        );
+    let operator = match app.access.authenticate(presented.as_deref()) {
+        Ok(operator) => operator.to_owned(),
+        Err(refusal) => return refused(refusal),
     };
     request.extensions_mut().insert(Operator(operator));
     next.run(request).await
@@ -853,6 +813,11 @@ fn json_response<T: Serialize>(redactor: &Redactor, value: &T) -> Response {
 fn error_response(error: &ConsoleError) -> Response {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     problem(status, error.code(), &error.to_string())
+}
+
+fn refused(refusal: Refusal) -> Response {
+    let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::FORBIDDEN);
+    problem(status, refusal.code(), &refusal.to_string())
 }
 
 fn problem(status: StatusCode, code: &str, message: &str) -> Response {
