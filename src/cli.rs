@@ -82,8 +82,9 @@ pub(crate) enum Command {
     /// Serve every approved capability as an MCP tool on stdin/stdout (logs on stderr). An
     /// irreversible capability also gets a `<tool>__plan` tool whose approval its run needs.
     Mcp(Box<McpArgs>),
-    /// Serve the same tools over streamable HTTP at `/mcp`, on loopback unless
-    /// --allow-non-loopback. Stops on Ctrl-C.
+    /// Serve the same tools over streamable HTTP at `/mcp`, on loopback unless --allow-remote.
+    /// Every request needs an operator's bearer token (printed at start, or from --operators).
+    /// Stops on Ctrl-C.
     Serve(Box<ServeArgs>),
     /// Explain how each step of a capability is routed (operator, provider, physical action,
     /// recovery), without opening any provider.
@@ -442,18 +443,26 @@ pub(crate) struct DemoArgs {
     pub(crate) tenants: std::path::PathBuf,
 }
 
+/// Who may use a server command: `console` and `serve` flatten it, so their flags cannot drift
+/// apart.
 #[derive(Debug, clap::Args)]
-pub(crate) struct ConsoleArgs {
-    /// Where to listen. Only loopback addresses unless --allow-remote.
-    #[arg(long, default_value = "127.0.0.1:8700")]
-    pub(crate) bind: std::net::SocketAddr,
-    /// Allow a non-loopback --bind (prints a warning).
+pub(crate) struct AccessArgs {
+    /// Allow a non-loopback --bind (prints a warning). Every request still needs a token.
     #[arg(long)]
     pub(crate) allow_remote: bool,
     /// Operators and their tokens, one `name: token` per line; without it one token is
     /// generated and printed.
     #[arg(long, value_name = "FILE")]
     pub(crate) operators: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ConsoleArgs {
+    /// Where to listen. Only loopback addresses unless --allow-remote.
+    #[arg(long, default_value = "127.0.0.1:8700")]
+    pub(crate) bind: std::net::SocketAddr,
+    #[command(flatten)]
+    pub(crate) access: AccessArgs,
     /// How long a claim holds the session without a gesture, in minutes.
     #[arg(long, default_value_t = 30)]
     pub(crate) hold_minutes: u64,
@@ -578,12 +587,12 @@ pub(crate) struct McpArgs {
 pub(crate) struct ServeArgs {
     #[command(flatten)]
     pub(crate) server: McpArgs,
-    /// The address to listen on; port 0 picks a free one (printed on stderr).
+    /// Where to listen; port 0 picks a free one (printed at start). Only loopback addresses
+    /// unless --allow-remote.
     #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8765")]
     pub(crate) bind: std::net::SocketAddr,
-    /// Allow listening on an address that is not loopback. The server has no authentication.
-    #[arg(long)]
-    pub(crate) allow_non_loopback: bool,
+    #[command(flatten)]
+    pub(crate) access: AccessArgs,
 }
 
 #[derive(Debug, clap::Args)]

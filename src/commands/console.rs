@@ -51,7 +51,7 @@ pub(crate) type Failure = (Exit, &'static str, String);
 
 async fn serve_console(format: Format, args: &ConsoleArgs) -> Result<Exit, Failure> {
     let common = Common::load(&args.policy, &args.catalog, &args.evidence_dir)?;
-    let access = access(args.operators.as_deref(), "operator")?;
+    let access = access(args.access.operators.as_deref(), "operator")?;
     let broker = Broker::new(
         BrokerConfig {
             evidence_root: args.evidence_dir.clone(),
@@ -68,7 +68,14 @@ async fn serve_console(format: Format, args: &ConsoleArgs) -> Result<Exit, Failu
     } else if args.arm_fault.is_some() || !args.inputs.is_empty() {
         return Err(usage("--input and --arm-fault need --capability"));
     }
-    let running = start_server(&broker, &common, args.bind, args.allow_remote, access.0).await?;
+    let running = start_server(
+        &broker,
+        &common,
+        args.bind,
+        args.access.allow_remote,
+        access.0,
+    )
+    .await?;
     announce(
         format,
         &running,

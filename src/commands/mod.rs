@@ -54,7 +54,7 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
         Command::Compile(args) => compile::run(format, &args),
         Command::Eval(args) => eval::run(format, &args),
         Command::Mcp(args) => mcp::run(&args),
-        Command::Serve(args) => serve::run(&args),
+        Command::Serve(args) => serve::run(format, &args),
         Command::Demo(args) => demo::run(format, &args),
         Command::Codegen(args) => codegen::run(format, &args),
         Command::Probe(args) => probe::run(format, &args),

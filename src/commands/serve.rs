@@ -1,15 +1,33 @@
 //! `cua serve`: every approved capability as an MCP tool over streamable HTTP at `/mcp`, on
-//! loopback unless `--allow-non-loopback` says otherwise. Stops on Ctrl-C (or SIGTERM).
+//! loopback unless `--allow-remote` says otherwise. Every request needs an operator's bearer
+//! token: one generated and printed at start, as `cua console` does, or the tokens of an
+//! `--operators` file. Stops on Ctrl-C (or SIGTERM).
 
-use cua_mcp::HttpConfig;
+use cua_mcp::{HttpConfig, RunningHttp};
+use serde_json::json;
 
-use crate::cli::ServeArgs;
+use crate::cli::{Format, ServeArgs};
 use crate::commands::chain;
+use crate::commands::console::access;
 use crate::commands::mcp::{runtime, server};
-use crate::output::Exit;
+use crate::output::{self, Exit};
+
+/// The server named in the refusal of a non-loopback address.
+const SERVER: &str = "the MCP tool server";
 
 /// Runs `cua serve` until interrupted.
-pub(crate) fn run(args: &ServeArgs) -> Exit {
+pub(crate) fn run(format: Format, args: &ServeArgs) -> Exit {
+    if let Err(error) = cua_access::check_bind(args.bind, args.access.allow_remote, SERVER) {
+        eprintln!("error: {error}");
+        return Exit::Usage;
+    }
+    let (access, token) = match access(args.access.operators.as_deref(), "operator") {
+        Ok(access) => access,
+        Err((exit, _, message)) => {
+            eprintln!("error: {message}");
+            return exit;
+        }
+    };
     let server = match server("cua serve", &args.server) {
         Ok(server) => server,
         Err(exit) => return exit,
@@ -19,7 +37,8 @@ pub(crate) fn run(args: &ServeArgs) -> Exit {
     };
     let config = HttpConfig {
         bind: args.bind,
-        allow_non_loopback: args.allow_non_loopback,
+        allow_remote: args.access.allow_remote,
+        access,
     };
     runtime.block_on(async move {
         let running = match cua_mcp::serve_http(server, config).await {
@@ -27,19 +46,19 @@ pub(crate) fn run(args: &ServeArgs) -> Exit {
             Err(error) => {
                 eprintln!("error: {}", chain(&error));
                 return match error {
-                    cua_mcp::McpError::NotLoopback { .. } => Exit::Usage,
+                    cua_mcp::McpError::Access(_) => Exit::Usage,
                     _ => Exit::Failed,
                 };
             }
         };
         if !running.address().ip().is_loopback() {
             eprintln!(
-                "cua serve: WARNING: listening beyond this machine with no authentication; \
-                 anyone who reaches {} can call every tool",
+                "warning: cua serve listens on {}, beyond this machine. Anyone who can reach it \
+                 and holds a token can call every tool; put it behind TLS.",
                 running.address()
             );
         }
-        eprintln!("cua serve: listening on {}", running.url());
+        announce(format, &running, token.as_deref());
         stopped().await;
         eprintln!("cua serve: stopping");
         match running.shutdown().await {
@@ -50,6 +69,20 @@ pub(crate) fn run(args: &ServeArgs) -> Exit {
             }
         }
     })
+}
+
+/// What `cua serve` prints on stdout when it is ready: the URL, and the generated token (never
+/// the tokens of an operators file).
+fn announce(format: Format, running: &RunningHttp, token: Option<&str>) {
+    let data = json!({ "url": running.url(), "token": token });
+    output::emit(format, "serve", Some(&data), None, || {
+        let mut text = format!("cua serve listening on {}\n", running.url());
+        match token {
+            Some(token) => text.push_str(&format!("token: {token}\n")),
+            None => text.push_str("tokens: the operators file\n"),
+        }
+        text
+    });
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

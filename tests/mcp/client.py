@@ -5,7 +5,9 @@ Two modes, each printing one JSON report on stdout and exiting 0 only when every
   stdio: start the server command given after `--` (`cua mcp ...`) as a child process and
          check the tool list, a read, a business outcome, and the refusal of an irreversible capability called
          without a plan approval.
-  http:  connect to a running `cua serve` at --url and make one read call.
+  http:  connect to a running `cua serve` at --url, presenting the bearer token in the
+         CUA_SERVE_TOKEN environment variable (never on the command line, where other users
+         could read it), and make one read call.
 
 tests/it/mcp.rs runs this with the MemberDesk fixture up and a catalog where the savings-balance
 and transfer-funds capabilities are approved, and then checks the fixture: nothing moved.
@@ -18,6 +20,7 @@ import os
 import sys
 import traceback
 
+import httpx2
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -192,7 +195,15 @@ async def run_stdio(command, cwd, checks):
 
 
 async def run_http(url, checks):
-    async with streamable_http_client(url) as (read, write):
+    token = os.environ.get("CUA_SERVE_TOKEN")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    timeout = httpx2.Timeout(30, read=CALL_TIMEOUT_SECONDS)
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http_client:
+        await run_http_session(url, http_client, checks)
+
+
+async def run_http_session(url, http_client, checks):
+    async with streamable_http_client(url, http_client=http_client) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             listed = await session.list_tools()

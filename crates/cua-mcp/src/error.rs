@@ -19,11 +19,8 @@ pub enum McpError {
     #[error("no randomness for the plan approval key: {reason}")]
     Randomness { reason: String },
     /// `serve` was asked to listen beyond this machine without the explicit opt-in.
-    #[error(
-        "refusing to listen on {address}: it is not a loopback address, and the tool server has \
-         no authentication; allow it explicitly to listen there anyway"
-    )]
-    NotLoopback { address: SocketAddr },
+    #[error(transparent)]
+    Access(#[from] cua_access::AccessError),
     /// The listening socket could not be bound.
     #[error("cannot listen on {address}")]
     Bind {

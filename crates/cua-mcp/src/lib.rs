@@ -18,6 +18,10 @@
 //!   and its run tool refuses without the approval token that plan issued for exactly the same
 //!   capability hash, tenant overlay and inputs, before its expiry, once. The capability's own
 //!   approval and the policy's gates still apply to the run.
+//! * **Who may call** over HTTP ([`serve_http`]): a request needs an operator's bearer token, a
+//!   `Host` that is one of the server's loopback names with its port, and, when it has one, an
+//!   `Origin` that is the server itself, all checked by `cua-access` as the console checks
+//!   them; anything else is refused before the MCP session sees it.
 //!
 //! Architecture invariant: this crate names no concrete surface and no model client. The binary
 //! injects the browser through [`SurfaceFactory`]; runs go through `cua-replay`'s executor and
@@ -31,6 +35,7 @@ mod surface;
 pub mod tools;
 mod transport;
 
+pub use cua_access::{Access, AccessError};
 pub use error::McpError;
 pub use plan::{
     DEFAULT_PLAN_TTL, PlanBinding, PlanBook, PlanClaims, PlanKey, PlanRefusal, input_digest,
@@ -42,4 +47,4 @@ pub use tools::{
     APPROVAL_TOKEN, OfferedCapability, PLAN_SUFFIX, StepRisk, ToolKind, ToolSet, ToolSetSource,
     Withheld,
 };
-pub use transport::{HttpConfig, MCP_PATH, RunningHttp, serve_http, serve_stdio};
+pub use transport::{HttpConfig, MCP_PATH, REFUSED_CODE, RunningHttp, serve_http, serve_stdio};

@@ -7,5 +7,6 @@
 )]
 
 mod calls;
+mod http;
 mod support;
 mod tools;
