@@ -2,6 +2,7 @@
 //! validation rule, tenant overlays, schema freshness and the reference artifacts.
 
 mod documents;
+mod fuzz;
 mod hashing;
 mod invalid;
 mod operators;
