@@ -72,6 +72,12 @@ pub enum EvidenceError {
     #[error("{} is not a run directory: {reason}", path.display())]
     NotARunDir { path: PathBuf, reason: String },
 
+    #[error("the installation key: {reason}")]
+    Key { reason: String },
+
+    #[error("the ledger {path}: {reason}")]
+    Ledger { path: PathBuf, reason: String },
+
     #[error(
         "invalid timestamp `{text}`: expected RFC 3339 UTC such as 2026-09-30T22:07:14.687487Z"
     )]

@@ -63,6 +63,7 @@ mod clock;
 mod error;
 mod event;
 mod intent;
+mod ledger;
 mod project;
 mod redact;
 mod secrets;
@@ -80,6 +81,10 @@ pub use event::{
     Verify, Wait,
 };
 pub use intent::{IntentRecord, IntentState, idempotency_key, intents};
+pub use ledger::{
+    InstallationKey, LEDGER_FILE, LedgerCheck, LedgerEntry, PublicKey, append as append_to_ledger,
+    check as check_ledger, ledger_genesis, ledger_of,
+};
 pub use project::{project, unauthorized_dispatches};
 pub use redact::{MAX_REDACTABLE_BYTES, MIN_LITERAL_CHARS, Redactor, STRUCTURAL_KEYS};
 pub use secrets::{DEFAULT_ENV_PREFIX, SecretResolver, SecretValue, env_var};

@@ -1,0 +1,443 @@
+//! The evidence root's ledger, `ledger.jsonl`: one line per finished run, naming the head of its
+//! chain, chained itself and optionally signed with the installation's ed25519 key.
+//!
+//! A run's chain proves its lines were not edited one by one, but not that the whole run was not
+//! rewritten: whoever can write the run directory can re-chain every line from the genesis with
+//! a balance changed, and the result verifies. The ledger pins each run's head at the moment it
+//! ended, in a file shared by every run of the root, so a re-chained run no longer matches what
+//! was recorded. A forger who can also rewrite the ledger can re-chain it as well; a signed
+//! ledger closes that door for anyone without the installation's private key, and the verifier
+//! checks the signatures when given the public key.
+//!
+//! A line: `{"seq":N,"run_id":…,"head":…,"events":N,"prev_hash":…,"line_hash":…,"signature":…}`.
+//! `line_hash` is `blake3:` + hex(BLAKE3(`cua.ledger/v1\n` + the line's JSON without
+//! `line_hash` and `signature`)); `prev_hash` is the previous line's `line_hash` (the first
+//! line's is BLAKE3 of the domain alone); `signature` is hex(ed25519(`line_hash`)).
+//!
+//! Appends take an exclusive `flock` on the file, so concurrent runs of a batch append in turn.
+
+use std::fs::OpenOptions;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use ed25519_dalek::{Signer, SigningKey, Verifier, VerifyingKey};
+use serde::{Deserialize, Serialize};
+
+use crate::chain::HASH_PREFIX;
+use crate::error::EvidenceError;
+
+/// The ledger's file name in an evidence root.
+pub const LEDGER_FILE: &str = "ledger.jsonl";
+
+/// The domain-separation prefix of every ledger hash.
+const LEDGER_DOMAIN: &str = "cua.ledger/v1\n";
+
+/// The largest ledger read: a million runs' lines, give or take.
+const MAX_LEDGER_BYTES: u64 = 512 * 1024 * 1024;
+
+/// One line of the ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerEntry {
+    pub seq: u64,
+    pub run_id: String,
+    /// The `line_hash` of the run's last line (its `run_end`).
+    pub head: String,
+    /// How many lines the run's trace has.
+    pub events: u64,
+    pub prev_hash: String,
+    pub line_hash: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+}
+
+/// What is hashed: the entry without its seal, in this field order.
+#[derive(Serialize)]
+struct Unsealed<'a> {
+    seq: u64,
+    run_id: &'a str,
+    head: &'a str,
+    events: u64,
+    prev_hash: &'a str,
+}
+
+impl LedgerEntry {
+    fn computed_hash(&self) -> String {
+        let unsealed = Unsealed {
+            seq: self.seq,
+            run_id: &self.run_id,
+            head: &self.head,
+            events: self.events,
+            prev_hash: &self.prev_hash,
+        };
+        let json = serde_json::to_vec(&unsealed).unwrap_or_default();
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(LEDGER_DOMAIN.as_bytes());
+        hasher.update(&json);
+        format!("{HASH_PREFIX}{}", hasher.finalize().to_hex())
+    }
+}
+
+/// The `prev_hash` of the ledger's first line.
+pub fn ledger_genesis() -> String {
+    format!(
+        "{HASH_PREFIX}{}",
+        blake3::hash(LEDGER_DOMAIN.as_bytes()).to_hex()
+    )
+}
+
+/// The installation's private signing key (32 bytes, kept as hex in a mode-0600 file).
+pub struct InstallationKey(SigningKey);
+
+impl std::fmt::Debug for InstallationKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("InstallationKey")
+            .field(&self.public().to_hex())
+            .finish()
+    }
+}
+
+impl InstallationKey {
+    /// A new key from the operating system's randomness.
+    pub fn generate() -> Result<Self, EvidenceError> {
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed).map_err(|error| EvidenceError::Key {
+            reason: format!("no randomness for a new key: {error}"),
+        })?;
+        Ok(Self(SigningKey::from_bytes(&seed)))
+    }
+
+    /// Reads a key written by [`InstallationKey::to_hex`].
+    pub fn from_hex(text: &str) -> Result<Self, EvidenceError> {
+        let bytes = hex32(text.trim()).ok_or_else(|| EvidenceError::Key {
+            reason: "a signing key is 64 hex digits".to_owned(),
+        })?;
+        Ok(Self(SigningKey::from_bytes(&bytes)))
+    }
+
+    /// The private key as 64 hex digits.
+    pub fn to_hex(&self) -> String {
+        hex(&self.0.to_bytes())
+    }
+
+    /// The matching public key.
+    pub fn public(&self) -> PublicKey {
+        PublicKey(self.0.verifying_key())
+    }
+}
+
+/// The installation's public key, to verify a ledger's signatures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicKey(VerifyingKey);
+
+impl PublicKey {
+    /// Reads a key written by [`PublicKey::to_hex`].
+    pub fn from_hex(text: &str) -> Result<Self, EvidenceError> {
+        let invalid = || EvidenceError::Key {
+            reason: "a public key is 64 hex digits naming a valid ed25519 point".to_owned(),
+        };
+        let bytes = hex32(text.trim()).ok_or_else(invalid)?;
+        VerifyingKey::from_bytes(&bytes)
+            .map(Self)
+            .map_err(|_| invalid())
+    }
+
+    /// The public key as 64 hex digits.
+    pub fn to_hex(&self) -> String {
+        hex(self.0.as_bytes())
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+fn hex32(text: &str) -> Option<[u8; 32]> {
+    hex_bytes(text)?.try_into().ok()
+}
+
+fn hex_bytes(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || !text.is_ascii() {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(&text[at..at + 2], 16).ok())
+        .collect()
+}
+
+fn ledger_error(path: &Path, reason: impl Into<String>) -> EvidenceError {
+    EvidenceError::Ledger {
+        path: path.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+/// Appends the head of a finished run to the ledger of `root`, signed when a key is given.
+/// The file is created (mode 0600) when missing, never followed through a symlink, and locked
+/// while the last line is read and the new one written.
+pub fn append(
+    root: &Path,
+    run_id: &str,
+    head: &str,
+    events: u64,
+    key: Option<&InstallationKey>,
+) -> Result<LedgerEntry, EvidenceError> {
+    let path = root.join(LEDGER_FILE);
+    let io = |error: std::io::Error| ledger_error(&path, error.to_string());
+    let mut file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(&path)
+        .map_err(io)?;
+    if !file.metadata().map_err(io)?.is_file() {
+        return Err(ledger_error(&path, "not a regular file"));
+    }
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|error| io(error.into()))?;
+    let entries = read_entries(&path, &mut file)?;
+    let (seq, prev_hash) = entries.last().map_or((1, ledger_genesis()), |last| {
+        (last.seq + 1, last.line_hash.clone())
+    });
+    let mut entry = LedgerEntry {
+        seq,
+        run_id: run_id.to_owned(),
+        head: head.to_owned(),
+        events,
+        prev_hash,
+        line_hash: String::new(),
+        signature: None,
+    };
+    entry.line_hash = entry.computed_hash();
+    entry.signature = key.map(|key| hex(&key.0.sign(entry.line_hash.as_bytes()).to_bytes()));
+    let mut line = serde_json::to_vec(&entry).map_err(|source| EvidenceError::Serialize {
+        what: "a ledger line",
+        source,
+    })?;
+    line.push(b'\n');
+    file.write_all(&line).map_err(io)?;
+    file.sync_data().map_err(io)?;
+    // The lock goes with the file.
+    Ok(entry)
+}
+
+fn read_entries(path: &Path, file: &mut std::fs::File) -> Result<Vec<LedgerEntry>, EvidenceError> {
+    let io = |error: std::io::Error| ledger_error(path, error.to_string());
+    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_LEDGER_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_LEDGER_BYTES {
+        return Err(ledger_error(
+            path,
+            format!("larger than {MAX_LEDGER_BYTES} bytes; start a new evidence root"),
+        ));
+    }
+    let mut entries = Vec::new();
+    for (index, line) in bytes.split(|&byte| byte == b'\n').enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        let entry: LedgerEntry = serde_json::from_slice(line).map_err(|error| {
+            ledger_error(
+                path,
+                format!("line {} is not a ledger entry: {error}", index + 1),
+            )
+        })?;
+        entries.push(entry);
+    }
+    Ok(entries)
+}
+
+/// What the ledger says about one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum LedgerCheck {
+    /// The root has no ledger: nothing pins the run's head, so a re-chained run would verify.
+    NoLedger,
+    /// The ledger is intact and records this head for the run (signed, when a key was given).
+    Recorded { seq: u64, signed: bool },
+    /// The run finished, but the ledger never recorded it.
+    NotRecorded,
+    /// The ledger recorded another head: the run was rewritten after it ended.
+    HeadDiffers { recorded: String },
+    /// The ledger records the run more than once.
+    RecordedTwice,
+    /// The ledger itself was edited, or a signature does not verify.
+    Broken { line: u64, reason: String },
+}
+
+impl LedgerCheck {
+    /// Whether this outcome means the run may not be trusted.
+    pub fn is_failure(&self) -> bool {
+        !matches!(self, Self::NoLedger | Self::Recorded { .. })
+    }
+}
+
+/// The ledger file of the evidence root a run directory lives in.
+pub fn ledger_of(run_dir: &Path) -> Option<PathBuf> {
+    run_dir.parent().map(|root| root.join(LEDGER_FILE))
+}
+
+/// Checks the whole ledger at `path` (chain, seals and, with `public`, every signature) and
+/// what it records for `run_id`.
+pub fn check(
+    path: &Path,
+    run_id: &str,
+    head: &str,
+    public: Option<&PublicKey>,
+) -> Result<LedgerCheck, EvidenceError> {
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(LedgerCheck::NoLedger);
+        }
+        Err(error) => return Err(ledger_error(path, error.to_string())),
+    };
+    let entries = match read_entries(path, &mut file) {
+        Ok(entries) => entries,
+        Err(EvidenceError::Ledger { reason, .. }) => {
+            return Ok(LedgerCheck::Broken { line: 0, reason });
+        }
+        Err(other) => return Err(other),
+    };
+    let mut prev = ledger_genesis();
+    let mut found = Vec::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let line = index as u64 + 1;
+        let broken = |reason: String| Ok(LedgerCheck::Broken { line, reason });
+        if entry.seq != line {
+            return broken(format!("seq is {}, expected {line}", entry.seq));
+        }
+        if entry.prev_hash != prev {
+            return broken("prev_hash is not the previous line's hash".to_owned());
+        }
+        if entry.line_hash != entry.computed_hash() {
+            return broken("the line was edited after it was sealed".to_owned());
+        }
+        if let Some(public) = public {
+            let Some(signature) = entry.signature.as_deref() else {
+                return broken("the line is not signed".to_owned());
+            };
+            let valid = hex_bytes(signature)
+                .and_then(|bytes| <[u8; 64]>::try_from(bytes).ok())
+                .map(|bytes| ed25519_dalek::Signature::from_bytes(&bytes))
+                .is_some_and(|signature| {
+                    public
+                        .0
+                        .verify(entry.line_hash.as_bytes(), &signature)
+                        .is_ok()
+                });
+            if !valid {
+                return broken("the signature does not verify with the public key".to_owned());
+            }
+        }
+        if entry.run_id == run_id {
+            found.push(entry);
+        }
+        prev = entry.line_hash.clone();
+    }
+    Ok(match found.as_slice() {
+        [] => LedgerCheck::NotRecorded,
+        [entry] if entry.head == head => LedgerCheck::Recorded {
+            seq: entry.seq,
+            signed: public.is_some(),
+        },
+        [entry] => LedgerCheck::HeadDiffers {
+            recorded: entry.head.clone(),
+        },
+        _ => LedgerCheck::RecordedTwice,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root() -> tempfile::TempDir {
+        tempfile::tempdir().expect("a scratch root")
+    }
+
+    #[test]
+    fn a_recorded_head_checks_and_any_change_is_caught() {
+        let root = root();
+        let key = InstallationKey::generate().unwrap();
+        append(root.path(), "run-a", "blake3:aa", 5, Some(&key)).unwrap();
+        append(root.path(), "run-b", "blake3:bb", 7, Some(&key)).unwrap();
+        let path = root.path().join(LEDGER_FILE);
+        let public = key.public();
+        assert_eq!(
+            check(&path, "run-a", "blake3:aa", Some(&public)).unwrap(),
+            LedgerCheck::Recorded {
+                seq: 1,
+                signed: true
+            }
+        );
+        assert_eq!(
+            check(&path, "run-b", "blake3:forged", None).unwrap(),
+            LedgerCheck::HeadDiffers {
+                recorded: "blake3:bb".into()
+            }
+        );
+        assert_eq!(
+            check(&path, "run-c", "blake3:cc", None).unwrap(),
+            LedgerCheck::NotRecorded
+        );
+        // Rewriting a recorded head, even re-sealed, breaks the signature.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut forged: LedgerEntry = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+        forged.head = "blake3:forged".into();
+        forged.line_hash = forged.computed_hash();
+        let rewritten = format!(
+            "{}\n{}\n",
+            text.lines().next().unwrap(),
+            serde_json::to_string(&forged).unwrap()
+        );
+        std::fs::write(&path, rewritten).unwrap();
+        assert_eq!(
+            check(&path, "run-b", "blake3:forged", None).unwrap(),
+            LedgerCheck::Recorded {
+                seq: 2,
+                signed: false
+            },
+            "without the public key a re-sealed ledger cannot be told apart"
+        );
+        assert!(matches!(
+            check(&path, "run-b", "blake3:forged", Some(&public)).unwrap(),
+            LedgerCheck::Broken { line: 2, .. }
+        ));
+        let other = InstallationKey::generate().unwrap().public();
+        assert!(matches!(
+            check(&path, "run-a", "blake3:aa", Some(&other)).unwrap(),
+            LedgerCheck::Broken { line: 1, .. }
+        ));
+    }
+
+    #[test]
+    fn keys_round_trip_through_hex_and_bad_ones_are_refused() {
+        let key = InstallationKey::generate().unwrap();
+        let again = InstallationKey::from_hex(&key.to_hex()).unwrap();
+        assert_eq!(again.public(), key.public());
+        assert_eq!(
+            PublicKey::from_hex(&key.public().to_hex()).unwrap(),
+            key.public()
+        );
+        assert!(InstallationKey::from_hex("abc").is_err());
+        assert!(PublicKey::from_hex(&"zz".repeat(32)).is_err());
+    }
+
+    #[test]
+    fn a_symlinked_ledger_is_refused() {
+        let root = root();
+        let victim = root.path().join("victim");
+        std::fs::write(&victim, "untouched\n").unwrap();
+        std::os::unix::fs::symlink(&victim, root.path().join(LEDGER_FILE)).unwrap();
+        assert!(append(root.path(), "run-a", "blake3:aa", 1, None).is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched\n");
+    }
+}
