@@ -106,7 +106,9 @@ wordpress_up() {
   local keys
   keys=$(for k in AUTH_KEY SECURE_AUTH_KEY LOGGED_IN_KEY NONCE_KEY AUTH_SALT SECURE_AUTH_SALT LOGGED_IN_SALT NONCE_SALT; do
     echo "define('$k', '$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')');"; done)
-  [ -f "$wp_config" ] && grep -q "$db_socket" "$wp_config" || cat >"$wp_config" <<EOF
+  # The whole DB_HOST line must match: another checkout's socket path can contain this one.
+  [ -f "$wp_config" ] && grep -qxF "define('DB_HOST', 'localhost:$db_socket');" "$wp_config" ||
+    cat >"$wp_config" <<EOF
 <?php
 // Written by cua's conformance/apps.sh: the seeded WordPress the conformance suite drives.
 define('DB_NAME', 'cua_wordpress');
@@ -123,6 +125,8 @@ define('WP_DEBUG', false);
 $keys
 \$table_prefix = 'wp_';
 EOF
+  # It holds the database password and the cookie keys.
+  chmod 600 "$wp_config"
   php "$here/wordpress/seed.php" "$WORDPRESS_PORT" "$WORDPRESS_ADMIN_USER" "$WORDPRESS_ADMIN_PASSWORD" \
     >"$state/wordpress-seed.log" 2>&1 || { tail -20 "$state/wordpress-seed.log" >&2; die "seeding WordPress failed"; }
   port_free "$WORDPRESS_PORT" WordPress
