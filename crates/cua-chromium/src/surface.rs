@@ -441,9 +441,19 @@ impl ChromiumSurface {
             .monitor_call("Page.navigate", json!({ "url": url }))
             .await
             .map_err(|error| error.into_surface("navigating"))?;
-        let blocked = lock(&self.shared.state)
-            .blocked_document_since(mark)
-            .map(|blocked| format!("redirected to {blocked}"));
+        // A redirect the guard blocked aborts the navigation, so Page.navigate reports an
+        // error; a navigation that committed was not redirected, whatever the page it loaded
+        // then tried (a meta refresh, a script) and the guard blocked in turn.
+        let failed = answer["errorText"]
+            .as_str()
+            .is_some_and(|text| !text.is_empty());
+        let blocked = failed
+            .then(|| {
+                lock(&self.shared.state)
+                    .blocked_document_since(mark)
+                    .map(|blocked| format!("redirected to {blocked}"))
+            })
+            .flatten();
         if let Some(reason) = blocked {
             return Err(SurfaceError::NavigationBlocked {
                 url: url.to_string(),
