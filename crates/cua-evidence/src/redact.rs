@@ -178,6 +178,21 @@ impl Redactor {
         self.walk(&state, value, Mode::Full)
     }
 
+    /// Masks what is declared, and only that: values under sensitive keys by shape, and
+    /// registered secrets and sensitive values wherever they occur. The policy's pattern rules
+    /// (which guess at e-mail addresses, account numbers, …) are not applied: this is for what
+    /// a caller asked for, a run's outputs, where a guessed mask would hide a legitimate value.
+    pub fn redact_declared_json(&self, value: &Value) -> Value {
+        let state = self.read();
+        self.walk(&state, value, Mode::LiteralsOnly)
+    }
+
+    /// [`Redactor::redact_declared_json`] for free text: registered literals only.
+    pub fn redact_declared_text(&self, text: &str) -> String {
+        let state = self.read();
+        self.literals_only(&state, text)
+    }
+
     /// Redacts a snapshot before it is written or rendered: the URL, the title, and every
     /// node's name, value, CSS hint and scope names.
     pub fn redact_snapshot(&self, snapshot: &UiSnapshot) -> UiSnapshot {

@@ -61,13 +61,14 @@ impl ReplayReport {
     }
 
     /// The report as it may leave the process (printed, returned to a caller, kept in a batch's
-    /// state): every value under a sensitive name masked by shape, and every registered secret
-    /// or sensitive literal masked in free text, by the run's redactor, which learned them while
-    /// the run bound its inputs and read its outputs.
+    /// state): every value under a declared-sensitive name masked by shape, and every registered
+    /// secret or sensitive literal masked in free text, by the run's redactor, which learned
+    /// them while the run bound its inputs and read its outputs. The policy's pattern rules are
+    /// for the evidence; they do not guess at the outputs a caller asked for.
     pub fn redacted(mut self, redactor: &cua_evidence::Redactor) -> Self {
         let map = |values: &mut std::collections::BTreeMap<String, serde_json::Value>| {
             let object = serde_json::Value::Object(std::mem::take(values).into_iter().collect());
-            if let serde_json::Value::Object(masked) = redactor.redact_json(&object) {
+            if let serde_json::Value::Object(masked) = redactor.redact_declared_json(&object) {
                 *values = masked.into_iter().collect();
             }
         };
@@ -76,16 +77,16 @@ impl ReplayReport {
             map(&mut outcome.data);
         }
         if let Some(error) = &mut self.result.error {
-            error.message = redactor.redact_text(&error.message);
+            error.message = redactor.redact_declared_text(&error.message);
             for text in [&mut error.expected, &mut error.observed]
                 .into_iter()
                 .flatten()
             {
-                *text = redactor.redact_text(text);
+                *text = redactor.redact_declared_text(text);
             }
         }
         for step in &mut self.steps {
-            step.verdict_reason = redactor.redact_text(&step.verdict_reason);
+            step.verdict_reason = redactor.redact_declared_text(&step.verdict_reason);
         }
         self
     }

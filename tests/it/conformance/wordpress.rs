@@ -69,7 +69,12 @@ fn a_deep_link_reads_each_look_alike_user_as_the_database_holds_them() {
         let run = app.replay("wordpress.user.show@1.0.0", &[("user_id", &row[0])]);
         run.succeeded();
         assert_eq!(run.output("username"), row[1]);
-        assert_eq!(run.output("email"), row[2]);
+        // The e-mail address is a sensitive output: the caller sees its shape only (the eval
+        // compares it with the database in clear, inside the process).
+        assert_eq!(
+            run.output("email"),
+            format!("<redacted:string[{}]>", row[2].chars().count())
+        );
         // wp_capabilities is a serialized array whose one key is the role's slug.
         let role = run.output("role").to_lowercase();
         assert!(
