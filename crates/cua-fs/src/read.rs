@@ -1,0 +1,172 @@
+//! Bounded reads: a regular file of at most a known size, or a refusal naming both.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use rustix::fs::{FileType, Mode, OFlags};
+
+use crate::error::FsError;
+
+/// How much cua reads of one kind of file, and what that kind is called in a refusal. Each
+/// caller defines its limits as constants, with why they are what they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    /// The most bytes read; a larger file is refused unread.
+    pub bytes: u64,
+    /// What the file is, for the refusal: `a YAML document`, `a batch's rows`, ….
+    pub what: &'static str,
+}
+
+/// Reads the regular file at `path` (which may pass through symbolic links: the user named
+/// it), refusing a directory, a device, a FIFO or a socket at once (the open does not block on
+/// a FIFO), and a file over `limit`, checked before reading and again while reading.
+pub fn read_bounded(path: &Path, limit: Limit) -> Result<Vec<u8>, FsError> {
+    let fd = rustix::fs::open(path, read_flags(), Mode::empty())
+        .map_err(|source| FsError::io("open", path, source))?;
+    read_file(File::from(fd), path, limit)
+}
+
+/// [`read_bounded`], as UTF-8 text.
+pub fn read_to_string_bounded(path: &Path, limit: Limit) -> Result<String, FsError> {
+    utf8(read_bounded(path, limit)?, path)
+}
+
+/// The flags of every open for reading: never blocking on a FIFO, never becoming the
+/// controlling terminal, closed across `exec`.
+pub(crate) fn read_flags() -> OFlags {
+    OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY
+}
+
+/// Reads an open file, checking first that it is a regular file within `limit`.
+pub(crate) fn read_file(file: File, path: &Path, limit: Limit) -> Result<Vec<u8>, FsError> {
+    let size = regular_size(&file, path, Some(limit.bytes))?;
+    let too_large = |size: u64| FsError::TooLarge {
+        path: path.to_path_buf(),
+        limit: limit.bytes,
+        size,
+        what: limit.what,
+    };
+    if size > limit.bytes {
+        return Err(too_large(size));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    // One byte past the limit tells a file that grew since `fstat` from one that fits.
+    file.take(limit.bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|source| FsError::io("read", path, source))?;
+    let read = bytes.len() as u64;
+    if read > limit.bytes {
+        return Err(too_large(read));
+    }
+    Ok(bytes)
+}
+
+/// The size of an open regular file, or the refusal of anything else.
+pub(crate) fn regular_size(file: &File, path: &Path, limit: Option<u64>) -> Result<u64, FsError> {
+    let stat = rustix::fs::fstat(file).map_err(|source| FsError::io("inspect", path, source))?;
+    let kind = FileType::from_raw_mode(stat.st_mode);
+    if kind != FileType::RegularFile {
+        return Err(FsError::NotRegular {
+            path: path.to_path_buf(),
+            kind: describe(kind),
+            limit,
+        });
+    }
+    Ok(u64::try_from(stat.st_size).unwrap_or(0))
+}
+
+pub(crate) fn utf8(bytes: Vec<u8>, path: &Path) -> Result<String, FsError> {
+    String::from_utf8(bytes).map_err(|_| FsError::NotUtf8 {
+        path: path.to_path_buf(),
+    })
+}
+
+/// A kind of file, as a refusal names it.
+pub(crate) fn describe(kind: FileType) -> &'static str {
+    match kind {
+        FileType::RegularFile => "a regular file",
+        FileType::Directory => "a directory",
+        FileType::Symlink => "a symbolic link",
+        FileType::Fifo => "a FIFO",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Unknown => "a file of unknown kind",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    const SMALL: Limit = Limit {
+        bytes: 8,
+        what: "a test file",
+    };
+
+    #[test]
+    fn a_regular_file_within_the_limit_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("eight");
+        std::fs::write(&path, b"12345678").unwrap();
+        assert_eq!(read_bounded(&path, SMALL).unwrap(), b"12345678");
+        assert_eq!(read_to_string_bounded(&path, SMALL).unwrap(), "12345678");
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_refused_naming_it_and_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nine");
+        std::fs::write(&path, b"123456789").unwrap();
+        let refused = read_bounded(&path, SMALL).unwrap_err();
+        let message = refused.to_string();
+        assert!(
+            matches!(refused, FsError::TooLarge { size: 9, .. }),
+            "{message}"
+        );
+        assert!(message.contains(&path.display().to_string()), "{message}");
+        assert!(
+            message.contains("8-byte limit for a test file"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn devices_fifos_and_directories_are_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        for (path, kind) in [
+            (Path::new("/dev/zero"), "a character device"),
+            (fifo.as_path(), "a FIFO"),
+            (dir.path(), "a directory"),
+        ] {
+            let refused = read_bounded(path, SMALL).unwrap_err();
+            let message = refused.to_string();
+            assert!(message.contains(kind), "{message}");
+            assert!(message.contains("at most 8 bytes"), "{message}");
+            assert!(refused.is_refusal());
+        }
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("latin1");
+        std::fs::write(&path, b"caf\xe9").unwrap();
+        assert!(matches!(
+            read_to_string_bounded(&path, SMALL),
+            Err(FsError::NotUtf8 { .. })
+        ));
+    }
+}
