@@ -1,12 +1,13 @@
 //! The evidence bus: one directory per run, an append-only hash-chained `trace.jsonl`, the
 //! snapshots and screenshots the trace refers to, and `run_record.json` at the end.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use cua_artifact::{Actor, RunRecord};
+use cua_fs::{Create, Dir, FileMode, FsError};
 use cua_snapshot::UiSnapshot;
 use serde::Serialize;
 use serde_json::Value;
@@ -86,47 +87,39 @@ pub struct ArtifactRef {
 /// the order in which events were emitted.
 pub struct EvidenceBus {
     run_id: RunId,
-    dir: PathBuf,
+    dir: Dir,
     clock: Arc<dyn Clock>,
     redactor: Redactor,
     writer: Mutex<Writer>,
 }
 
 impl EvidenceBus {
-    /// Creates `<root>/<run_id>/` with an empty `trace.jsonl`. Refuses a run directory that
-    /// already exists and is not empty: evidence is never overwritten.
+    /// Creates `<root>/<run_id>/` (mode 0700) with an empty `trace.jsonl` (0600). Refuses an
+    /// evidence root or run directory that is a symbolic link, a run directory another user
+    /// owns, and one that already exists and is not empty: evidence is never overwritten, nor
+    /// written where someone else chose.
     pub fn create(
         root: &Path,
         run_id: RunId,
         clock: Arc<dyn Clock>,
         redactor: Redactor,
     ) -> Result<Self, EvidenceError> {
-        fs::create_dir_all(root)
-            .map_err(|source| EvidenceError::io("create the evidence root", root, source))?;
-        let dir = root.join(run_id.as_str());
-        match fs::create_dir(&dir) {
-            Ok(()) => {}
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-                let mut entries = fs::read_dir(&dir)
-                    .map_err(|source| EvidenceError::io("read the run directory", &dir, source))?;
-                if entries.next().is_some() {
-                    return Err(EvidenceError::RunDirNotEmpty { path: dir });
-                }
+        let root_dir = Dir::create_all(root, FileMode::Private)?;
+        let dir = match root_dir.create_dir(run_id.as_str(), FileMode::Private) {
+            Ok(dir) => dir,
+            Err(FsError::Exists { .. }) => {
+                let dir = root_dir.open_dir(run_id.as_str())?;
+                check_reusable(&dir)?;
+                dir
             }
-            Err(source) => {
-                return Err(EvidenceError::io("create the run directory", &dir, source));
-            }
-        }
-        let trace_path = dir.join(TRACE_FILE);
-        let file = OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .open(&trace_path)
-            .map_err(|source| EvidenceError::io("create", &trace_path, source))?;
+            Err(error) => return Err(error.into()),
+        };
+        let file = dir.open_append(TRACE_FILE, Create::New, FileMode::Private)?;
+        let trace_path = dir.path().join(TRACE_FILE);
         // Both entries must survive a power cut: a resume that finds no run directory takes it
         // that nothing was written, which an intent synced into a lost directory would belie.
-        sync_dir(&dir)?;
-        sync_dir(root)?;
+        dir.sync()?;
+        root_dir.sync()?;
         let prev_hash = chain::genesis_hash(run_id.as_str());
         Ok(Self {
             run_id,
@@ -153,7 +146,14 @@ impl EvidenceBus {
 
     /// The run directory.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.dir.path()
+    }
+
+    /// Writes `bytes` as the new file `name` in the run directory (0600, whole or not at all,
+    /// never over an existing file): what a caller keeps beside the trace, such as an assisted
+    /// run's proposal. The caller redacts it.
+    pub fn write_file(&self, name: &str, bytes: &[u8]) -> Result<(), EvidenceError> {
+        Ok(self.dir.write_new(name, bytes, FileMode::Private)?)
     }
 
     /// The redactor this bus writes through (shared with the secret resolver and other sinks).
@@ -211,8 +211,8 @@ impl EvidenceBus {
             return Err(EvidenceError::RunEnded);
         }
         writer.snapshots += 1;
-        let name = format!("{SNAPSHOT_DIR}/{:04}-{label}.json", writer.snapshots);
-        write_new_file(&self.dir, &name, &bytes)
+        let name = format!("{:04}-{label}.json", writer.snapshots);
+        write_new_file(&self.dir, Some(SNAPSHOT_DIR), &name, &bytes)
     }
 
     /// Writes a screenshot as `screenshots/NNNN-<label>.png`. Pixels cannot be redacted here:
@@ -230,8 +230,8 @@ impl EvidenceBus {
             return Err(EvidenceError::RunEnded);
         }
         writer.screenshots += 1;
-        let name = format!("{SCREENSHOT_DIR}/{:04}-{label}.png", writer.screenshots);
-        write_new_file(&self.dir, &name, png)
+        let name = format!("{:04}-{label}.png", writer.screenshots);
+        write_new_file(&self.dir, Some(SCREENSHOT_DIR), &name, png)
     }
 
     /// After `run_end`: projects the trace as written into a run record, writes it through the
@@ -243,7 +243,7 @@ impl EvidenceBus {
                 return Err(EvidenceError::RunNotEnded);
             }
         }
-        let lines = read_trace(&self.dir)?;
+        let lines = read_trace(self.dir.path())?;
         let record = project(&lines)?;
         let value = serde_json::to_value(&record).map_err(|source| EvidenceError::Serialize {
             what: "the run record",
@@ -257,7 +257,7 @@ impl EvidenceBus {
                 }
             })?;
         bytes.push(b'\n');
-        write_new_file(&self.dir, RUN_RECORD_FILE, &bytes)?;
+        write_new_file(&self.dir, None, RUN_RECORD_FILE, &bytes)?;
         Ok(record)
     }
 
@@ -326,7 +326,7 @@ impl std::fmt::Debug for EvidenceBus {
         formatter
             .debug_struct("EvidenceBus")
             .field("run_id", &self.run_id)
-            .field("dir", &self.dir)
+            .field("dir", &self.dir.path())
             .finish_non_exhaustive()
     }
 }
@@ -365,74 +365,100 @@ impl Writer {
     }
 }
 
-fn write_new_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<ArtifactRef, EvidenceError> {
-    let path = dir.join(name);
-    let parent = path.parent().unwrap_or(dir);
-    fs::create_dir_all(parent)
-        .map_err(|source| EvidenceError::io("create the directory", parent, source))?;
-    // Whole or not at all: the bytes go to a hidden file first and are linked under their name
-    // only once written and synced, so a process killed mid-write leaves a `.partial-…` file
-    // nothing refers to, never a truncated artifact a reader takes for the real one. Linking
-    // fails if the name exists, as creating it did.
-    let partial = dir.join(format!(".partial-{}", name.replace('/', "-")));
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&partial)
-        .map_err(|source| EvidenceError::io("create", &partial, source))?;
-    file.write_all(bytes)
-        .and_then(|()| file.sync_data())
-        .map_err(|source| EvidenceError::io("write", &partial, source))?;
-    let linked = fs::hard_link(&partial, &path);
-    fs::remove_file(&partial).map_err(|source| EvidenceError::io("remove", &partial, source))?;
-    linked.map_err(|source| EvidenceError::io("create", &path, source))?;
-    sync_dir(parent)?;
+/// Writes a new file of the run, in `subdirectory` when given, whole or not at all: the bytes
+/// go to a temporary file first and are linked under their name only once written and synced,
+/// so a process killed mid-write leaves a hidden temporary file nothing refers to, never a
+/// truncated artifact a reader takes for the real one. Linking fails if the name exists.
+fn write_new_file(
+    run: &Dir,
+    subdirectory: Option<&str>,
+    name: &str,
+    bytes: &[u8],
+) -> Result<ArtifactRef, EvidenceError> {
+    let path = match subdirectory {
+        Some(subdirectory) => {
+            run.ensure_dir(subdirectory, FileMode::Private)?.write_new(
+                name,
+                bytes,
+                FileMode::Private,
+            )?;
+            format!("{subdirectory}/{name}")
+        }
+        None => {
+            run.write_new(name, bytes, FileMode::Private)?;
+            name.to_owned()
+        }
+    };
     Ok(ArtifactRef {
-        path: name.to_owned(),
+        path,
         digest: format!("{}{}", chain::HASH_PREFIX, blake3::hash(bytes).to_hex()),
     })
 }
 
-/// Makes a newly created entry in `dir` durable.
-fn sync_dir(dir: &Path) -> Result<(), EvidenceError> {
-    File::open(dir)
-        .and_then(|handle| handle.sync_all())
-        .map_err(|source| EvidenceError::io("sync", dir, source))
+/// Checks, before a run starts, that `<root>/<run_id>` can become its directory: the evidence
+/// root is a directory (created if missing) and not a link, and the run directory is either
+/// missing or an empty directory of the current user's, not a link. [`EvidenceBus::create`]
+/// checks the same again as it creates it.
+pub fn check_run_dir(root: &Path, run_id: &RunId) -> Result<(), EvidenceError> {
+    let root_dir = Dir::create_all(root, FileMode::Private)?;
+    match root_dir.open_dir(run_id.as_str()) {
+        Ok(dir) => check_reusable(&dir),
+        Err(error) if error.is_not_found() => Ok(()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// A run directory that already exists may be used only if it is ours and empty: another
+/// user's could be read or planted in by them, and a full one holds another run's evidence.
+fn check_reusable(dir: &Dir) -> Result<(), EvidenceError> {
+    dir.check_owned()?;
+    if dir.entry_names()?.is_empty() {
+        Ok(())
+    } else {
+        Err(EvidenceError::RunDirNotEmpty {
+            path: dir.path().to_path_buf(),
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     #[test]
     fn an_artifact_is_linked_whole_once_and_leaves_nothing_partial() {
-        let dir = tempfile::tempdir().expect("a directory");
-        // A leftover from a writer killed mid-write: overwritten, never linked as it was.
-        fs::write(
-            dir.path().join(".partial-snapshots-0001-a.json"),
-            b"{\"trunc",
-        )
-        .unwrap();
-        let written = write_new_file(dir.path(), "snapshots/0001-a.json", b"{}").unwrap();
+        let root = tempfile::tempdir().expect("a directory");
+        let run = Dir::open(root.path()).expect("a directory");
+        // A leftover from a writer killed mid-write: never linked under an artifact's name.
+        fs::create_dir(root.path().join("snapshots")).expect("a directory");
+        let leftover = root.path().join("snapshots/.cua-0000000000000000.tmp");
+        fs::write(&leftover, b"{\"trunc").expect("written");
+        let written =
+            write_new_file(&run, Some("snapshots"), "0001-a.json", b"{}").expect("written");
         assert_eq!(written.path, "snapshots/0001-a.json");
         assert_eq!(
-            fs::read(dir.path().join("snapshots/0001-a.json")).unwrap(),
+            fs::read(root.path().join("snapshots/0001-a.json")).expect("readable"),
             b"{}"
         );
         // A name is written once: the second write fails and the first bytes stay.
-        assert!(write_new_file(dir.path(), "snapshots/0001-a.json", b"[]").is_err());
+        assert!(write_new_file(&run, Some("snapshots"), "0001-a.json", b"[]").is_err());
         assert_eq!(
-            fs::read(dir.path().join("snapshots/0001-a.json")).unwrap(),
+            fs::read(root.path().join("snapshots/0001-a.json")).expect("readable"),
             b"{}"
         );
-        let names: Vec<String> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        let mut names: Vec<String> = fs::read_dir(root.path().join("snapshots"))
+            .expect("listable")
+            .map(|entry| {
+                entry
+                    .expect("an entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .collect();
-        assert!(
-            !names.iter().any(|n| n.starts_with(".partial-")),
-            "{names:?}"
-        );
+        names.sort();
+        assert_eq!(names, [".cua-0000000000000000.tmp", "0001-a.json"]);
     }
 }

@@ -19,6 +19,11 @@ pub enum EvidenceError {
     )]
     RunDirNotEmpty { path: PathBuf },
 
+    /// A file or directory of the run was refused (a link, a device, a foreign directory, an
+    /// oversized file) or could not be read or written.
+    #[error(transparent)]
+    File(#[from] cua_fs::FsError),
+
     #[error("cannot {action} {}", path.display())]
     Io {
         action: &'static str,

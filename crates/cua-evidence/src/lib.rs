@@ -12,7 +12,11 @@
 //!   run_record.json                  the projection of trace.jsonl, written after run_end
 //! ```
 //!
-//! [`EvidenceBus::create`] refuses a run directory that exists and is not empty. Each event is
+//! [`EvidenceBus::create`] refuses a run directory that exists and is not empty, and an evidence
+//! root or run directory that is a symbolic link or another user's. Every file is written
+//! through `cua-fs`, never through a link: the run directory is 0700, its files 0600. Reading a
+//! run back ([`verify`], [`read_trace`]) follows no link below the run directory and reads at
+//! most [`MAX_TRACE_BYTES`] of trace and [`MAX_EVIDENCE_FILE_BYTES`] of any other file. Each event is
 //! written with one `write_all` and flushed before `emit` returns; `run_end` also syncs the file.
 //! A run killed midway therefore leaves a trace whose committed lines verify, followed at most by
 //! one torn line without its newline.
@@ -71,6 +75,7 @@ mod verify;
 
 pub use bus::{
     ArtifactRef, EvidenceBus, RUN_RECORD_FILE, RunId, SCREENSHOT_DIR, SNAPSHOT_DIR, TRACE_FILE,
+    check_run_dir,
 };
 pub use chain::{ENVELOPE_KEYS, GENESIS_DOMAIN, HASH_PREFIX, genesis_hash};
 pub use clock::{Clock, FixedClock, SteppingClock, SystemClock, Timestamp};
@@ -88,4 +93,7 @@ pub use ledger::{
 pub use project::{project, unauthorized_dispatches};
 pub use redact::{MAX_REDACTABLE_BYTES, MIN_LITERAL_CHARS, Redactor, STRUCTURAL_KEYS};
 pub use secrets::{DEFAULT_ENV_PREFIX, SecretResolver, SecretValue, env_var};
-pub use verify::{BreakKind, ChainBreak, TornTail, VerifyReport, read_trace, verify};
+pub use verify::{
+    BreakKind, ChainBreak, EVIDENCE_FILE_LIMIT, MAX_EVIDENCE_FILE_BYTES, MAX_TRACE_BYTES, TornTail,
+    VerifyReport, read_trace, verify,
+};

@@ -5,6 +5,7 @@ use std::fs;
 use std::path::{Component, Path};
 
 use cua_artifact::RunStatus;
+use cua_fs::{Dir, Limit};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -13,6 +14,26 @@ use crate::chain::{self, Seal};
 use crate::error::EvidenceError;
 use crate::event::{Event, TraceLine};
 use crate::project::project;
+
+/// The largest trace read back, in bytes. Every event is bounded as it is emitted and a run by
+/// its step and duration budgets, so a real trace is kilobytes to a few megabytes; this is far
+/// above any, and still a size `verify` and the projection can hold in memory.
+pub const MAX_TRACE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The largest snapshot, screenshot or run record read back, in bytes. A snapshot of a large
+/// page or a full-page PNG is a few megabytes.
+pub const MAX_EVIDENCE_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+const TRACE_LIMIT: Limit = Limit {
+    bytes: MAX_TRACE_BYTES,
+    what: "a trace",
+};
+
+/// The limit for the files a run directory holds beside its trace.
+pub const EVIDENCE_FILE_LIMIT: Limit = Limit {
+    bytes: MAX_EVIDENCE_FILE_BYTES,
+    what: "an evidence file",
+};
 
 /// What [`verify`] found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -128,7 +149,7 @@ pub enum BreakKind {
 /// files the trace names, and the run record against the trace. A broken chain is reported in
 /// the report; the error is for a path that is not a run directory at all.
 pub fn verify(run_dir: &Path) -> Result<VerifyReport, EvidenceError> {
-    let (run_id, bytes) = open_trace(run_dir)?;
+    let (run, run_id, bytes) = open_trace(run_dir)?;
     let mut report = VerifyReport {
         run_id: run_id.clone(),
         events: 0,
@@ -149,7 +170,7 @@ pub fn verify(run_dir: &Path) -> Result<VerifyReport, EvidenceError> {
             });
             break;
         };
-        match check_line(run_dir, &run_id, number, line, &report) {
+        match check_line(&run, &run_id, number, line, &report) {
             Ok(checked) => {
                 report.events = number;
                 report.head = checked.line_hash.clone();
@@ -170,9 +191,8 @@ pub fn verify(run_dir: &Path) -> Result<VerifyReport, EvidenceError> {
             }
         }
     }
-    let record_path = run_dir.join(RUN_RECORD_FILE);
-    if record_path.exists() {
-        report.broken = check_run_record(&record_path, &lines, &report);
+    if run.has_file(RUN_RECORD_FILE) {
+        report.broken = check_run_record(&run, &lines, &report);
     }
     Ok(report)
 }
@@ -180,7 +200,7 @@ pub fn verify(run_dir: &Path) -> Result<VerifyReport, EvidenceError> {
 /// Parses the committed lines of a run's trace (an unterminated final line is skipped), for
 /// projection. It does not check the chain; [`verify`] does.
 pub fn read_trace(run_dir: &Path) -> Result<Vec<TraceLine>, EvidenceError> {
-    let (_, bytes) = open_trace(run_dir)?;
+    let (_, _, bytes) = open_trace(run_dir)?;
     bytes
         .split_inclusive(|&byte| byte == b'\n')
         .filter_map(|segment| segment.strip_suffix(b"\n"))
@@ -194,18 +214,30 @@ pub fn read_trace(run_dir: &Path) -> Result<Vec<TraceLine>, EvidenceError> {
         .collect()
 }
 
-fn open_trace(run_dir: &Path) -> Result<(String, Vec<u8>), EvidenceError> {
+/// The run directory, held open (it may not be a link, nor may anything read below it), its
+/// name, and its trace's bytes.
+fn open_trace(run_dir: &Path) -> Result<(Dir, String, Vec<u8>), EvidenceError> {
     let not_a_run_dir = |reason: String| EvidenceError::NotARunDir {
         path: run_dir.to_owned(),
         reason,
     };
-    if !run_dir.is_dir() {
-        return Err(not_a_run_dir("no such directory".into()));
-    }
-    let trace_path = run_dir.join(TRACE_FILE);
-    if !trace_path.is_file() {
-        return Err(not_a_run_dir(format!("it has no {TRACE_FILE}")));
-    }
+    let run = match Dir::open(run_dir) {
+        Ok(run) => run,
+        Err(error) if error.is_not_found() => {
+            return Err(not_a_run_dir("no such directory".into()));
+        }
+        Err(cua_fs::FsError::NotADirectory { kind, .. }) => {
+            return Err(not_a_run_dir(format!("it is {kind}")));
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let bytes = match run.read(TRACE_FILE, TRACE_LIMIT) {
+        Ok(bytes) => bytes,
+        Err(error) if error.is_not_found() => {
+            return Err(not_a_run_dir(format!("it has no {TRACE_FILE}")));
+        }
+        Err(error) => return Err(error.into()),
+    };
     let canonical = fs::canonicalize(run_dir)
         .map_err(|source| EvidenceError::io("resolve", run_dir, source))?;
     let run_id = canonical
@@ -213,9 +245,7 @@ fn open_trace(run_dir: &Path) -> Result<(String, Vec<u8>), EvidenceError> {
         .and_then(|name| name.to_str())
         .ok_or_else(|| not_a_run_dir("its name is not a run id".into()))?
         .to_owned();
-    let bytes =
-        fs::read(&trace_path).map_err(|source| EvidenceError::io("read", &trace_path, source))?;
-    Ok((run_id, bytes))
+    Ok((run, run_id, bytes))
 }
 
 type LineProblem = (BreakKind, String);
@@ -249,7 +279,7 @@ fn explain_skip(kind: BreakKind, message: String, number: u64, later: &[&[u8]]) 
 }
 
 fn check_line(
-    run_dir: &Path,
+    run: &Dir,
     run_id: &str,
     number: u64,
     line: &[u8],
@@ -345,13 +375,13 @@ fn check_line(
             format!("line {number} is not a well-formed event: {error}"),
         )
     })?;
-    check_files(run_dir, number, &parsed)?;
+    check_files(run, number, &parsed)?;
     Ok(parsed)
 }
 
 /// Every `<x>_ref` with a `<x>_digest` beside it names a file that must exist, inside the run
 /// directory, with that digest.
-fn check_files(run_dir: &Path, number: u64, line: &TraceLine) -> Result<(), LineProblem> {
+fn check_files(run: &Dir, number: u64, line: &TraceLine) -> Result<(), LineProblem> {
     let (snapshot, screenshot) = match &line.event {
         Event::Observe(observe) => (
             observe
@@ -380,11 +410,20 @@ fn check_files(run_dir: &Path, number: u64, line: &TraceLine) -> Result<(), Line
                 format!("line {number} names {reference}, which is outside the run directory"),
             ));
         }
-        let Ok(bytes) = fs::read(run_dir.join(relative)) else {
-            return Err((
-                BreakKind::File,
-                format!("line {number} names {reference}, which is missing"),
-            ));
+        let bytes = match run.read(reference, EVIDENCE_FILE_LIMIT) {
+            Ok(bytes) => bytes,
+            Err(error) if error.is_not_found() => {
+                return Err((
+                    BreakKind::File,
+                    format!("line {number} names {reference}, which is missing"),
+                ));
+            }
+            Err(error) => {
+                return Err((
+                    BreakKind::File,
+                    format!("line {number} names {reference}, which is not read: {error}"),
+                ));
+            }
         };
         let actual = format!("{}{}", chain::HASH_PREFIX, blake3::hash(&bytes).to_hex());
         if &actual != digest {
@@ -397,11 +436,7 @@ fn check_files(run_dir: &Path, number: u64, line: &TraceLine) -> Result<(), Line
     Ok(())
 }
 
-fn check_run_record(
-    record_path: &Path,
-    lines: &[TraceLine],
-    report: &VerifyReport,
-) -> Option<ChainBreak> {
+fn check_run_record(run: &Dir, lines: &[TraceLine], report: &VerifyReport) -> Option<ChainBreak> {
     let next_line = report.events + 1;
     if !report.ended {
         return Some(ChainBreak {
@@ -418,7 +453,8 @@ fn check_run_record(
         kind: BreakKind::RunRecord,
         message: format!("{RUN_RECORD_FILE} {detail}"),
     };
-    let written: Value = match fs::read(record_path)
+    let written: Value = match run
+        .read(RUN_RECORD_FILE, EVIDENCE_FILE_LIMIT)
         .map_err(|error| error.to_string())
         .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|error| error.to_string()))
     {

@@ -621,7 +621,7 @@ mod tests {
         assert!(!root.path().join("victim").exists());
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &root.path().join("fifo"),
+            root.path().join("fifo"),
             FileType::Fifo,
             Mode::from_raw_mode(0o600),
             0,

@@ -3,6 +3,7 @@
 
 mod chain;
 mod intents;
+mod paths;
 mod projection;
 mod redaction;
 mod secrets;
