@@ -42,14 +42,10 @@ pub enum ConsoleError {
     #[error("the live surface failed: {0}")]
     Surface(#[from] cua_surface::SurfaceError),
 
-    /// A file of the console's own (an intervention record) could not be read or written.
-    #[error("could not {action} {path}")]
-    Io {
-        action: &'static str,
-        path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// A file of the console's own (an intervention record) could not be read or written, or
+    /// what was found at its path was refused.
+    #[error(transparent)]
+    File(#[from] cua_fs::FsError),
 
     /// The server could not start.
     #[error("the console could not listen on {address}")]
@@ -72,7 +68,7 @@ impl ConsoleError {
             Self::NotHolder { .. } => 403,
             Self::BadRequest { .. } | Self::Access(_) => 400,
             Self::Surface(_) => 502,
-            Self::Evidence(_) | Self::Io { .. } | Self::Bind { .. } => 500,
+            Self::Evidence(_) | Self::File(_) | Self::Bind { .. } => 500,
         }
     }
 
@@ -85,15 +81,7 @@ impl ConsoleError {
             Self::NotHolder { .. } => "not_holder",
             Self::BadRequest { .. } | Self::Access(_) => "bad_request",
             Self::Surface(_) => "surface_failed",
-            Self::Evidence(_) | Self::Io { .. } | Self::Bind { .. } => "internal",
-        }
-    }
-
-    pub(crate) fn io(action: &'static str, path: &std::path::Path, source: std::io::Error) -> Self {
-        Self::Io {
-            action,
-            path: path.to_path_buf(),
-            source,
+            Self::Evidence(_) | Self::File(_) | Self::Bind { .. } => "internal",
         }
     }
 }

@@ -1,15 +1,30 @@
-//! Path-traversal-safe evidence serving: a run id that is a valid run id, a relative path of
-//! plain components, and a canonical path that stays inside the canonical run directory (so a
-//! symlink pointing out is refused too).
+//! Evidence serving: only a regular file inside a run directory. The run id must be a run id,
+//! the relative path plain components, and every component, the run directory included, is
+//! opened without following a link, so a link planted in the evidence root or in a run (even
+//! one pointing inside the root) is refused; a run directory another user made is refused too.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
+
+use cua_fs::Dir;
 
 use crate::error::ConsoleError;
 
-/// The file `relative` of run `run_id` under `root`, checked. Refused: an invalid run id, an
-/// empty or absolute path, `.` or `..` components, hidden files, backslashes or NULs, and any
-/// path whose canonical form leaves the run directory.
-pub fn evidence_file(root: &Path, run_id: &str, relative: &str) -> Result<PathBuf, ConsoleError> {
+/// An evidence file, read for serving.
+#[derive(Debug)]
+pub struct EvidenceFile {
+    pub bytes: Vec<u8>,
+    pub content_type: &'static str,
+}
+
+/// Reads the file `relative` of run `run_id` under `root`, checked. Refused: an invalid run id,
+/// an empty or absolute path, `.` or `..` components, hidden files, backslashes or NULs, a run
+/// directory that is a link or another user's, a link at any depth, anything but a regular
+/// file, and a file over [`cua_evidence::MAX_EVIDENCE_FILE_BYTES`].
+pub fn read_evidence_file(
+    root: &Path,
+    run_id: &str,
+    relative: &str,
+) -> Result<EvidenceFile, ConsoleError> {
     let refuse = |reason: &str| ConsoleError::BadRequest {
         reason: format!("refused evidence path: {reason}"),
     };
@@ -50,15 +65,43 @@ pub fn evidence_file(root: &Path, run_id: &str, relative: &str) -> Result<PathBu
         what: "evidence file",
         id: format!("{run_id}/{relative}"),
     };
-    let run_dir = root.join(run_id).canonicalize().map_err(|_| not_found())?;
-    let file = run_dir.join(path).canonicalize().map_err(|_| not_found())?;
-    if !file.starts_with(&run_dir) {
-        return Err(refuse("it leaves the run directory"));
+    let run = open_run(root, run_id)?;
+    match run.read(relative, cua_evidence::EVIDENCE_FILE_LIMIT) {
+        Ok(bytes) => Ok(EvidenceFile {
+            bytes,
+            content_type: content_type(path),
+        }),
+        Err(error) if error.is_refusal() => Err(refuse(
+            "not a regular file inside the run directory (a link, a directory, a device, or too large)",
+        )),
+        Err(_) => Err(not_found()),
     }
-    if !file.is_file() {
-        return Err(not_found());
-    }
-    Ok(file)
+}
+
+/// The run directory `run_id` under `root`, held open: a real directory of the console's own
+/// user, never a link and never another user's, whatever its name says.
+pub(crate) fn open_run(root: &Path, run_id: &str) -> Result<Dir, ConsoleError> {
+    cua_evidence::RunId::parse(run_id).map_err(|_| ConsoleError::BadRequest {
+        reason: "not a run id".to_owned(),
+    })?;
+    let not_found = || ConsoleError::NotFound {
+        what: "run",
+        id: run_id.to_owned(),
+    };
+    let refused = || ConsoleError::BadRequest {
+        reason: format!("refused run `{run_id}`: not a run directory of this console's user"),
+    };
+    let run = Dir::open(root)
+        .and_then(|root| root.open_dir(run_id))
+        .map_err(|error| {
+            if error.is_refusal() {
+                refused()
+            } else {
+                not_found()
+            }
+        })?;
+    run.check_owned().map_err(|_| refused())?;
+    Ok(run)
 }
 
 /// The content type served for an evidence file.
@@ -88,7 +131,8 @@ mod tests {
         std::fs::write(run.join("snapshots/0001-a.json"), "{}").unwrap();
         std::fs::write(root.path().join("secret.txt"), "canary").unwrap();
         std::os::unix::fs::symlink(root.path().join("secret.txt"), run.join("link.txt")).unwrap();
-        let check = |run_id: &str, path: &str| evidence_file(root.path(), run_id, path).map(|_| ());
+        let check =
+            |run_id: &str, path: &str| read_evidence_file(root.path(), run_id, path).map(|_| ());
         assert!(check("run-1", "trace.jsonl").is_ok());
         assert!(check("run-1", "snapshots/0001-a.json").is_ok());
         for (run_id, path) in [

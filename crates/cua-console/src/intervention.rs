@@ -2,16 +2,22 @@
 //! and their persistence in the run's evidence directory, one JSON file each, written
 //! atomically, so a console restart loses none.
 
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use cua_fs::{Dir, FileMode, Limit};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConsoleError;
 
 /// Where a run directory keeps its interventions.
 pub const INTERVENTIONS_DIR: &str = "interventions";
+
+/// The largest intervention file read back. One is a context card of redacted text and a
+/// lease history of a few lines: kilobytes.
+const INTERVENTION_LIMIT: Limit = Limit {
+    bytes: 1024 * 1024,
+    what: "an intervention",
+};
 
 /// Where an intervention is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -98,58 +104,66 @@ impl Intervention {
             .join(format!("{}.json", self.id))
     }
 
-    /// Writes the record atomically: a temporary file in the same directory, synced, then
-    /// renamed over the old one, and the directory synced.
+    /// Writes the record atomically (0600): a temporary file in the same directory, created
+    /// exclusively, synced, then renamed over the old one, and the directory synced. The run
+    /// directory must be a real directory of ours, never a link.
     pub fn persist(&self, evidence_root: &Path) -> Result<(), ConsoleError> {
-        let path = self.path(evidence_root);
-        let dir = path
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| evidence_root.to_path_buf());
-        fs::create_dir_all(&dir).map_err(|source| ConsoleError::io("create", &dir, source))?;
-        let mut bytes = serde_json::to_vec_pretty(self)
-            .map_err(|source| ConsoleError::io("serialize", &path, source.into()))?;
+        let run_id = cua_evidence::RunId::parse(&self.run_id)?;
+        let run = Dir::create_all(evidence_root, FileMode::Private)?
+            .ensure_dir(run_id.as_str(), FileMode::Private)?;
+        run.check_owned()?;
+        let dir = run.ensure_dir(INTERVENTIONS_DIR, FileMode::Private)?;
+        let mut bytes = serde_json::to_vec_pretty(self).map_err(|source| {
+            ConsoleError::File(cua_fs::FsError::Io {
+                action: "serialize",
+                path: self.path(evidence_root),
+                source: source.into(),
+            })
+        })?;
         bytes.push(b'\n');
-        let temporary = dir.join(format!(".{}.json.tmp", self.id));
-        let mut file = fs::File::create(&temporary)
-            .map_err(|source| ConsoleError::io("create", &temporary, source))?;
-        file.write_all(&bytes)
-            .and_then(|()| file.sync_all())
-            .map_err(|source| ConsoleError::io("write", &temporary, source))?;
-        fs::rename(&temporary, &path)
-            .map_err(|source| ConsoleError::io("rename", &path, source))?;
-        fs::File::open(&dir)
-            .and_then(|handle| handle.sync_all())
-            .map_err(|source| ConsoleError::io("sync", &dir, source))
+        dir.write_atomic(&format!("{}.json", self.id), &bytes, FileMode::Private)?;
+        Ok(())
     }
 }
 
 /// Reads every intervention kept under the evidence root (`<root>/<run>/interventions/*.json`),
-/// oldest first. Unreadable files are reported, not fatal.
+/// oldest first, from run directories of ours only and never through a link. Unreadable files
+/// are reported, not fatal.
 pub fn load_all(evidence_root: &Path) -> (Vec<Intervention>, Vec<String>) {
     let mut found = Vec::new();
     let mut problems = Vec::new();
-    let Ok(runs) = fs::read_dir(evidence_root) else {
+    let Ok(root) = Dir::open(evidence_root) else {
         return (found, problems);
     };
-    for run in runs.flatten() {
-        let dir = run.path().join(INTERVENTIONS_DIR);
-        let Ok(entries) = fs::read_dir(&dir) else {
+    let Ok(runs) = root.entry_names() else {
+        return (found, problems);
+    };
+    for run_id in runs {
+        if cua_evidence::RunId::parse(&run_id).is_err() {
+            continue;
+        }
+        let Ok(run) = root.open_dir(&run_id) else {
             continue;
         };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().and_then(|ext| ext.to_str()) != Some("json") {
+        if run.check_owned().is_err() {
+            continue;
+        }
+        let Ok(dir) = run.open_dir(INTERVENTIONS_DIR) else {
+            continue;
+        };
+        for name in dir.entry_names().unwrap_or_default() {
+            if !name.ends_with(".json") || name.starts_with('.') {
                 continue;
             }
-            match fs::read(&path)
+            match dir
+                .read(&name, INTERVENTION_LIMIT)
                 .map_err(|error| error.to_string())
                 .and_then(|bytes| {
                     serde_json::from_slice::<Intervention>(&bytes)
-                        .map_err(|error| error.to_string())
+                        .map_err(|error| format!("{}: {error}", dir.path().join(&name).display()))
                 }) {
                 Ok(intervention) => found.push(intervention),
-                Err(error) => problems.push(format!("{}: {error}", path.display())),
+                Err(error) => problems.push(error),
             }
         }
     }

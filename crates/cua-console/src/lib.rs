@@ -32,7 +32,7 @@ pub use broker::{
 };
 pub use cua_access::{Access, MIN_TOKEN_CHARS};
 pub use error::ConsoleError;
-pub use files::evidence_file;
+pub use files::{EvidenceFile, read_evidence_file};
 pub use intervention::{Intervention, InterventionState};
 pub use live::{BoxFuture, FrameStream, LiveFrame, LiveSurface};
 pub use server::{

@@ -41,7 +41,7 @@ use tokio::task::JoinHandle;
 
 use crate::broker::{Broker, Gesture, Session};
 use crate::error::ConsoleError;
-use crate::files::{content_type, evidence_file};
+use crate::files::{open_run, read_evidence_file};
 use crate::page;
 use crate::paint::{paint, sensitive_regions};
 
@@ -496,17 +496,19 @@ async fn run_file(
     State(app): State<Shared>,
     UrlPath((run_id, path)): UrlPath<(String, String)>,
 ) -> Response {
-    let file = match evidence_file(app.broker.evidence_root(), &run_id, &path) {
-        Ok(file) => file,
-        Err(error) => return error_response(&error),
+    let root = app.broker.evidence_root().to_path_buf();
+    let read = tokio::task::spawn_blocking(move || read_evidence_file(&root, &run_id, &path)).await;
+    let (bytes, kind) = match read {
+        Ok(Ok(file)) => (file.bytes, file.content_type),
+        Ok(Err(error)) => return error_response(&error),
+        Err(_) => {
+            return problem(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "reading the file failed",
+            );
+        }
     };
-    let Ok(bytes) = tokio::fs::read(&file).await else {
-        return error_response(&ConsoleError::NotFound {
-            what: "evidence file",
-            id: format!("{run_id}/{path}"),
-        });
-    };
-    let kind = content_type(&file);
     let body = if kind.starts_with("image/") || kind == "application/octet-stream" {
         if app.redactor.contains_secret(&bytes) {
             return problem(
@@ -672,10 +674,13 @@ fn list_runs(root: &Path) -> Vec<RunRow> {
     };
     let mut rows: Vec<(std::time::SystemTime, RunRow)> = entries
         .flatten()
-        .filter(|entry| entry.path().join(cua_evidence::TRACE_FILE).is_file())
         .filter_map(|entry| {
             let run_id = entry.file_name().to_str()?.to_owned();
-            cua_evidence::RunId::parse(&run_id).ok()?;
+            // Only real run directories of ours with a real trace: nothing planted is listed.
+            let run = open_run(root, &run_id).ok()?;
+            if !run.has_file(cua_evidence::TRACE_FILE) {
+                return None;
+            }
             let modified = entry.metadata().and_then(|meta| meta.modified()).ok()?;
             let lines = cua_evidence::read_trace(&entry.path()).unwrap_or_default();
             let start = lines.first();
@@ -716,13 +721,14 @@ fn list_runs(root: &Path) -> Vec<RunRow> {
 
 /// A run's files, its trace (one summary per event) and its record, if written.
 fn run_detail(root: &Path, run_id: &str) -> Result<Value, ConsoleError> {
-    let dir = root.join(run_id);
-    if !dir.join(cua_evidence::TRACE_FILE).is_file() {
+    let run = open_run(root, run_id)?;
+    if !run.has_file(cua_evidence::TRACE_FILE) {
         return Err(ConsoleError::NotFound {
             what: "run",
             id: run_id.to_owned(),
         });
     }
+    let dir = run.path().to_path_buf();
     let mut files = Vec::new();
     collect_files(&dir, &dir, &mut files);
     files.sort();
@@ -740,7 +746,11 @@ fn run_detail(root: &Path, run_id: &str) -> Result<Value, ConsoleError> {
             event
         })
         .collect();
-    let record = std::fs::read(dir.join(cua_evidence::RUN_RECORD_FILE))
+    let record = run
+        .read(
+            cua_evidence::RUN_RECORD_FILE,
+            cua_evidence::EVIDENCE_FILE_LIMIT,
+        )
         .ok()
         .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok());
     let verified = cua_evidence::verify(&dir)

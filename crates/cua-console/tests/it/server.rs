@@ -9,6 +9,8 @@ use cua_console::{Access, ConsoleConfig, NoCatalog, RunningConsole};
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use cua_fs::testing::{plant_directory, plant_symlink, share};
+
 use crate::support::{CANARY, World};
 
 const TOKEN_OF_ADA: &str = "ada-token-0123456789abcdefghij";
@@ -175,6 +177,73 @@ async fn evidence_paths_cannot_leave_the_run() {
         assert!(matches!(status, 400 | 404), "{path}: {status} {body}");
         assert!(!body.contains(CANARY), "{path} leaked: {body}");
     }
+    console.shutdown().await;
+}
+
+/// What only the victim's files hold: not a secret the redactor knows, so only refusing to
+/// read them keeps it out of a response.
+const VICTIM_BYTES: &str = "root:x:0:0:victim-only-bytes";
+
+#[tokio::test]
+async fn nothing_is_served_from_a_link_planted_in_the_evidence_root() {
+    let world = World::new();
+    world.escalate();
+    // The evidence root is shared, as /tmp is; the attacker plants a run directory that is a
+    // link to the victim's directory (with a trace, so it looks like a run), and makes a run
+    // directory of their own whose files are links to the victim's.
+    share(world.root.path());
+    let victim = tempfile::tempdir().unwrap();
+    std::fs::write(victim.path().join("passwd"), VICTIM_BYTES).unwrap();
+    std::fs::copy(
+        world.root.path().join("run-1/trace.jsonl"),
+        victim.path().join("trace.jsonl"),
+    )
+    .unwrap();
+    plant_symlink(victim.path(), &world.root.path().join("run-linked"));
+    let made = world.root.path().join("run-made");
+    plant_directory(&made);
+    plant_symlink(&victim.path().join("passwd"), &made.join("passwd.json"));
+    plant_symlink(
+        &victim.path().join("trace.jsonl"),
+        &made.join("trace.jsonl"),
+    );
+    let console = start(&world).await;
+    let address = console.address;
+    for path in [
+        "/api/runs/run-linked/files/passwd",
+        "/api/runs/run-linked/files/trace.jsonl",
+        "/api/runs/run-linked",
+        "/api/runs/run-made/files/passwd.json",
+        "/api/runs/run-made/files/trace.jsonl",
+        "/api/runs/run-made",
+    ] {
+        let (status, body) = http(address, &request("GET", path, address, &[WITH_TOKEN])).await;
+        assert!(matches!(status, 400 | 404), "{path}: {status} {body}");
+        assert!(!body.contains("victim-only-bytes"), "{path} leaked: {body}");
+    }
+    let (status, body) = http(
+        address,
+        &request("GET", "/api/runs", address, &[WITH_TOKEN]),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("run-1"), "{body}");
+    assert!(
+        !body.contains("run-linked") && !body.contains("run-made"),
+        "a planted run is listed: {body}"
+    );
+    // The real run is still served.
+    let (status, body) = http(
+        address,
+        &request(
+            "GET",
+            "/api/runs/run-1/files/trace.jsonl",
+            address,
+            &[WITH_TOKEN],
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
     console.shutdown().await;
 }
 
