@@ -645,7 +645,9 @@ fn now() -> String {
 }
 
 fn exit_for(error: &CatalogError) -> Exit {
-    if error.is_refusal() || matches!(error, CatalogError::Write { .. }) {
+    // A write that failed is a failure; one refused for what is at the path (a link) is the
+    // caller's to fix.
+    if error.is_refusal() || matches!(error, CatalogError::Write(error) if !error.is_refusal()) {
         Exit::Failed
     } else {
         Exit::Usage

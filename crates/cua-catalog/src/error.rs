@@ -18,21 +18,15 @@ pub enum CatalogError {
         source: std::io::Error,
     },
 
-    /// A file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// A file could not be read, or what is at its path was refused (a link, a device, a file
+    /// over the document limit).
+    #[error(transparent)]
+    Read(cua_fs::FsError),
 
-    /// A file could not be written; the previous content, if any, is intact.
-    #[error("cannot write {}: {source}", path.display())]
-    Write {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// A file could not be written, or what is at its path was refused (a link); the previous
+    /// content, if any, is intact.
+    #[error(transparent)]
+    Write(cua_fs::FsError),
 
     /// The text given as a capability reference is not one.
     #[error("`{text}` is not a capability reference: {reason}")]
@@ -100,8 +94,8 @@ impl CatalogError {
     /// A stable machine-readable code for the error.
     pub fn code(&self) -> &'static str {
         match self {
-            Self::ReadDirectory { .. } | Self::Read { .. } => "read_failed",
-            Self::Write { .. } => "write_failed",
+            Self::ReadDirectory { .. } | Self::Read(_) => "read_failed",
+            Self::Write(_) => "write_failed",
             Self::InvalidReference { .. } => "invalid_reference",
             Self::NotFound { .. } => "not_found",
             Self::Invalid { .. } => "invalid_document",

@@ -34,5 +34,4 @@ pub use signature::signature;
 pub use store::{
     APPROVAL_SUFFIX, ApproveRequest, CAPABILITY_SUFFIX, Catalog, CatalogConfig, CatalogEntry,
     DecisionRecorded, EVALUATION_SUFFIX, EvaluationScan, FileProblem, RevokeRequest, approval_path,
-    write_atomically,
 };

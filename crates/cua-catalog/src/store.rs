@@ -4,18 +4,18 @@
 //! bindings as `<tenants>/<tenant>/<id>.yaml`.
 //!
 //! Listing never stops at a bad file: an unreadable, invalid or tampered artifact is an entry
-//! that says so. Loading refuses a tampered artifact. Every write goes to a temporary file in the
-//! same directory that is flushed and then renamed over the target, so a reader sees the old
-//! document or the new one, never half of each.
+//! that says so. Loading refuses a tampered artifact. Every write goes through `cua-fs`: an
+//! exclusive temporary file in the same directory, synced, then renamed over the target (never
+//! through a link), so a reader sees the old document or the new one, never half of each. Every
+//! read is bounded by [`cua_artifact::yaml::MAX_DOCUMENT_BYTES`].
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use cua_artifact::{
     ApprovalSchema, ApprovalScope, ApprovalState, Capability, CapabilityApproval, CapabilityId,
     CapabilityRef, ContentHash, TenantBinding, TenantId, yaml,
 };
+use cua_fs::{FileMode, Limit};
 use serde::Serialize;
 
 use crate::error::CatalogError;
@@ -29,6 +29,13 @@ pub const CAPABILITY_SUFFIX: &str = ".yaml";
 pub const APPROVAL_SUFFIX: &str = ".approval.yaml";
 /// The file name suffix of an evaluation, after the suite name.
 pub const EVALUATION_SUFFIX: &str = ".evaluation.json";
+
+/// The catalog reads documents (artifacts, approvals, bindings, evaluations) of at most the
+/// size the YAML parser accepts anyway, and nothing past it.
+const DOCUMENT_LIMIT: Limit = Limit {
+    bytes: yaml::MAX_DOCUMENT_BYTES as u64,
+    what: "a catalog document",
+};
 
 /// Where the catalog's documents live.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -227,7 +234,7 @@ impl Catalog {
                     continue;
                 }
                 let path = directory.join(&name);
-                let parsed = std::fs::read_to_string(&path)
+                let parsed = cua_fs::read_to_string_bounded(&path, DOCUMENT_LIMIT)
                     .map_err(|error| format!("cannot read the file: {error}"))
                     .and_then(|text| EvaluationRecord::parse(&path, &text));
                 match parsed {
@@ -532,10 +539,8 @@ impl Catalog {
             "# Written by `cua catalog`. This decision covers exactly `content_hash`: any change\n\
              # to the artifact's meaning voids it.\n{body}"
         );
-        write_atomically(&path, &text).map_err(|source| CatalogError::Write {
-            path: path.clone(),
-            source,
-        })?;
+        cua_fs::write_atomic(&path, text.as_bytes(), FileMode::Readable)
+            .map_err(CatalogError::Write)?;
         Ok(path)
     }
 }
@@ -543,41 +548,6 @@ impl Catalog {
 /// The approval file beside an artifact.
 pub fn approval_path(capabilities: &Path, reference: &CapabilityRef) -> PathBuf {
     capabilities.join(format!("{reference}{APPROVAL_SUFFIX}"))
-}
-
-/// Writes `text` to `path` through a flushed temporary file in the same directory and a rename,
-/// so the target holds the old text or the new one, never a mix.
-pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let directory = path
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let temporary = directory.join(format!(
-        ".{}.tmp-{}-{}",
-        file_name(path),
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&temporary, path)?;
-        // Make the rename itself durable; a directory that cannot be opened or synced (some
-        // file systems) still holds the complete file.
-        if let Ok(directory) = std::fs::File::open(directory) {
-            let _ = directory.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    result
 }
 
 fn read_entry(path: &Path, name: &str) -> CatalogEntry {
@@ -599,7 +569,7 @@ fn read_entry(path: &Path, name: &str) -> CatalogEntry {
             );
         }
     };
-    let text = match std::fs::read_to_string(path) {
+    let text = match cua_fs::read_to_string_bounded(path, DOCUMENT_LIMIT) {
         Ok(text) => text,
         Err(error) => return invalid(Some(reference), format!("cannot read the file: {error}")),
     };
@@ -662,8 +632,8 @@ fn read_approval(
     if !path.is_file() {
         return Ok(None);
     }
-    let text =
-        std::fs::read_to_string(path).map_err(|error| format!("cannot read the file: {error}"))?;
+    let text = cua_fs::read_to_string_bounded(path, DOCUMENT_LIMIT)
+        .map_err(|error| format!("cannot read the file: {error}"))?;
     let approval: CapabilityApproval = yaml::from_yaml(&text).map_err(|error| error.to_string())?;
     if approval.capability != *reference {
         return Err(format!(
@@ -754,10 +724,7 @@ fn read_directory(directory: &Path) -> Result<Vec<String>, CatalogError> {
 }
 
 fn read_text(path: &Path) -> Result<String, CatalogError> {
-    std::fs::read_to_string(path).map_err(|source| CatalogError::Read {
-        path: path.to_owned(),
-        source,
-    })
+    cua_fs::read_to_string_bounded(path, DOCUMENT_LIMIT).map_err(CatalogError::Read)
 }
 
 fn file_name(path: &Path) -> String {
