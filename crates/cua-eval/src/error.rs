@@ -38,11 +38,7 @@ pub enum EvalError {
     #[error("cannot serialize the {what}: {reason}")]
     Serialize { what: &'static str, reason: String },
 
-    /// A report file could not be written.
-    #[error("cannot write {}: {source}", path.display())]
-    Write {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// A report file could not be written, or what is at its path was refused (a link).
+    #[error(transparent)]
+    Write(#[from] cua_fs::FsError),
 }

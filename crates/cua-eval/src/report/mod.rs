@@ -9,6 +9,7 @@ mod svg;
 use std::path::{Path, PathBuf};
 
 use cua_artifact::{CapabilityEvaluation, CapabilityRef, ContentHash, EvaluationSchema, TenantId};
+use cua_fs::{Dir, FileMode};
 use serde::Serialize;
 
 use crate::error::EvalError;
@@ -221,12 +222,10 @@ impl SuiteReport {
     }
 
     /// Writes `<suite>.md`, `<suite>.json`, `<suite>.html` and `<suite>.evaluation.json` into
-    /// `directory` (created if missing).
+    /// `directory` (created if missing), each whole or not at all and never through a link: a
+    /// `directory` that is a link, or a report name that is one, is refused.
     pub fn write(&self, directory: &Path) -> Result<WrittenReports, EvalError> {
-        std::fs::create_dir_all(directory).map_err(|source| EvalError::Write {
-            path: directory.to_path_buf(),
-            source,
-        })?;
+        let reports = Dir::create_all(directory, FileMode::Readable)?;
         let written = WrittenReports {
             markdown: directory.join(format!("{}.md", self.suite)),
             json: directory.join(format!("{}.json", self.suite)),
@@ -239,10 +238,11 @@ impl SuiteReport {
             (&written.html, self.html()),
             (&written.evaluation, self.evaluation_json()?),
         ] {
-            std::fs::write(path, text).map_err(|source| EvalError::Write {
-                path: path.clone(),
-                source,
-            })?;
+            let name = path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .expect("a report is named after its suite, which is a plain file name");
+            reports.write_atomic(name, text.as_bytes(), FileMode::Readable)?;
         }
         Ok(written)
     }

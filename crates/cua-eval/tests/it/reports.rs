@@ -149,3 +149,41 @@ fn hostile_text_is_escaped_everywhere_on_the_page() {
     let markdown = report(&text, &answers).markdown();
     assert!(!markdown.contains("<script>"), "{markdown}");
 }
+
+#[test]
+fn reports_are_never_written_through_a_planted_link() {
+    use cua_fs::testing::{plant_symlink, share};
+    // The reports directory is shared, as /tmp is; the attacker links one report's name to a
+    // file of the victim's, and the reports directory of a second run to a directory of theirs.
+    let shared = tempfile::tempdir().unwrap();
+    share(shared.path());
+    let victim = tempfile::tempdir().unwrap();
+    let victim_file = victim.path().join("victim.txt");
+    std::fs::write(&victim_file, "precious").unwrap();
+    let report = report(STABILITY, &right_answers());
+    let markdown = shared.path().join(format!("{}.md", report.suite));
+    plant_symlink(&victim_file, &markdown);
+    let refused = report.write(shared.path()).unwrap_err().to_string();
+    assert!(
+        refused.contains(&markdown.display().to_string()) && refused.contains("symbolic link"),
+        "{refused}"
+    );
+    assert_eq!(std::fs::read_to_string(&victim_file).unwrap(), "precious");
+    assert!(
+        std::fs::symlink_metadata(&markdown)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link was replaced"
+    );
+
+    let linked_dir = shared.path().join("reports");
+    plant_symlink(victim.path(), &linked_dir);
+    let refused = report.write(&linked_dir).unwrap_err().to_string();
+    assert!(
+        refused.contains(&linked_dir.display().to_string()) && refused.contains("symbolic link"),
+        "{refused}"
+    );
+    let names: Vec<_> = std::fs::read_dir(victim.path()).unwrap().collect();
+    assert_eq!(names.len(), 1, "a report was written through the link");
+}
