@@ -736,10 +736,12 @@ impl<D: SurfaceDriver, L: LlmPort> Assistant<'_, D, L> {
             candidate.binding.capability.id(),
         );
         let text = self.bus.redactor().redact_text(&format!("{header}{yaml}"));
-        std::fs::write(&candidate.path, text).map_err(|error| AssistError::Write {
-            path: candidate.path.clone(),
-            reason: error.to_string(),
-        })?;
+        self.bus
+            .write_file(crate::CANDIDATE_FILE, text.as_bytes())
+            .map_err(|error| AssistError::Write {
+                path: candidate.path.clone(),
+                reason: error.to_string(),
+            })?;
         let binding = serde_json::to_value(&candidate.binding).unwrap_or(Value::Null);
         self.bus.emit(
             Actor::System,
@@ -773,10 +775,12 @@ impl<D: SurfaceDriver, L: LlmPort> Assistant<'_, D, L> {
                 reason: error.to_string(),
             })?;
         text.push('\n');
-        std::fs::write(&path, text).map_err(|error| AssistError::Write {
-            path,
-            reason: error.to_string(),
-        })
+        self.bus
+            .write_file(crate::PROPOSAL_FILE, text.as_bytes())
+            .map_err(|error| AssistError::Write {
+                path,
+                reason: error.to_string(),
+            })
     }
 
     /// Ends the assist's trace and writes its run record.

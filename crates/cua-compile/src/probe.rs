@@ -232,17 +232,22 @@ impl ProbeReport {
 /// Reads `snapshots/*.json` of a run directory, in recorded order, and the inputs of its
 /// `run_start` when it has a trace.
 pub fn load_snapshots(run_dir: &Path) -> Result<RecordedSnapshots, CompileError> {
-    let directory = run_dir.join(SNAPSHOT_DIR);
-    let entries = std::fs::read_dir(&directory).map_err(|error| CompileError::NoSnapshots {
-        dir: run_dir.display().to_string(),
-        reason: error.to_string(),
-    })?;
-    let mut files: Vec<String> = entries
-        .filter_map(Result::ok)
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+    // Below the run directory nothing is read through a link, nor without a bound.
+    let directory = cua_fs::Dir::open(run_dir)
+        .and_then(|run| run.open_dir(SNAPSHOT_DIR))
+        .map_err(|error| CompileError::NoSnapshots {
+            dir: run_dir.display().to_string(),
+            reason: error.to_string(),
+        })?;
+    let files: Vec<String> = directory
+        .entry_names()
+        .map_err(|error| CompileError::NoSnapshots {
+            dir: run_dir.display().to_string(),
+            reason: error.to_string(),
+        })?
+        .into_iter()
         .filter(|name| name.ends_with(".json") && !name.starts_with('.'))
         .collect();
-    files.sort();
     if files.is_empty() {
         return Err(CompileError::NoSnapshots {
             dir: run_dir.display().to_string(),
@@ -251,12 +256,13 @@ pub fn load_snapshots(run_dir: &Path) -> Result<RecordedSnapshots, CompileError>
     }
     let mut snapshots = Vec::with_capacity(files.len());
     for file in files {
-        let path = directory.join(&file);
         let reference = format!("{SNAPSHOT_DIR}/{file}");
-        let bytes = std::fs::read(&path).map_err(|error| CompileError::Snapshot {
-            path: reference.clone(),
-            reason: error.to_string(),
-        })?;
+        let bytes = directory
+            .read(&file, cua_evidence::EVIDENCE_FILE_LIMIT)
+            .map_err(|error| CompileError::Snapshot {
+                path: reference.clone(),
+                reason: error.to_string(),
+            })?;
         let snapshot: UiSnapshot =
             serde_json::from_slice(&bytes).map_err(|error| CompileError::Snapshot {
                 path: reference.clone(),

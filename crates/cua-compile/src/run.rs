@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use cua_evidence::{Event, TraceLine, read_trace};
+use cua_evidence::{EVIDENCE_FILE_LIMIT, Event, TraceLine, read_trace};
 use cua_snapshot::UiSnapshot;
 
 use crate::error::CompileError;
@@ -18,15 +18,21 @@ pub struct RecordedRun {
 /// Reads `trace.jsonl` and the snapshots its `observe` events name from a run directory.
 pub fn load_run(run_dir: &Path) -> Result<RecordedRun, CompileError> {
     let lines = read_trace(run_dir)?;
+    let run = cua_fs::Dir::open(run_dir).map_err(|error| CompileError::Snapshot {
+        path: run_dir.display().to_string(),
+        reason: error.to_string(),
+    })?;
     let mut snapshots = BTreeMap::new();
     for line in &lines {
         if let Event::Observe(observe) = &line.event
             && let Some(reference) = &observe.snapshot_ref
         {
-            let path = run_dir.join(reference);
-            let bytes = std::fs::read(&path).map_err(|error| CompileError::Snapshot {
-                path: reference.clone(),
-                reason: error.to_string(),
+            // Below the run directory nothing is read through a link, nor without a bound.
+            let bytes = run.read(reference, EVIDENCE_FILE_LIMIT).map_err(|error| {
+                CompileError::Snapshot {
+                    path: reference.clone(),
+                    reason: error.to_string(),
+                }
             })?;
             let snapshot: UiSnapshot =
                 serde_json::from_slice(&bytes).map_err(|error| CompileError::Snapshot {
