@@ -13,7 +13,7 @@ use rustix::io::Errno;
 
 use crate::error::FsError;
 use crate::name::check_name;
-use crate::read::{Limit, describe, read_file, read_flags, regular_size};
+use crate::read::{Limit, describe, read_flags, read_open, regular_size};
 
 /// Who may read what cua writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,7 +159,7 @@ impl Dir {
         let flags = read_flags() | OFlags::NOFOLLOW;
         let fd = rustix::fs::openat(&parent.fd, name, flags, Mode::empty())
             .map_err(|errno| classify(&parent.fd, name, &path, errno))?;
-        read_file(File::from(fd), &path, limit)
+        read_open(&File::from(fd), &path, limit)
     }
 
     /// Whether `relative` names a regular file below this directory, reached without a link.
@@ -359,9 +359,10 @@ fn split(path: &Path) -> Result<(PathBuf, String), FsError> {
 }
 
 /// Why opening `name` in `dirfd` failed: a link or something other than what was expected is
-/// refused as such; anything else is an I/O error.
+/// refused as such (whatever the kernel answered: `ELOOP` usually, but `EACCES` where it
+/// protects links in shared directories); anything else is an I/O error.
 fn classify(dirfd: impl AsFd, name: impl rustix::path::Arg, path: &Path, errno: Errno) -> FsError {
-    if matches!(errno, Errno::LOOP | Errno::NOTDIR | Errno::MLINK)
+    if errno != Errno::NOENT
         && let Ok(stat) = rustix::fs::statat(dirfd, name, AtFlags::SYMLINK_NOFOLLOW)
     {
         let kind = FileType::from_raw_mode(stat.st_mode);

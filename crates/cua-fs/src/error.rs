@@ -52,11 +52,12 @@ pub enum FsError {
     #[error("`{name}` is not a plain file name: {reason}")]
     InvalidName { name: String, reason: &'static str },
 
+    /// The cause is part of the message, not a `source`: callers print one line, and a
+    /// chain of sources would say it twice.
     #[error("cannot {action} {}: {source}", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
-        #[source]
         source: std::io::Error,
     },
 }

@@ -45,4 +45,4 @@ pub mod testing;
 pub use dir::{Create, Dir, FileMode, write_atomic};
 pub use error::FsError;
 pub use name::{MAX_NAME_BYTES, check_name};
-pub use read::{Limit, read_bounded, read_to_string_bounded};
+pub use read::{Limit, read_bounded, read_open, read_to_string_bounded};

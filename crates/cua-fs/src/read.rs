@@ -23,8 +23,8 @@ pub struct Limit {
 /// a FIFO), and a file over `limit`, checked before reading and again while reading.
 pub fn read_bounded(path: &Path, limit: Limit) -> Result<Vec<u8>, FsError> {
     let fd = rustix::fs::open(path, read_flags(), Mode::empty())
-        .map_err(|source| FsError::io("open", path, source))?;
-    read_file(File::from(fd), path, limit)
+        .map_err(|source| FsError::io("read", path, source))?;
+    read_open(&File::from(fd), path, limit)
 }
 
 /// [`read_bounded`], as UTF-8 text.
@@ -38,9 +38,10 @@ pub(crate) fn read_flags() -> OFlags {
     OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY
 }
 
-/// Reads an open file, checking first that it is a regular file within `limit`.
-pub(crate) fn read_file(file: File, path: &Path, limit: Limit) -> Result<Vec<u8>, FsError> {
-    let size = regular_size(&file, path, Some(limit.bytes))?;
+/// Reads an open file (`path` names it in a refusal) from where it stands, checking first that
+/// it is a regular file within `limit`.
+pub fn read_open(file: &File, path: &Path, limit: Limit) -> Result<Vec<u8>, FsError> {
+    let size = regular_size(file, path, Some(limit.bytes))?;
     let too_large = |size: u64| FsError::TooLarge {
         path: path.to_path_buf(),
         limit: limit.bytes,
