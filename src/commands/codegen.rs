@@ -13,9 +13,11 @@ use cua_artifact::{Capability, Remedy, TenantId};
 use cua_catalog::{Catalog, CatalogConfig};
 use cua_compile::CompileError;
 use cua_compile::codegen::{BASE_URL_ENV, CodegenConfig, Refusal, render_playwright};
+use cua_fs::FileMode;
 use serde::Serialize;
 
 use crate::cli::{CodegenArgs, Format};
+use crate::limits;
 use crate::output::{EnvelopeError, Exit, emit};
 
 /// What `cua codegen` reports.
@@ -82,13 +84,14 @@ pub(crate) fn run(format: Format, args: &CodegenArgs) -> Exit {
         )
         .report(format, "codegen");
     }
-    if let Err(error) = std::fs::write(&args.out, &spec.text) {
-        return Failure::new(
-            Exit::Failed,
-            "io_error",
-            format!("cannot write {}: {error}", args.out.display()),
-        )
-        .report(format, "codegen");
+    // Whole or not at all, and never through a link planted at `--out`.
+    if let Err(error) = cua_fs::write_atomic(&args.out, spec.text.as_bytes(), FileMode::Readable) {
+        let (exit, code) = if error.is_refusal() {
+            (Exit::Usage, "refused_path")
+        } else {
+            (Exit::Failed, "io_error")
+        };
+        return Failure::new(exit, code, error.to_string()).report(format, "codegen");
     }
     let written = Written {
         out: args.out.clone(),
@@ -205,13 +208,8 @@ pub(super) fn load(
     });
     let as_file = Path::new(text);
     let base = if as_file.is_file() {
-        let source = std::fs::read_to_string(as_file).map_err(|error| {
-            Failure::new(
-                Exit::Usage,
-                "unreadable",
-                format!("cannot read {text}: {error}"),
-            )
-        })?;
+        let source = cua_fs::read_to_string_bounded(as_file, limits::DOCUMENT)
+            .map_err(|error| Failure::new(Exit::Usage, "unreadable", error.to_string()))?;
         Capability::from_yaml(&source).map_err(|error| {
             Failure::new(Exit::Usage, "invalid_document", format!("{text}: {error}"))
         })?

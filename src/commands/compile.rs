@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use cua_compile::{CompileConfig, CompileError, Compiled, compile, load_run};
+use cua_fs::{Dir, FileMode};
 use serde::Serialize;
 
 use crate::cli::{CompileArgs, Format};
@@ -73,26 +74,28 @@ pub(crate) fn write_draft(
     let capability = &compiled.capability;
     let reference = capability.reference();
     let path = out.join(reference.file_name());
-    let io = |error: std::io::Error| {
-        (
+    let refused = |error: cua_fs::FsError| match error {
+        cua_fs::FsError::Exists { .. } => (
             Exit::Failed,
-            "io_error",
-            format!("{}: {error}", path.display()),
-        )
+            "draft_exists",
+            format!(
+                "{} already exists; a draft never overwrites a catalog file (pass another --out)",
+                path.display()
+            ),
+        ),
+        error if error.is_refusal() => (Exit::Usage, "refused_path", error.to_string()),
+        error => (Exit::Failed, "io_error", error.to_string()),
     };
-    std::fs::create_dir_all(out).map_err(io)?;
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(|error| {
-        if error.kind() == std::io::ErrorKind::AlreadyExists {
-            (
-                Exit::Failed,
-                "draft_exists",
-                format!("{} already exists; a draft never overwrites a catalog file (pass another --out)", path.display()),
+    // Written whole, once, and never through a link at `--out` or at the draft's name.
+    Dir::create_all(out, FileMode::Readable)
+        .and_then(|directory| {
+            directory.write_new(
+                &reference.file_name(),
+                compiled.yaml.as_bytes(),
+                FileMode::Readable,
             )
-        } else {
-            io(error)
-        }
-    })?;
-    std::io::Write::write_all(&mut file, compiled.yaml.as_bytes()).map_err(io)?;
+        })
+        .map_err(refused)?;
     Ok(DraftSummary {
         path: path.display().to_string(),
         reference: reference.to_string(),

@@ -30,6 +30,7 @@ use cua_surface::{BlockedRequest, DispatchReceipt, SurfaceDriver, SurfaceError};
 use serde_json::{Value, json};
 
 use crate::cli::{ConsoleArgs, Format};
+use crate::limits;
 use crate::output::{self, EnvelopeError, Exit};
 
 /// Runs `cua console` until Ctrl-C.
@@ -108,8 +109,8 @@ pub(crate) struct Common {
 
 impl Common {
     pub(crate) fn load(policy: &Path, catalog: &Path, evidence: &Path) -> Result<Self, Failure> {
-        let text = std::fs::read_to_string(policy)
-            .map_err(|error| usage(&format!("cannot read {}: {error}", policy.display())))?;
+        let text = cua_fs::read_to_string_bounded(policy, limits::DOCUMENT)
+            .map_err(|error| usage(&error.to_string()))?;
         let policy_config = PolicyConfig::from_yaml(&text)
             .map_err(|error| usage(&format!("{}: {error}", policy.display())))?;
         let engine = PolicyEngine::from_config(&policy_config)
@@ -118,8 +119,9 @@ impl Common {
             .with_command_base(policy.parent().unwrap_or(Path::new(".")));
         let redactor = Redactor::from_policy(&policy_config.redaction)
             .map_err(|error| usage(&format!("{}: {error}", policy.display())))?;
-        std::fs::create_dir_all(evidence)
-            .map_err(|error| usage(&format!("cannot create {}: {error}", evidence.display())))?;
+        // The evidence root may not be a link: runs and interventions would go where it points.
+        cua_fs::Dir::create_all(evidence, cua_fs::FileMode::Private)
+            .map_err(|error| usage(&error.to_string()))?;
         Ok(Self {
             policy_config,
             policy: engine,
@@ -153,8 +155,8 @@ pub(crate) fn access(
             .map(|(access, token)| (access, Some(token)))
             .map_err(|error| (Exit::Failed, "no_token", error.to_string())),
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|error| usage(&format!("cannot read {}: {error}", path.display())))?;
+            let text = cua_fs::read_to_string_bounded(path, limits::OPERATORS)
+                .map_err(|error| usage(&error.to_string()))?;
             Access::from_operators_file(&text)
                 .map(|access| (access, None))
                 .map_err(|error| usage(&format!("{}: {error}", path.display())))
@@ -294,7 +296,10 @@ async fn start_supervised(
             Arc::new(SystemClock),
             common.redactor.clone(),
         )
-        .map_err(|error| (Exit::Failed, "evidence_unwritable", error.to_string()))?,
+        .map_err(|error| {
+            let (exit, code) = crate::commands::evidence_failure(&error);
+            (exit, code, error.to_string())
+        })?,
     );
     let lease = Arc::new(Mutex::new(Lease::new(Actor::Automation)));
     let session_id = "live-1".to_owned();

@@ -29,6 +29,7 @@ use std::path::Path;
 use std::pin::Pin;
 use std::time::Instant;
 
+use cua_fs::FileMode;
 use serde::Serialize;
 
 use crate::cli::{DemoArgs, Format};
@@ -319,13 +320,15 @@ fn fresh_directory(out: &Path) -> Result<(), String> {
         std::fs::remove_dir_all(out)
             .map_err(|error| format!("cannot empty {}: {error}", out.display()))?;
     }
-    std::fs::create_dir_all(out)
-        .map_err(|error| format!("cannot create {}: {error}", out.display()))?;
-    std::fs::write(
-        out.join(MARKER),
-        "written by `cua demo`, which empties this directory on its next run\n",
-    )
-    .map_err(|error| format!("cannot write {}: {error}", out.join(MARKER).display()))
+    cua_fs::Dir::create_all(out, FileMode::Readable)
+        .and_then(|directory| {
+            directory.write_atomic(
+                MARKER,
+                b"written by `cua demo`, which empties this directory on its next run\n",
+                FileMode::Readable,
+            )
+        })
+        .map_err(|error| error.to_string())
 }
 
 fn print_line(line: &str) {

@@ -84,7 +84,7 @@ impl LoadedPolicy {
                 format!("{}: {error}", path.display()),
             )
         };
-        let config = std::fs::read_to_string(path)
+        let config = cua_fs::read_to_string_bounded(path, crate::limits::DOCUMENT)
             .map_err(|error| error.to_string())
             .and_then(|text| PolicyConfig::from_yaml(&text).map_err(|error| error.to_string()))
             .map_err(invalid)?;
@@ -153,7 +153,10 @@ pub(crate) async fn discover_on(
                 policy.redactor.clone(),
             )
         })
-        .map_err(|error| (Exit::Failed, "evidence", error.to_string()))?;
+        .map_err(|error| {
+            let (exit, _) = crate::commands::evidence_failure(&error);
+            (exit, "evidence", error.to_string())
+        })?;
     let secrets = run.secret_overrides.into_iter().fold(
         SecretResolver::from_process_env(policy.redactor.clone()),
         |secrets, (name, value)| secrets.with_override(name, value),
@@ -175,7 +178,7 @@ pub(crate) async fn discover_on(
 
 /// Reads a capability file (a sign-in capability, for instance).
 pub(crate) fn read_capability(path: &Path) -> Result<Capability, Refusal> {
-    std::fs::read_to_string(path)
+    cua_fs::read_to_string_bounded(path, crate::limits::DOCUMENT)
         .map_err(|error| error.to_string())
         .and_then(|text| Capability::from_yaml(&text).map_err(|error| error.to_string()))
         .map_err(|error| {

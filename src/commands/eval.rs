@@ -18,11 +18,13 @@ use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError};
 use cua_eval::{
     EvalSuite, Evaluator, RunObservation, Sensitive, SuitePlan, SuiteReport, WrittenReports,
 };
+use cua_fs::{Dir, FileMode};
 use cua_policy::PolicyEngine;
 use cua_replay::{CapabilityList, PreparedCapability, ReplayConfig};
 use serde::Serialize;
 
 use crate::cli::{EvalArgs, Format};
+use crate::limits;
 use crate::output::{EnvelopeError, Exit, emit};
 
 /// Runs `cua eval`.
@@ -52,9 +54,22 @@ struct Loaded {
 
 fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
     let paths = suite_paths(args)?;
-    let policy_text = std::fs::read_to_string(&args.policy).map_err(|error| {
-        Failure::usage(format!("cannot read {}: {error}", args.policy.display()))
-    })?;
+    // Reports go to `--out` and runs to `--runs-dir`: a link planted at either is refused
+    // before anything runs, and everything below them is written without following one.
+    for (directory, mode) in [
+        (&args.out, FileMode::Readable),
+        (&args.runs_dir, FileMode::Private),
+    ] {
+        Dir::create_all(directory, mode).map_err(|error| {
+            if error.is_refusal() {
+                Failure::new(Exit::Usage, "refused_path", error.to_string())
+            } else {
+                Failure::new(Exit::Failed, "evidence_unwritable", error.to_string())
+            }
+        })?;
+    }
+    let policy_text = cua_fs::read_to_string_bounded(&args.policy, limits::DOCUMENT)
+        .map_err(|error| Failure::usage(error.to_string()))?;
     let policy_config = PolicyConfig::from_yaml(&policy_text)
         .map_err(|error| Failure::invalid(format!("{}: {error}", args.policy.display())))?;
     let policy = PolicyEngine::from_config(&policy_config)
@@ -68,8 +83,8 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
     // suite should not cost the minutes of the first.
     let mut loaded = Vec::new();
     for path in paths {
-        let text = std::fs::read_to_string(&path)
-            .map_err(|error| Failure::usage(format!("cannot read {}: {error}", path.display())))?;
+        let text = cua_fs::read_to_string_bounded(&path, limits::DOCUMENT)
+            .map_err(|error| Failure::usage(error.to_string()))?;
         let mut suite = EvalSuite::from_yaml(&text)
             .map_err(|error| Failure::invalid(format!("{}: {error}", path.display())))?;
         if let Some(repeats) = args.repeats {
@@ -279,13 +294,8 @@ async fn measure(
         target,
     };
     let runs_dir = args.runs_dir.join(format!("{}-{stamp}", suite.name));
-    std::fs::create_dir_all(&runs_dir).map_err(|error| {
-        Failure::new(
-            Exit::Failed,
-            "evidence_unwritable",
-            format!("cannot create {}: {error}", runs_dir.display()),
-        )
-    })?;
+    Dir::create_all(&runs_dir, FileMode::Private)
+        .map_err(|error| Failure::new(Exit::Failed, "evidence_unwritable", error.to_string()))?;
     let surface = launch(allowlist).await?;
     let evaluator = Evaluator {
         driver: &surface,

@@ -49,8 +49,8 @@ pub(crate) fn server(
         eprintln!("error: {message}");
         Exit::Usage
     };
-    let policy_text = std::fs::read_to_string(&args.policy)
-        .map_err(|error| usage(format!("cannot read {}: {error}", args.policy.display())))?;
+    let policy_text = cua_fs::read_to_string_bounded(&args.policy, crate::limits::DOCUMENT)
+        .map_err(|error| usage(error.to_string()))?;
     let policy = PolicyConfig::from_yaml(&policy_text)
         .map_err(|error| usage(format!("{}: {error}", args.policy.display())))?;
     let tenant = args

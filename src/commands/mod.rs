@@ -63,6 +63,18 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
     exit.into()
 }
 
+/// The exit and code of evidence a command could not start: an evidence root or run directory
+/// refused for what is at its path (a link, another user's directory) is the user's to fix
+/// (exit 2); anything else failed (exit 1).
+pub(crate) fn evidence_failure(error: &cua_evidence::EvidenceError) -> (Exit, &'static str) {
+    match error {
+        cua_evidence::EvidenceError::File(file) if file.is_refusal() => {
+            (Exit::Usage, "refused_path")
+        }
+        _ => (Exit::Failed, "evidence_unwritable"),
+    }
+}
+
 /// An error and its sources on one line, `outer: cause: root`.
 pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();

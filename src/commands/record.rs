@@ -61,7 +61,10 @@ async fn record(format: Format, args: &RecordArgs) -> Result<Exit, (Exit, &'stat
             Arc::new(SystemClock),
             common.redactor.clone(),
         )
-        .map_err(|error| (Exit::Failed, "evidence_unwritable", error.to_string()))?,
+        .map_err(|error| {
+            let (exit, code) = crate::commands::evidence_failure(&error);
+            (exit, code, error.to_string())
+        })?,
     );
     let lease = Lease::new(Actor::Human);
     bus.emit(

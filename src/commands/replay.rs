@@ -27,6 +27,7 @@ use cua_replay::{
 use serde_json::Value;
 
 use crate::cli::{Format, ReplayArgs};
+use crate::limits;
 use crate::output::{EnvelopeError, Exit, emit};
 
 mod assist;
@@ -142,6 +143,11 @@ pub(crate) struct Settings {
 impl Settings {
     fn from_args(args: &ReplayArgs) -> Result<Self, Failure> {
         let inputs = parse_inputs(&args.inputs)?;
+        // A run id names a directory under the evidence root (a batch's names its state file
+        // and its rows' directories): checked before anything is read or written.
+        if let Some(run_id) = &args.run_id {
+            RunId::parse(run_id).map_err(|error| Failure::usage(error.to_string()))?;
+        }
         if let Some(base_url) = &args.base_url {
             check_base_url(base_url)?;
         }
@@ -245,11 +251,18 @@ impl Settings {
 async fn single(format: Format, settings: &Settings) -> Result<Exit, Failure> {
     // An assist's model is checked before the browser starts; a plain replay never builds one.
     let model = settings.assist.then(assist::model).transpose()?;
-    let surface = launch(settings.browser_allowlist()?).await?;
     let run_id = match &settings.run_id {
         Some(run_id) => run_id.clone(),
         None => fresh_run_id(),
     };
+    // The evidence root and the run's directory are checked before the browser starts: a link
+    // planted at either, or a run directory someone else made, is refused at once.
+    let checked = RunId::parse(&run_id).map_err(|error| Failure::usage(error.to_string()))?;
+    cua_evidence::check_run_dir(&settings.evidence_dir, &checked).map_err(|error| {
+        let (exit, code) = crate::commands::evidence_failure(&error);
+        Failure::new(exit, code, error.to_string())
+    })?;
+    let surface = launch(settings.browser_allowlist()?).await?;
     let outcome = replay_once(
         settings,
         &surface,
@@ -317,7 +330,10 @@ pub(crate) async fn replay_request(
         Arc::new(SystemClock),
         redactor.clone(),
     )
-    .map_err(|error| Failure::new(Exit::Failed, "evidence_unwritable", error.to_string()))?;
+    .map_err(|error| {
+        let (exit, code) = crate::commands::evidence_failure(&error);
+        Failure::new(exit, code, error.to_string())
+    })?;
     let environment = std::env::vars_os()
         .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)));
     let escalations =
@@ -512,8 +528,8 @@ pub(crate) struct CatalogLoader {
 impl CapabilityLoader for CatalogLoader {
     fn load(&self, reference: &CapabilityRef) -> Result<PreparedCapability, String> {
         let path = self.catalog.join(reference.file_name());
-        let text = std::fs::read_to_string(&path)
-            .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        let text = cua_fs::read_to_string_bounded(&path, limits::DOCUMENT)
+            .map_err(|error| error.to_string())?;
         let base =
             Capability::from_yaml(&text).map_err(|error| format!("{}: {error}", path.display()))?;
         let binding = match &self.tenant {
@@ -694,8 +710,8 @@ fn load_approval(path: &Path) -> Result<CapabilityApproval, Failure> {
 }
 
 fn read(path: &Path) -> Result<String, Failure> {
-    std::fs::read_to_string(path)
-        .map_err(|error| Failure::usage(format!("cannot read {}: {error}", path.display())))
+    cua_fs::read_to_string_bounded(path, limits::DOCUMENT)
+        .map_err(|error| Failure::usage(error.to_string()))
 }
 
 /// `--base-url` is an origin: `http(s)://host[:port]`, nothing after it.

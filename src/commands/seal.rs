@@ -1,15 +1,15 @@
 //! `cua seal FILE`: write a capability's content hash into its file. Only the `content_hash`
 //! value changes; comments and layout stay. The file is replaced atomically (temporary file in
-//! the same directory, then rename), and an invalid document is refused untouched.
-
-use std::io::Write;
-use std::path::Path;
+//! the same directory, created exclusively, then rename; see `cua-fs`), a file that is a symbolic
+//! link is refused, and an invalid document is refused untouched.
 
 use cua_artifact::{Diagnostic, DiagnosticCode, seal_source};
+use cua_fs::FileMode;
 use serde::Serialize;
 
 use crate::cli::{Format, SealArgs};
 use crate::commands::validate::render_diagnostics;
+use crate::limits;
 use crate::output::{EnvelopeError, Exit, emit};
 
 #[derive(Debug, Serialize)]
@@ -32,12 +32,12 @@ pub(crate) fn run(format: Format, args: &SealArgs) -> Exit {
         changed: false,
         diagnostics: Vec::new(),
     };
-    let outcome = std::fs::read_to_string(&args.file)
+    let outcome = cua_fs::read_to_string_bounded(&args.file, limits::DOCUMENT)
         .map_err(|error| {
             vec![Diagnostic::about_file(
                 DiagnosticCode::YamlSyntax,
                 format!("cannot read the file: {error}"),
-                "pass a readable UTF-8 capability file",
+                "pass a readable UTF-8 capability file, a regular file of at most 1 MiB",
                 &name,
             )]
         })
@@ -47,17 +47,26 @@ pub(crate) fn run(format: Format, args: &SealArgs) -> Exit {
             report.content_hash = Some(sealed.hash.to_string());
             report.previous = Some(sealed.previous.as_str());
             report.changed = sealed.changed();
+            // A link at the file is refused, not replaced: the seal belongs in the file it
+            // names, which the user should seal by its own path.
             match if sealed.changed() {
-                write_atomically(&args.file, &sealed.text)
+                cua_fs::write_atomic(&args.file, sealed.text.as_bytes(), FileMode::Readable)
             } else {
                 Ok(())
             } {
                 Ok(()) => (Exit::Success, None),
+                Err(error) if error.is_refusal() => (
+                    Exit::Usage,
+                    Some(EnvelopeError {
+                        code: "refused_path".to_owned(),
+                        message: format!("nothing was written: {error}"),
+                    }),
+                ),
                 Err(error) => (
                     Exit::Failed,
                     Some(EnvelopeError {
                         code: "write_failed".to_owned(),
-                        message: format!("cannot write {name}: {error}"),
+                        message: error.to_string(),
                     }),
                 ),
             }
@@ -87,28 +96,4 @@ pub(crate) fn run(format: Format, args: &SealArgs) -> Exit {
         }
     });
     exit
-}
-
-/// Writes next to the target, flushes, then renames over it: a crash leaves the old file or the
-/// new one, never half of each.
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let directory = path
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let file_name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temporary = directory.join(format!(".{file_name}.seal-{}", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&temporary, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    result
 }

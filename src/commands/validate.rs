@@ -14,6 +14,7 @@ use cua_artifact::{
 use serde::Serialize;
 
 use crate::cli::{Format, ValidateArgs};
+use crate::limits;
 use crate::output::{EnvelopeError, Exit, emit};
 
 /// What `--format json` reports per file.
@@ -83,13 +84,13 @@ fn check_file(path: &Path) -> FileReport {
         diagnostics: Vec::new(),
         warnings: Vec::new(),
     };
-    let text = match std::fs::read_to_string(path) {
+    let text = match cua_fs::read_to_string_bounded(path, limits::DOCUMENT) {
         Ok(text) => text,
         Err(error) => {
             report.diagnostics.push(Diagnostic::about_file(
                 DiagnosticCode::YamlSyntax,
                 format!("cannot read the file: {error}"),
-                "pass a readable UTF-8 YAML file",
+                "pass a readable UTF-8 YAML file, a regular file of at most 1 MiB",
                 &name,
             ));
             return report;
@@ -157,7 +158,7 @@ fn bind(
         ))
         .collect();
     let Some((base_path, base_text)) = candidates.iter().find_map(|candidate| {
-        std::fs::read_to_string(candidate)
+        cua_fs::read_to_string_bounded(candidate, limits::DOCUMENT)
             .ok()
             .map(|text| (candidate, text))
     }) else {

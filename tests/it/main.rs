@@ -13,6 +13,7 @@ mod draft_replay;
 mod eval;
 mod evidence;
 mod exactly_once;
+mod hostile_paths;
 mod mcp;
 mod probe;
 mod replay;

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use super::StageFuture;
 use super::rig::{Demo, SIGN_ON, StageFailure, expect, failed, plain};
-use super::stages::{create_dir, hash_of, input_name, reviewed, truth, write};
+use super::stages::{copy, create_dir, hash_of, input_name, reviewed, truth, write};
 use crate::commands::mcp::ChromiumSurfaces;
 
 /// The evaluation of the reviewed capability: these members, each this many times.
@@ -472,13 +472,7 @@ fn demo_catalog(demo: &Demo) -> Catalog {
 fn copy_reference(demo: &Demo, reference: &str) -> Result<(), StageFailure> {
     let file_name = format!("{reference}.yaml");
     let target = demo.demo_catalog().join(&file_name);
-    std::fs::copy(demo.catalog.join(&file_name), &target)
-        .map(|_| ())
-        .map_err(|error| {
-            failed(format!(
-                "copying {file_name} into the demo catalog: {error}"
-            ))
-        })
+    copy(&demo.catalog.join(&file_name), &target)
 }
 
 fn arguments(value: Value) -> serde_json::Map<String, Value> {
@@ -515,8 +509,7 @@ async fn run_spec(spec: &std::path::Path, base_url: &str) -> Result<String, Stag
     }
     create_dir(&dir)?;
     let copied = dir.join(spec.file_name().unwrap_or_default());
-    std::fs::copy(spec, &copied)
-        .map_err(|error| failed(format!("copying the spec to {}: {error}", copied.display())))?;
+    copy(spec, &copied)?;
     let chromium = std::env::var("CUA_CHROMIUM")
         .ok()
         .filter(|path| !path.is_empty())
@@ -559,12 +552,14 @@ async fn run_spec(spec: &std::path::Path, base_url: &str) -> Result<String, Stag
                 "npx cannot run ({error}): apt-get install -y nodejs npm"
             ))
         })?;
-    let results = std::fs::read_to_string(dir.join("results.json")).map_err(|_| {
-        failed(format!(
-            "Playwright wrote no results: {}",
-            plain_text(&output.stderr)
-        ))
-    })?;
+    let results =
+        cua_fs::read_to_string_bounded(&dir.join("results.json"), crate::limits::PLAYWRIGHT_REPORT)
+            .map_err(|_| {
+                failed(format!(
+                    "Playwright wrote no results: {}",
+                    plain_text(&output.stderr)
+                ))
+            })?;
     let report: Value = serde_json::from_str(&results)
         .map_err(|error| failed(format!("Playwright's results are not JSON: {error}")))?;
     let expected = report["stats"]["expected"].as_u64().unwrap_or(0);

@@ -154,7 +154,7 @@ impl Demo {
     /// A reference capability from the read-only catalog.
     pub(super) fn reference(&self, reference: &str) -> Result<Capability, StageFailure> {
         let path = self.catalog.join(format!("{reference}.yaml"));
-        std::fs::read_to_string(&path)
+        cua_fs::read_to_string_bounded(&path, crate::limits::DOCUMENT)
             .map_err(|error| error.to_string())
             .and_then(|text| Capability::from_yaml(&text).map_err(|error| error.to_string()))
             .map_err(|error| failed(format!("{}: {error}", path.display())))

@@ -12,6 +12,7 @@ use cua_artifact::{
 };
 use cua_catalog::{ApproveRequest, Catalog, CatalogConfig};
 use cua_evidence::{Clock, SystemClock};
+use cua_fs::FileMode;
 use cua_replay::{PreparedCapability, ReplayReport, RunRequest};
 use memberdesk::{Fault, FaultCount, FixtureConfig, FixtureHandle, Variant};
 use serde_json::Value;
@@ -541,12 +542,9 @@ pub(super) fn irreversible_transfer_gated(demo: &mut Demo) -> StageFuture<'_> {
         let catalog_dir = demo.demo_catalog();
         create_dir(&catalog_dir)?;
         let file_name = format!("{TRANSFER}.yaml");
-        std::fs::copy(demo.catalog.join(&file_name), catalog_dir.join(&file_name)).map_err(
-            |error| {
-                failed(format!(
-                    "copying {file_name} into the demo catalog: {error}"
-                ))
-            },
+        copy(
+            &demo.catalog.join(&file_name),
+            &catalog_dir.join(&file_name),
         )?;
         let catalog = Catalog::new(CatalogConfig {
             capabilities: catalog_dir.clone(),
@@ -943,16 +941,23 @@ pub(super) fn hash_of(capability: &Capability) -> String {
 }
 
 pub(super) fn read(path: &Path) -> Result<String, StageFailure> {
-    std::fs::read_to_string(path)
-        .map_err(|error| failed(format!("cannot read {}: {error}", path.display())))
+    cua_fs::read_to_string_bounded(path, crate::limits::DOCUMENT)
+        .map_err(|error| failed(error.to_string()))
 }
 
+/// Writes a demo file whole, never through a link.
 pub(super) fn write(path: &Path, text: &str) -> Result<(), StageFailure> {
-    std::fs::write(path, text)
-        .map_err(|error| failed(format!("cannot write {}: {error}", path.display())))
+    cua_fs::write_atomic(path, text.as_bytes(), FileMode::Readable)
+        .map_err(|error| failed(error.to_string()))
+}
+
+/// Copies a document (a capability, a generated spec) into the demo's directories.
+pub(super) fn copy(from: &Path, to: &Path) -> Result<(), StageFailure> {
+    write(to, &read(from)?)
 }
 
 pub(super) fn create_dir(path: &Path) -> Result<(), StageFailure> {
-    std::fs::create_dir_all(path)
-        .map_err(|error| failed(format!("cannot create {}: {error}", path.display())))
+    cua_fs::Dir::create_all(path, FileMode::Readable)
+        .map(|_| ())
+        .map_err(|error| failed(error.to_string()))
 }

@@ -72,7 +72,10 @@ pub(crate) async fn after(
         Arc::new(SystemClock),
         redactor,
     )
-    .map_err(|error| Failure::new(Exit::Failed, "evidence_unwritable", error.to_string()))?;
+    .map_err(|error| {
+        let (exit, code) = crate::commands::evidence_failure(&error);
+        Failure::new(exit, code, error.to_string())
+    })?;
     let assistant = Assistant {
         driver: surface,
         policy: &settings.policy,

@@ -20,6 +20,8 @@ use std::sync::{Arc, Mutex};
 
 use cua_artifact::{EffectVerdict, FailureCode, Reconcile, StepId};
 use cua_chromium::ChromiumSurface;
+use cua_evidence::RunId;
+use cua_fs::{Dir, FileMode};
 use cua_replay::{Attempt, CapabilityLoader, Entropy, InDoubt, Interrupted, Reconciliation};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -28,6 +30,7 @@ use tokio::sync::mpsc;
 use super::state::{BatchState, Earlier, Header, StateLine};
 use super::{Dispatches, Failure, Settings, exit_of, fresh_run_id, launch, replay_once};
 use crate::cli::{Format, PoolKind, ReplayArgs};
+use crate::limits;
 use crate::output::Exit;
 
 /// A row's inputs, or why the line is not a row.
@@ -128,8 +131,8 @@ pub(super) async fn run(
     rows_path: &Path,
 ) -> Result<Exit, Failure> {
     let shard = parse_shard(args.shard.as_deref())?;
-    let text = std::fs::read_to_string(rows_path)
-        .map_err(|error| Failure::usage(format!("cannot read {}: {error}", rows_path.display())))?;
+    let text = cua_fs::read_to_string_bounded(rows_path, limits::ROWS)
+        .map_err(|error| Failure::usage(error.to_string()))?;
     let rows: Vec<(usize, ParsedRow)> = text
         .lines()
         .enumerate()
@@ -137,34 +140,34 @@ pub(super) async fn run(
         .map(|(index, line)| (index + 1, parse_row(line)))
         .filter(|(row, _)| shard.is_none_or(|(k, n)| (row - 1) % n == k - 1))
         .collect();
+    // The evidence root is held open from here on, so a link planted in its place is refused
+    // now and the state file is opened inside it without following a link.
+    let evidence = Dir::create_all(&settings.evidence_dir, FileMode::Private).map_err(refused)?;
+    let last_row = rows.last().map_or(1, |(row, _)| *row);
     let batch_id = match &args.run_id {
-        Some(run_id) => run_id.clone(),
+        Some(run_id) => check_batch_id(run_id, last_row)?,
         None => {
-            let id = batch_id_for(rows_path, shard);
-            let path = settings.evidence_dir.join(format!("{id}.batch.jsonl"));
-            if args.resume || !path.exists() {
+            let id = check_batch_id(&batch_id_for(rows_path, shard), last_row)?;
+            let name = state_file(&id);
+            if args.resume || !evidence.has_file(&name) {
                 id
-            } else if super::state::unfinished(&path) {
+            } else if super::state::unfinished(&evidence, &name) {
                 return Err(Failure::usage(format!(
                     "an earlier batch of these rows ({}) was interrupted with rows unfinished: pass --resume to \
                      finish it (a new batch would run its mutations again under new keys), or --run-id for a \
                      deliberately separate batch",
-                    path.display()
+                    evidence.path().join(&name).display()
                 )));
             } else {
-                format!("{id}-{}", fresh_run_id())
+                check_batch_id(&format!("{id}-{}", fresh_run_id()), last_row)?
             }
         }
     };
-    std::fs::create_dir_all(&settings.evidence_dir)
-        .map_err(|error| Failure::new(Exit::Failed, "evidence_unwritable", error.to_string()))?;
-    let state_path = settings
-        .evidence_dir
-        .join(format!("{batch_id}.batch.jsonl"));
-    if !args.resume && state_path.exists() {
+    let state_name = state_file(&batch_id);
+    if !args.resume && evidence.has_file(&state_name) {
         return Err(Failure::usage(format!(
             "{} exists: pass --resume to continue that batch, or another --run-id",
-            state_path.display()
+            evidence.path().join(&state_name).display()
         )));
     }
     let header = Header {
@@ -177,7 +180,7 @@ pub(super) async fn run(
             .map_or_else(|| "draft".to_owned(), ToString::to_string),
         nonce: nonce()?,
     };
-    let state = Arc::new(BatchState::open(&state_path, header)?);
+    let state = Arc::new(BatchState::open(&evidence, &state_name, header)?);
     let previous = &state.previous;
     let duplicates = duplicate_keys(settings, &rows);
 
@@ -713,6 +716,35 @@ fn parse_row(line: &str) -> Result<BTreeMap<String, Value>, String> {
         Ok(Value::Object(object)) => Ok(object.into_iter().collect()),
         Ok(_) => Err("a row must be a JSON object of inputs".to_owned()),
         Err(error) => Err(format!("not JSON: {error}")),
+    }
+}
+
+/// The batch id, checked: a run id, with room for the longest run id its rows derive from it
+/// (`<id>-row-<n>-reconcile-<fresh id>`), since each names a directory in the evidence root.
+fn check_batch_id(batch_id: &str, last_row: usize) -> Result<String, Failure> {
+    RunId::parse(batch_id).map_err(|error| Failure::usage(error.to_string()))?;
+    let longest = format!("{batch_id}-row-{last_row}-reconcile-{}", fresh_run_id());
+    if RunId::parse(&longest).is_err() {
+        return Err(Failure::usage(format!(
+            "invalid run id `{batch_id}`: too long for a batch, whose rows' run ids (such as \
+             `{longest}`) must be at most 128 characters; pass a shorter --run-id"
+        )));
+    }
+    Ok(batch_id.to_owned())
+}
+
+/// The state file of a batch, in the evidence root.
+fn state_file(batch_id: &str) -> String {
+    format!("{batch_id}.batch.jsonl")
+}
+
+/// A file of the batch that was refused for what is at its path (a link, a device, another
+/// user's file) is the user's to fix (exit 2); one that could not be written failed.
+pub(super) fn refused(error: cua_fs::FsError) -> Failure {
+    if error.is_refusal() {
+        Failure::new(Exit::Usage, "refused_path", error.to_string())
+    } else {
+        Failure::new(Exit::Failed, "evidence_unwritable", error.to_string())
     }
 }
 

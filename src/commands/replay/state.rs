@@ -7,21 +7,26 @@
 //!   idempotency key mixes in the nonce, so a batch id reused elsewhere never shares keys.
 //! - An exclusive lock on the file is held for the whole batch: a second `cua` on the same
 //!   batch is refused instead of resuming rows the first one is still running.
-//! - The file is opened without following a symlink. Lines are appended whole and synced; a
-//!   line torn by a kill is ignored when read, and a newline is written after it first, so the
-//!   next line is never glued onto it.
+//! - The file is opened inside the evidence root, held open, without following a link, and
+//!   only as a regular file of the current user's (0600 when created): a link or a file another
+//!   user planted is refused. It is read bounded by `limits::BATCH_STATE`. Lines are appended
+//!   whole and synced; a line torn by a kill is ignored when read, and a newline is written
+//!   after it first, so the next line is never glued onto it. A `started` line whose run id is
+//!   not a run id is ignored: it names no run directory.
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use cua_evidence::RunId;
+use cua_fs::{Create, Dir, FileMode};
 use serde::{Deserialize, Serialize};
 
 use super::Failure;
-use super::batch::RowLine;
+use super::batch::{RowLine, refused};
+use crate::limits;
 use crate::output::Exit;
 
 /// A line of the state file.
@@ -62,9 +67,11 @@ pub(super) struct BatchState {
 }
 
 impl BatchState {
-    /// Opens (or creates) the state file at `path` and locks it. A new file gets `fresh` as its
-    /// header; an existing one must carry the same rows digest and content hash.
-    pub(super) fn open(path: &Path, fresh: Header) -> Result<Self, Failure> {
+    /// Opens (or creates) the state file `name` in the evidence root and locks it. A new file
+    /// gets `fresh` as its header; an existing one must carry the same rows digest and content
+    /// hash.
+    pub(super) fn open(evidence: &Dir, name: &str, fresh: Header) -> Result<Self, Failure> {
+        let path = &evidence.path().join(name);
         let unwritable = |what: &str, error: std::io::Error| {
             Failure::new(
                 Exit::Failed,
@@ -72,13 +79,9 @@ impl BatchState {
                 format!("cannot {what} {}: {error}", path.display()),
             )
         };
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .read(true)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(path)
-            .map_err(|error| unwritable("open", error))?;
+        let file = evidence
+            .open_append(name, Create::IfMissing, FileMode::Private)
+            .map_err(refused)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
@@ -93,9 +96,7 @@ impl BatchState {
             }
             Err(std::fs::TryLockError::Error(error)) => return Err(unwritable("lock", error)),
         }
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(|error| unwritable("read", error))?;
+        let bytes = cua_fs::read_open(&file, path, limits::BATCH_STATE).map_err(refused)?;
         let (header, previous) = parse(&bytes);
         let header = match header {
             Some(header) => {
@@ -172,9 +173,10 @@ impl BatchState {
     }
 }
 
-/// Whether the state file at `path` records a row that started and never finished.
-pub(super) fn unfinished(path: &Path) -> bool {
-    let Ok(bytes) = std::fs::read(path) else {
+/// Whether the state file `name` in the evidence root records a row that started and never
+/// finished.
+pub(super) fn unfinished(evidence: &Dir, name: &str) -> bool {
+    let Ok(bytes) = evidence.read(name, limits::BATCH_STATE) else {
         return false;
     };
     parse(&bytes)
@@ -196,6 +198,7 @@ fn parse(bytes: &[u8]) -> (Option<Header>, BTreeMap<usize, Earlier>) {
             StateLine::Batch(found) => {
                 header.get_or_insert(found);
             }
+            StateLine::Started { run_id, .. } if RunId::parse(&run_id).is_err() => {}
             StateLine::Started { row, run_id } => match rows.entry(row) {
                 std::collections::btree_map::Entry::Vacant(entry) => {
                     entry.insert(Earlier::Started(vec![run_id]));
