@@ -556,6 +556,19 @@ fn run_ids_are_validated() {
         "run id",
         Err("invalid run id `run id`: may hold only ASCII letters, digits, `.`, `_` and `-`"),
     );
+    // Nothing that could name another directory: a separator, `..`, a NUL, or a name longer
+    // than the bus allows.
+    for text in ["runs/pwned", "..", "run\0id"] {
+        assert!(RunId::parse(text).is_err(), "{text:?}");
+    }
+    assert!(RunId::parse(&"r".repeat(128)).is_ok());
+    check(
+        &"r".repeat(129),
+        Err(&format!(
+            "invalid run id `{}`: must be 1 to 128 characters",
+            "r".repeat(129)
+        )),
+    );
 }
 
 #[test]
