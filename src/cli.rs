@@ -177,10 +177,15 @@ pub(crate) enum SchemaDocument {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum EvidenceCommand {
-    /// Verify a run directory: the hash chain of trace.jsonl, the snapshots and screenshots it
-    /// names, and run_record.json. Exits 0 when intact (a killed run verifies as a prefix), 1
-    /// when broken, 2 when the path is not a run directory.
+    /// Verify a run directory: the hash chain of trace.jsonl, every file its run_end names
+    /// (and nothing else), run_record.json, and the run's head in the evidence root's
+    /// ledger.jsonl. Exits 0 when intact (a killed run verifies as a prefix), 1 when broken, 2
+    /// when the path is not a run directory or the public key cannot be read.
     Verify(EvidenceVerifyArgs),
+    /// Create the installation's ed25519 key pair: `evidence.key` (private, mode 0600) and
+    /// `evidence.pub`. Runs started with CUA_EVIDENCE_KEY=<DIR>/evidence.key sign their line
+    /// in the evidence root's ledger; `verify --public-key` checks the signatures.
+    Keygen(EvidenceKeygenArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -188,6 +193,18 @@ pub(crate) struct EvidenceVerifyArgs {
     /// The run directory, `<evidence root>/<run id>`.
     #[arg(value_name = "RUN_DIR")]
     pub(crate) run_dir: std::path::PathBuf,
+    /// The installation's public key (`evidence.pub`): the run's line in the evidence root's
+    /// ledger must be signed by it, and every signature the ledger carries must verify.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) public_key: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct EvidenceKeygenArgs {
+    /// The directory to write `evidence.key` and `evidence.pub` into (created 0700 when
+    /// missing); an existing key is never overwritten.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: std::path::PathBuf,
 }
 
 #[derive(Debug, clap::Args)]

@@ -38,3 +38,9 @@ pub(crate) const PLAYWRIGHT_REPORT: Limit = Limit {
     bytes: 16 * 1024 * 1024,
     what: "a Playwright report",
 };
+
+/// A key file: 64 hex digits and a newline, with room for a comment.
+pub(crate) const KEY: Limit = Limit {
+    bytes: 4 * 1024,
+    what: "a key file",
+};

@@ -35,6 +35,9 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
         Command::Evidence(crate::cli::EvidenceCommand::Verify(args)) => {
             evidence::verify(format, &args)
         }
+        Command::Evidence(crate::cli::EvidenceCommand::Keygen(args)) => {
+            evidence::keygen(format, &args)
+        }
         Command::Replay(args) => replay::run(format, &args),
         Command::Validate(args) => validate::run(format, &args),
         Command::Seal(args) => seal::run(format, &args),

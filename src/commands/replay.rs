@@ -138,6 +138,8 @@ pub(crate) struct Settings {
     pub(crate) base_url: Option<String>,
     /// Raised by SIGINT or SIGTERM.
     pub(crate) stop: Stop,
+    /// Signs each run's line in the evidence root's ledger (`CUA_EVIDENCE_KEY`).
+    pub(crate) signing_key: Option<Arc<cua_evidence::InstallationKey>>,
 }
 
 impl Settings {
@@ -216,6 +218,8 @@ impl Settings {
             assist: args.assist,
             base_url: args.base_url.clone(),
             stop: Stop::default(),
+            // Read before the browser starts: a run told to sign that cannot does not start.
+            signing_key: super::evidence::signing_key().map_err(Failure::usage)?,
         })
     }
 
@@ -334,6 +338,10 @@ pub(crate) async fn replay_request(
         let (exit, code) = crate::commands::evidence_failure(&error);
         Failure::new(exit, code, error.to_string())
     })?;
+    let bus = match &settings.signing_key {
+        Some(key) => bus.with_signing_key(Arc::clone(key)),
+        None => bus,
+    };
     let environment = std::env::vars_os()
         .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)));
     let escalations =

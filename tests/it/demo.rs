@@ -96,7 +96,11 @@ fn the_demo_tells_the_whole_story_and_every_stage_holds() {
     let run_dirs = |dir: &Path| {
         std::fs::read_dir(dir)
             .expect("a runs directory exists")
-            .filter(|entry| entry.as_ref().is_ok_and(|entry| entry.path().is_dir()))
+            .filter(|entry| {
+                entry
+                    .as_ref()
+                    .is_ok_and(|entry| entry.path().join(cua_evidence::TRACE_FILE).is_file())
+            })
             .count()
     };
     assert!(run_dirs(&out.join("runs")) >= 10);
@@ -142,8 +146,10 @@ fn the_demo_tells_the_whole_story_and_every_stage_holds() {
         std::collections::BTreeSet::from(["automation", "human"])
     );
     let intervention: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(handoff.join("interventions/int-s13-human-handoff-1.json"))
-            .expect("the intervention is persisted"),
+        &std::fs::read_to_string(
+            out.join("runs/interventions/s13-human-handoff/int-s13-human-handoff-1.json"),
+        )
+        .expect("the intervention is persisted"),
     )
     .expect("the intervention is JSON");
     assert_eq!(intervention["state"], "resolved", "{intervention}");

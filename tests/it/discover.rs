@@ -97,10 +97,9 @@ async fn scripted_discovery_in_chromium_reaches_the_goal_and_compiles_a_determin
 
     let run = std::fs::read_dir(work.path().join("evidence"))
         .expect("the evidence root exists")
-        .next()
-        .expect("one run")
-        .expect("a directory entry")
-        .path();
+        .map(|entry| entry.expect("a directory entry").path())
+        .find(|path| path.is_dir())
+        .expect("one run");
     let run = run.display().to_string();
     for out in ["again", "again2"] {
         let (code, stdout, stderr) = cua(&["compile", &run, "--out", out], work.path());

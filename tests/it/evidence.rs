@@ -60,6 +60,7 @@ fn finished_run(root: &Path) -> std::path::PathBuf {
         Actor::Automation,
         0,
         RunEnd {
+            files: Default::default(),
             status: RunStatus::Success,
             failure_code: None,
             reason: None,
@@ -89,7 +90,7 @@ fn an_intact_run_exits_zero() {
     let path = dir.to_str().expect("a UTF-8 path");
     let (code, stdout, stderr) = cua(&["evidence", "verify", path], &dir);
     assert_eq!((code, stderr.as_str()), (0, ""));
-    insta::assert_snapshot!(stdout, @"RUN_DIR: 2 events, chain intact, run_end (success)");
+    insta::assert_snapshot!(stdout, @"RUN_DIR: 2 events, chain intact, run_end (success), head in the ledger (signatures not checked)");
     let (code, stdout, _) = cua(&["--format", "json", "evidence", "verify", path], &dir);
     assert_eq!(code, 0);
     let envelope: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON envelope");

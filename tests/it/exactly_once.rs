@@ -202,7 +202,8 @@ impl Batch {
 }
 
 /// Cuts a run's trace right after the confirm's first line whose event is `event`, as a kill
-/// there leaves it (a prefix of the chain, no run record).
+/// there leaves it: a prefix of the chain, no run record, and no line in the evidence root's
+/// ledger (the run's line must be the ledger's last, as a kill leaves it).
 fn cut_after(run_dir: &Path, event: &str) {
     let trace = run_dir.join("trace.jsonl");
     let text = std::fs::read_to_string(&trace).expect("a trace");
@@ -224,6 +225,17 @@ fn cut_after(run_dir: &Path, event: &str) {
     );
     std::fs::write(&trace, kept).expect("the trace");
     std::fs::remove_file(run_dir.join("run_record.json")).expect("a finished run's record");
+    let ledger = run_dir
+        .parent()
+        .expect("an evidence root")
+        .join(cua_evidence::LEDGER_FILE);
+    let text = std::fs::read_to_string(&ledger).expect("the ledger");
+    let mut lines: Vec<&str> = text.lines().collect();
+    let last: Value = serde_json::from_str(lines.pop().expect("a ledger line")).expect("JSON");
+    let run_id = run_dir.file_name().and_then(|name| name.to_str());
+    assert_eq!(last["run_id"].as_str(), run_id, "the run finished last");
+    let kept: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    std::fs::write(&ledger, kept).expect("the ledger");
 }
 
 /// An attempt interrupted after its confirm was observed: the transfer happened, so the row is

@@ -581,6 +581,71 @@ fn sensitive_inputs_and_outputs_are_masked_in_every_sink() {
     }
 }
 
+/// `cua evidence keygen`, a replay that signs its ledger line with `CUA_EVIDENCE_KEY`, and
+/// `cua evidence verify --public-key`: the right key verifies, another key does not, a key
+/// that cannot be read stops the run before the browser starts.
+#[test]
+fn a_signed_run_verifies_with_its_installation_key_only() {
+    let scene = Scene::new();
+    let cua = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_cua"))
+            .args(args)
+            .output()
+            .expect("the cua binary runs");
+        (
+            output.status.code().expect("an exit code"),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let keys = scene.scratch.path().join("keys");
+    let other = scene.scratch.path().join("other-keys");
+    for dir in [&keys, &other] {
+        let (code, stdout, stderr) =
+            cua(&["evidence", "keygen", "--out", &dir.display().to_string()]);
+        assert_eq!(code, 0, "{stdout}{stderr}");
+    }
+    let (code, _, stderr) = cua(&["evidence", "keygen", "--out", &keys.display().to_string()]);
+    assert_eq!(code, 2, "an existing key is never overwritten: {stderr}");
+    let private = keys.join("evidence.key").display().to_string();
+    let (code, stdout, stderr) = scene.replay(
+        &[
+            "corebank.member.savings_balance@1.0.0",
+            "--input",
+            "member_id=12345",
+            "--run-id",
+            "signed-run",
+        ],
+        &[("CUA_EVIDENCE_KEY", private.as_str())],
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let run_dir = scene.evidence().join("signed-run").display().to_string();
+    let public = keys.join("evidence.pub").display().to_string();
+    let (code, stdout, stderr) = cua(&["evidence", "verify", &run_dir, "--public-key", &public]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("signature verified"), "{stdout}");
+    let wrong = other.join("evidence.pub").display().to_string();
+    let (code, stdout, _) = cua(&["evidence", "verify", &run_dir, "--public-key", &wrong]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("signature"), "{stdout}");
+    let (code, _, stderr) = scene.replay(
+        &[
+            "corebank.member.savings_balance@1.0.0",
+            "--input",
+            "member_id=12345",
+            "--run-id",
+            "unreadable-key",
+        ],
+        &[("CUA_EVIDENCE_KEY", "/dev/zero")],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("CUA_EVIDENCE_KEY"), "{stderr}");
+    assert!(
+        !scene.evidence().join("unreadable-key").exists(),
+        "refused before the run started"
+    );
+}
+
 #[test]
 fn a_batch_prints_one_line_per_row_in_order_and_resumes_without_rerunning() {
     let scene = Scene::new();

@@ -1092,6 +1092,7 @@ impl<D: SurfaceDriver, L: LlmPort> Discovery<'_, D, L> {
             Actor::Agent,
             1,
             RunEnd {
+                files: Default::default(),
                 status,
                 failure_code: None,
                 reason,

@@ -291,8 +291,15 @@ impl<D: SurfaceDriver, L: LlmPort> Assistant<'_, D, L> {
                 self.judge(request, &snapshot, &outline.refs, &reply, &lease)
             }
         };
-        outcome.decision = match judged {
-            Ok(candidate) => Decision::Accepted(Box::new(candidate)),
+        let (status, failure, reason) = match judged {
+            Ok(candidate) => {
+                outcome.decision = Decision::Accepted(Box::new(candidate));
+                (
+                    RunStatus::Success,
+                    None,
+                    "proposal accepted; the candidate overlay is written for review".to_owned(),
+                )
+            }
             Err(refusal) => {
                 self.bus.emit(
                     Actor::System,
@@ -305,18 +312,20 @@ impl<D: SurfaceDriver, L: LlmPort> Assistant<'_, D, L> {
                         ]),
                     },
                 )?;
-                self.end(RunStatus::Failed, Some(refusal.failure), &refusal.reason)?;
-                Decision::Refused {
+                outcome.decision = Decision::Refused {
                     code: refusal.code.to_owned(),
                     reason: redactor.redact_text(&refusal.reason),
-                }
+                };
+                (RunStatus::Failed, Some(refusal.failure), refusal.reason)
             }
         };
+        // The proposal is part of the run's evidence, so it is written before the run ends.
         self.write_proposal(&outcome)?;
+        self.end(status, failure, &reason)?;
         Ok(outcome)
     }
 
-    /// Steps 1 to 5 of the module docs; on success writes the candidate and ends the trace.
+    /// Steps 1 to 5 of the module docs; on success writes the candidate.
     fn judge(
         &self,
         request: &AssistRequest<'_>,
@@ -504,12 +513,6 @@ impl<D: SurfaceDriver, L: LlmPort> Assistant<'_, D, L> {
         self.write_candidate(&candidate, request).map_err(|error| {
             Refusal::new("unwritable", FailureCode::Internal, error.to_string())
         })?;
-        self.end(
-            RunStatus::Success,
-            None,
-            "proposal accepted; the candidate overlay is written for review",
-        )
-        .map_err(|error| Refusal::new("evidence", FailureCode::Internal, error.to_string()))?;
         Ok(candidate)
     }
 
@@ -794,6 +797,7 @@ impl<D: SurfaceDriver, L: LlmPort> Assistant<'_, D, L> {
             Actor::System,
             0,
             RunEnd {
+                files: Default::default(),
                 status,
                 failure_code,
                 reason: Some(reason.to_owned()),

@@ -876,6 +876,7 @@ impl Broker {
             Actor::Human,
             epoch,
             RunEnd {
+                files: Default::default(),
                 status: RunStatus::Success,
                 failure_code: None,
                 reason: None,

@@ -1,6 +1,8 @@
 //! Interventions: what a stopped run asks of a human, as the queue shows it (a context card),
-//! and their persistence in the run's evidence directory, one JSON file each, written
-//! atomically, so a console restart loses none.
+//! and their persistence under the evidence root (`interventions/<run id>/<id>.json`), one JSON
+//! file each, written atomically, so a console restart loses none. They live beside the run
+//! directory, not in it: a run's files are fixed by its `run_end`, while an intervention
+//! changes as operators claim and release it.
 
 use std::path::{Path, PathBuf};
 
@@ -9,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ConsoleError;
 
-/// Where a run directory keeps its interventions.
-pub const INTERVENTIONS_DIR: &str = "interventions";
+/// Where the evidence root keeps interventions, one directory per run.
+pub use cua_evidence::INTERVENTIONS_DIR;
 
 /// The largest intervention file read back. One is a context card of redacted text and a
 /// lease history of a few lines: kilobytes.
@@ -99,20 +101,21 @@ impl Intervention {
     /// The file this intervention is kept in, under the evidence root.
     pub fn path(&self, evidence_root: &Path) -> PathBuf {
         evidence_root
-            .join(&self.run_id)
             .join(INTERVENTIONS_DIR)
+            .join(&self.run_id)
             .join(format!("{}.json", self.id))
     }
 
     /// Writes the record atomically (0600): a temporary file in the same directory, created
-    /// exclusively, synced, then renamed over the old one, and the directory synced. The run
-    /// directory must be a real directory of ours, never a link.
+    /// exclusively, synced, then renamed over the old one, and the directory synced. Every
+    /// directory on the way must be a real directory of ours, never a link.
     pub fn persist(&self, evidence_root: &Path) -> Result<(), ConsoleError> {
         let run_id = cua_evidence::RunId::parse(&self.run_id)?;
-        let run = Dir::create_all(evidence_root, FileMode::Private)?
-            .ensure_dir(run_id.as_str(), FileMode::Private)?;
-        run.check_owned()?;
-        let dir = run.ensure_dir(INTERVENTIONS_DIR, FileMode::Private)?;
+        let all = Dir::create_all(evidence_root, FileMode::Private)?
+            .ensure_dir(INTERVENTIONS_DIR, FileMode::Private)?;
+        all.check_owned()?;
+        let dir = all.ensure_dir(run_id.as_str(), FileMode::Private)?;
+        dir.check_owned()?;
         let mut bytes = serde_json::to_vec_pretty(self).map_err(|source| {
             ConsoleError::File(cua_fs::FsError::Io {
                 action: "serialize",
@@ -126,31 +129,31 @@ impl Intervention {
     }
 }
 
-/// Reads every intervention kept under the evidence root (`<root>/<run>/interventions/*.json`),
-/// oldest first, from run directories of ours only and never through a link. Unreadable files
-/// are reported, not fatal.
+/// Reads every intervention kept under the evidence root (`<root>/interventions/<run>/*.json`),
+/// oldest first, from directories of ours only and never through a link. Unreadable files are
+/// reported, not fatal.
 pub fn load_all(evidence_root: &Path) -> (Vec<Intervention>, Vec<String>) {
     let mut found = Vec::new();
     let mut problems = Vec::new();
-    let Ok(root) = Dir::open(evidence_root) else {
+    let Ok(all) = Dir::open(evidence_root).and_then(|root| root.open_dir(INTERVENTIONS_DIR)) else {
         return (found, problems);
     };
-    let Ok(runs) = root.entry_names() else {
+    if all.check_owned().is_err() {
+        return (found, problems);
+    }
+    let Ok(runs) = all.entry_names() else {
         return (found, problems);
     };
     for run_id in runs {
         if cua_evidence::RunId::parse(&run_id).is_err() {
             continue;
         }
-        let Ok(run) = root.open_dir(&run_id) else {
+        let Ok(dir) = all.open_dir(&run_id) else {
             continue;
         };
-        if run.check_owned().is_err() {
+        if dir.check_owned().is_err() {
             continue;
         }
-        let Ok(dir) = run.open_dir(INTERVENTIONS_DIR) else {
-            continue;
-        };
         for name in dir.entry_names().unwrap_or_default() {
             if !name.ends_with(".json") || name.starts_with('.') {
                 continue;

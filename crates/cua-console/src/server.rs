@@ -697,10 +697,12 @@ fn list_runs(root: &Path) -> Vec<RunRow> {
                 }
                 _ => None,
             });
-            let interventions =
-                std::fs::read_dir(entry.path().join(crate::intervention::INTERVENTIONS_DIR))
-                    .map(|dir| dir.count())
-                    .unwrap_or(0);
+            let interventions = std::fs::read_dir(
+                root.join(crate::intervention::INTERVENTIONS_DIR)
+                    .join(&run_id),
+            )
+            .map(|dir| dir.count())
+            .unwrap_or(0);
             Some((
                 modified,
                 RunRow {

@@ -1,6 +1,7 @@
 //! The evidence bus: one directory per run, an append-only hash-chained `trace.jsonl`, the
 //! snapshots and screenshots the trace refers to, and `run_record.json` at the end.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use crate::chain::{self, ENVELOPE_KEYS, Envelope};
 use crate::clock::Clock;
 use crate::error::EvidenceError;
 use crate::event::Event;
+use crate::ledger::{self, InstallationKey};
 use crate::project::project;
 use crate::redact::Redactor;
 use crate::verify::read_trace;
@@ -29,9 +31,19 @@ pub const SNAPSHOT_DIR: &str = "snapshots";
 /// The screenshot directory's name inside a run directory.
 pub const SCREENSHOT_DIR: &str = "screenshots";
 
+/// Names in an evidence root that are not runs: the ledger and batch state files end in
+/// `.jsonl`, and the console keeps interventions in their own directory.
+pub const RESERVED_ROOT_NAMES: &[&str] = &[INTERVENTIONS_DIR];
+
+/// The directory of an evidence root where the console keeps each run's interventions
+/// (`interventions/<run id>/<intervention id>.json`): outside the run directory, whose files
+/// are fixed when the run ends while an intervention changes as operators claim and release it.
+pub const INTERVENTIONS_DIR: &str = "interventions";
+
 /// A run id: the name of the run's evidence directory. Injected by the caller (so tests and
 /// batch runs choose them), 1 to 128 ASCII letters, digits, `.`, `_` or `-`, starting with a
-/// letter or digit and containing at least one letter, so no sink mistakes it for a number.
+/// letter or digit and containing at least one letter, so no sink mistakes it for a number,
+/// and never a name the evidence root keeps for itself ([`RESERVED_ROOT_NAMES`], `*.jsonl`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(transparent)]
 pub struct RunId(String);
@@ -50,6 +62,8 @@ impl RunId {
             Some("must start with a letter or a digit")
         } else if !text.bytes().any(|b| b.is_ascii_alphabetic()) {
             Some("must contain a letter, so it is never read as a number")
+        } else if text.ends_with(".jsonl") || RESERVED_ROOT_NAMES.contains(&text) {
+            Some("names one of the evidence root's own files (`*.jsonl`, `interventions`)")
         } else {
             None
         };
@@ -87,10 +101,13 @@ pub struct ArtifactRef {
 /// the order in which events were emitted.
 pub struct EvidenceBus {
     run_id: RunId,
+    root: PathBuf,
     dir: Dir,
     clock: Arc<dyn Clock>,
     redactor: Redactor,
     writer: Mutex<Writer>,
+    /// Signs the ledger line of this run, when the installation has a key.
+    key: Option<Arc<InstallationKey>>,
 }
 
 impl EvidenceBus {
@@ -123,6 +140,7 @@ impl EvidenceBus {
         let prev_hash = chain::genesis_hash(run_id.as_str());
         Ok(Self {
             run_id,
+            root: root.to_owned(),
             dir,
             clock,
             redactor,
@@ -135,8 +153,17 @@ impl EvidenceBus {
                 failed: false,
                 snapshots: 0,
                 screenshots: 0,
+                files: BTreeMap::new(),
             }),
+            key: None,
         })
+    }
+
+    /// Signs this run's ledger line with the installation's key.
+    #[must_use]
+    pub fn with_signing_key(mut self, key: Arc<InstallationKey>) -> Self {
+        self.key = Some(key);
+        self
     }
 
     /// The run id.
@@ -153,7 +180,13 @@ impl EvidenceBus {
     /// never over an existing file): what a caller keeps beside the trace, such as an assisted
     /// run's proposal. The caller redacts it.
     pub fn write_file(&self, name: &str, bytes: &[u8]) -> Result<(), EvidenceError> {
-        Ok(self.dir.write_new(name, bytes, FileMode::Private)?)
+        let mut writer = self.lock()?;
+        if writer.ended {
+            return Err(EvidenceError::RunEnded);
+        }
+        let written = write_new_file(&self.dir, None, name, bytes)?;
+        writer.files.insert(written.path, written.digest);
+        Ok(())
     }
 
     /// The redactor this bus writes through (shared with the secret resolver and other sinks).
@@ -172,8 +205,19 @@ impl EvidenceBus {
     ) -> Result<u64, EvidenceError> {
         let event = event.into().bounded();
         let name = event.name();
-        let payload = self.redacted_payload(&event)?;
         let mut writer = self.lock()?;
+        let mut payload = self.redacted_payload(&event)?;
+        if matches!(event, Event::RunEnd(_)) && !writer.files.is_empty() {
+            // The manifest is added after redaction: its names are already redacted labels and
+            // its digests are ours, and a registered literal that happened to occur in a digest
+            // would otherwise break the run's own verification.
+            let files =
+                serde_json::to_value(&writer.files).map_err(|source| EvidenceError::Serialize {
+                    what: "the run's file manifest",
+                    source,
+                })?;
+            payload.insert("files".to_owned(), files);
+        }
         let seq = writer.next_seq;
         let sealed = chain::seal(
             &Envelope {
@@ -212,7 +256,11 @@ impl EvidenceBus {
         }
         writer.snapshots += 1;
         let name = format!("{:04}-{label}.json", writer.snapshots);
-        write_new_file(&self.dir, Some(SNAPSHOT_DIR), &name, &bytes)
+        let written = write_new_file(&self.dir, Some(SNAPSHOT_DIR), &name, &bytes)?;
+        writer
+            .files
+            .insert(written.path.clone(), written.digest.clone());
+        Ok(written)
     }
 
     /// Writes a screenshot as `screenshots/NNNN-<label>.png`. Pixels cannot be redacted here:
@@ -231,18 +279,34 @@ impl EvidenceBus {
         }
         writer.screenshots += 1;
         let name = format!("{:04}-{label}.png", writer.screenshots);
-        write_new_file(&self.dir, Some(SCREENSHOT_DIR), &name, png)
+        let written = write_new_file(&self.dir, Some(SCREENSHOT_DIR), &name, png)?;
+        writer
+            .files
+            .insert(written.path.clone(), written.digest.clone());
+        Ok(written)
     }
 
-    /// After `run_end`: projects the trace as written into a run record, writes it through the
-    /// redactor as `run_record.json`, and returns it.
+    /// After `run_end`: appends the run's head to the evidence root's ledger (signed when the
+    /// bus has a key), then projects the trace as written into a run record, writes it through
+    /// the redactor as `run_record.json`, and returns the record.
     pub fn finish(&self) -> Result<RunRecord, EvidenceError> {
-        {
+        let (head, events) = {
             let writer = self.lock()?;
             if !writer.ended {
                 return Err(EvidenceError::RunNotEnded);
             }
-        }
+            (writer.prev_hash.clone(), writer.next_seq - 1)
+        };
+        // The head goes to the ledger before the record is written: a run killed in between
+        // is then recorded and lacks only its record, which the trace can still be projected
+        // into, rather than holding a record the ledger never pinned.
+        ledger::append(
+            &self.root,
+            self.run_id.as_str(),
+            &head,
+            events,
+            self.key.as_deref(),
+        )?;
         let lines = read_trace(self.dir.path())?;
         let record = project(&lines)?;
         let value = serde_json::to_value(&record).map_err(|source| EvidenceError::Serialize {
@@ -342,6 +406,8 @@ struct Writer {
     failed: bool,
     snapshots: u32,
     screenshots: u32,
+    /// Every file written beside the trace: relative path → digest, for `run_end`.
+    files: BTreeMap<String, String>,
 }
 
 impl Writer {

@@ -554,6 +554,11 @@ pub struct BlockedRequest {
 #[serde(deny_unknown_fields)]
 pub struct RunEnd {
     pub status: RunStatus,
+    /// Every file the run wrote beside its trace (snapshots, screenshots, notes), relative
+    /// path → blake3 digest. Filled in by the bus when it writes `run_end`, whatever the
+    /// caller put here, so a finished run names each of its files exactly once.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_code: Option<FailureCode>,
     /// The failure's (or escalation's) message.

@@ -16,10 +16,10 @@
 //!
 //! Appends take an exclusive `flock` on the file, so concurrent runs of a batch append in turn.
 
-use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+use cua_fs::{Create, Dir, FileMode};
 
 use ed25519_dalek::{Signer, SigningKey, Verifier, VerifyingKey};
 use serde::{Deserialize, Serialize};
@@ -175,8 +175,10 @@ fn ledger_error(path: &Path, reason: impl Into<String>) -> EvidenceError {
 }
 
 /// Appends the head of a finished run to the ledger of `root`, signed when a key is given.
-/// The file is created (mode 0600) when missing, never followed through a symlink, and locked
-/// while the last line is read and the new one written.
+/// The file is created (mode 0600) when missing, must otherwise be a regular file of ours
+/// (never a link), and is locked while the last line is read and the new one written. An
+/// unterminated last line (a write cut short by a crash) is cut off before the new line, so one
+/// torn append never breaks the ledger for every run after it.
 pub fn append(
     root: &Path,
     run_id: &str,
@@ -186,20 +188,19 @@ pub fn append(
 ) -> Result<LedgerEntry, EvidenceError> {
     let path = root.join(LEDGER_FILE);
     let io = |error: std::io::Error| ledger_error(&path, error.to_string());
-    let mut file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(&path)
-        .map_err(io)?;
-    if !file.metadata().map_err(io)?.is_file() {
-        return Err(ledger_error(&path, "not a regular file"));
-    }
+    let mut file =
+        Dir::open(root)?.open_append(LEDGER_FILE, Create::IfMissing, FileMode::Private)?;
     rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
         .map_err(|error| io(error.into()))?;
-    let entries = read_entries(&path, &mut file)?;
+    let bytes = read_all(&path, &mut file)?;
+    let whole = bytes
+        .iter()
+        .rposition(|&byte| byte == b'\n')
+        .map_or(0, |at| at + 1);
+    if whole < bytes.len() {
+        file.set_len(whole as u64).map_err(io)?;
+    }
+    let entries = parse_entries(&path, &bytes[..whole])?;
     let (seq, prev_hash) = entries.last().map_or((1, ledger_genesis()), |last| {
         (last.seq + 1, last.line_hash.clone())
     });
@@ -225,7 +226,7 @@ pub fn append(
     Ok(entry)
 }
 
-fn read_entries(path: &Path, file: &mut std::fs::File) -> Result<Vec<LedgerEntry>, EvidenceError> {
+fn read_all(path: &Path, file: &mut std::fs::File) -> Result<Vec<u8>, EvidenceError> {
     let io = |error: std::io::Error| ledger_error(path, error.to_string());
     file.seek(SeekFrom::Start(0)).map_err(io)?;
     let mut bytes = Vec::new();
@@ -238,11 +239,16 @@ fn read_entries(path: &Path, file: &mut std::fs::File) -> Result<Vec<LedgerEntry
             format!("larger than {MAX_LEDGER_BYTES} bytes; start a new evidence root"),
         ));
     }
+    Ok(bytes)
+}
+
+/// The entries of the ledger's complete lines; an unterminated last line is not an entry.
+fn parse_entries(path: &Path, bytes: &[u8]) -> Result<Vec<LedgerEntry>, EvidenceError> {
     let mut entries = Vec::new();
-    for (index, line) in bytes.split(|&byte| byte == b'\n').enumerate() {
-        if line.is_empty() {
-            continue;
-        }
+    for (index, line) in bytes.split_inclusive(|&byte| byte == b'\n').enumerate() {
+        let Some(line) = line.strip_suffix(b"\n") else {
+            break;
+        };
         let entry: LedgerEntry = serde_json::from_slice(line).map_err(|error| {
             ledger_error(
                 path,
@@ -258,48 +264,65 @@ fn read_entries(path: &Path, file: &mut std::fs::File) -> Result<Vec<LedgerEntry
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum LedgerCheck {
-    /// The root has no ledger: nothing pins the run's head, so a re-chained run would verify.
+    /// The root has no ledger, so nothing pins the run's head: it was deleted, or the run was
+    /// copied out of its evidence root.
     NoLedger,
     /// The ledger is intact and records this head for the run (signed, when a key was given).
     Recorded { seq: u64, signed: bool },
-    /// The run finished, but the ledger never recorded it.
+    /// The ledger never recorded the run.
     NotRecorded,
     /// The ledger recorded another head: the run was rewritten after it ended.
     HeadDiffers { recorded: String },
-    /// The ledger records the run more than once.
-    RecordedTwice,
     /// The ledger itself was edited, or a signature does not verify.
     Broken { line: u64, reason: String },
 }
 
 impl LedgerCheck {
-    /// Whether this outcome means the run may not be trusted.
+    /// Whether this outcome means a finished run may not be trusted.
     pub fn is_failure(&self) -> bool {
-        !matches!(self, Self::NoLedger | Self::Recorded { .. })
+        !matches!(self, Self::Recorded { .. })
     }
 }
 
-/// The ledger file of the evidence root a run directory lives in.
-pub fn ledger_of(run_dir: &Path) -> Option<PathBuf> {
-    run_dir.parent().map(|root| root.join(LEDGER_FILE))
+/// The evidence root a run directory lives in: the parent of its canonical path, so `.` or a
+/// path with `..` finds the same ledger as the run's full path.
+pub fn root_of(run_dir: &Path) -> Result<PathBuf, EvidenceError> {
+    let canonical = std::fs::canonicalize(run_dir).map_err(|error| EvidenceError::NotARunDir {
+        path: run_dir.to_owned(),
+        reason: format!("its path cannot be resolved: {error}"),
+    })?;
+    Ok(canonical
+        .parent()
+        .map_or_else(|| PathBuf::from("/"), Path::to_path_buf))
 }
 
-/// Checks the whole ledger at `path` (chain, seals and, with `public`, every signature) and
-/// what it records for `run_id`.
+/// Checks the ledger of the evidence root `root`: its chain and seals, every signature a line
+/// carries and, with `public`, that the line recording `run_id` is signed by that key; and what
+/// it records for `run_id`. A run recorded more than once (its id reused after its directory
+/// was removed) is judged by its latest line. The ledger is read bounded and never through a
+/// link.
 pub fn check(
-    path: &Path,
+    root: &Path,
     run_id: &str,
     head: &str,
     public: Option<&PublicKey>,
 ) -> Result<LedgerCheck, EvidenceError> {
-    let mut file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(LedgerCheck::NoLedger);
-        }
-        Err(error) => return Err(ledger_error(path, error.to_string())),
+    let path = root.join(LEDGER_FILE);
+    let limit = cua_fs::Limit {
+        bytes: MAX_LEDGER_BYTES,
+        what: "the evidence ledger",
     };
-    let entries = match read_entries(path, &mut file) {
+    let bytes = match Dir::open(root).and_then(|dir| dir.read(LEDGER_FILE, limit)) {
+        Ok(bytes) => bytes,
+        Err(error) if error.is_not_found() => return Ok(LedgerCheck::NoLedger),
+        Err(error) => {
+            return Ok(LedgerCheck::Broken {
+                line: 0,
+                reason: error.to_string(),
+            });
+        }
+    };
+    let entries = match parse_entries(&path, &bytes) {
         Ok(entries) => entries,
         Err(EvidenceError::Ledger { reason, .. }) => {
             return Ok(LedgerCheck::Broken { line: 0, reason });
@@ -307,52 +330,57 @@ pub fn check(
         Err(other) => return Err(other),
     };
     let mut prev = ledger_genesis();
-    let mut found = Vec::new();
+    let mut latest = None;
     for (index, entry) in entries.iter().enumerate() {
         let line = index as u64 + 1;
-        let broken = |reason: String| Ok(LedgerCheck::Broken { line, reason });
+        let broken = |reason: &str| {
+            Ok(LedgerCheck::Broken {
+                line,
+                reason: reason.to_owned(),
+            })
+        };
         if entry.seq != line {
-            return broken(format!("seq is {}, expected {line}", entry.seq));
+            return broken(&format!("seq is {}, expected {line}", entry.seq));
         }
         if entry.prev_hash != prev {
-            return broken("prev_hash is not the previous line's hash".to_owned());
+            return broken("prev_hash is not the previous line's hash");
         }
         if entry.line_hash != entry.computed_hash() {
-            return broken("the line was edited after it was sealed".to_owned());
+            return broken("the line was edited after it was sealed");
         }
         if let Some(public) = public {
-            let Some(signature) = entry.signature.as_deref() else {
-                return broken("the line is not signed".to_owned());
-            };
-            let valid = hex_bytes(signature)
-                .and_then(|bytes| <[u8; 64]>::try_from(bytes).ok())
-                .map(|bytes| ed25519_dalek::Signature::from_bytes(&bytes))
-                .is_some_and(|signature| {
-                    public
-                        .0
-                        .verify(entry.line_hash.as_bytes(), &signature)
-                        .is_ok()
-                });
-            if !valid {
-                return broken("the signature does not verify with the public key".to_owned());
+            match entry.signature.as_deref() {
+                Some(signature) if !signed_by(public, &entry.line_hash, signature) => {
+                    return broken("the signature does not verify with the public key");
+                }
+                None if entry.run_id == run_id => {
+                    return broken("the line recording this run is not signed");
+                }
+                _ => {}
             }
         }
         if entry.run_id == run_id {
-            found.push(entry);
+            latest = Some(entry);
         }
         prev = entry.line_hash.clone();
     }
-    Ok(match found.as_slice() {
-        [] => LedgerCheck::NotRecorded,
-        [entry] if entry.head == head => LedgerCheck::Recorded {
+    Ok(match latest {
+        None => LedgerCheck::NotRecorded,
+        Some(entry) if entry.head == head => LedgerCheck::Recorded {
             seq: entry.seq,
             signed: public.is_some(),
         },
-        [entry] => LedgerCheck::HeadDiffers {
+        Some(entry) => LedgerCheck::HeadDiffers {
             recorded: entry.head.clone(),
         },
-        _ => LedgerCheck::RecordedTwice,
     })
+}
+
+fn signed_by(public: &PublicKey, line_hash: &str, signature: &str) -> bool {
+    hex_bytes(signature)
+        .and_then(|bytes| <[u8; 64]>::try_from(bytes).ok())
+        .map(|bytes| ed25519_dalek::Signature::from_bytes(&bytes))
+        .is_some_and(|signature| public.0.verify(line_hash.as_bytes(), &signature).is_ok())
 }
 
 #[cfg(test)]
@@ -370,22 +398,23 @@ mod tests {
         append(root.path(), "run-a", "blake3:aa", 5, Some(&key)).unwrap();
         append(root.path(), "run-b", "blake3:bb", 7, Some(&key)).unwrap();
         let path = root.path().join(LEDGER_FILE);
+        let root = root.path();
         let public = key.public();
         assert_eq!(
-            check(&path, "run-a", "blake3:aa", Some(&public)).unwrap(),
+            check(root, "run-a", "blake3:aa", Some(&public)).unwrap(),
             LedgerCheck::Recorded {
                 seq: 1,
                 signed: true
             }
         );
         assert_eq!(
-            check(&path, "run-b", "blake3:forged", None).unwrap(),
+            check(root, "run-b", "blake3:forged", None).unwrap(),
             LedgerCheck::HeadDiffers {
                 recorded: "blake3:bb".into()
             }
         );
         assert_eq!(
-            check(&path, "run-c", "blake3:cc", None).unwrap(),
+            check(root, "run-c", "blake3:cc", None).unwrap(),
             LedgerCheck::NotRecorded
         );
         // Rewriting a recorded head, even re-sealed, breaks the signature.
@@ -400,7 +429,7 @@ mod tests {
         );
         std::fs::write(&path, rewritten).unwrap();
         assert_eq!(
-            check(&path, "run-b", "blake3:forged", None).unwrap(),
+            check(root, "run-b", "blake3:forged", None).unwrap(),
             LedgerCheck::Recorded {
                 seq: 2,
                 signed: false
@@ -408,12 +437,12 @@ mod tests {
             "without the public key a re-sealed ledger cannot be told apart"
         );
         assert!(matches!(
-            check(&path, "run-b", "blake3:forged", Some(&public)).unwrap(),
+            check(root, "run-b", "blake3:forged", Some(&public)).unwrap(),
             LedgerCheck::Broken { line: 2, .. }
         ));
         let other = InstallationKey::generate().unwrap().public();
         assert!(matches!(
-            check(&path, "run-a", "blake3:aa", Some(&other)).unwrap(),
+            check(root, "run-a", "blake3:aa", Some(&other)).unwrap(),
             LedgerCheck::Broken { line: 1, .. }
         ));
     }
@@ -432,6 +461,68 @@ mod tests {
     }
 
     #[test]
+    fn a_torn_last_line_is_cut_off_by_the_next_append() {
+        let root = root();
+        append(root.path(), "run-a", "blake3:aa", 1, None).unwrap();
+        let path = root.path().join(LEDGER_FILE);
+        let mut torn = std::fs::read(&path).unwrap();
+        torn.extend_from_slice(b"{\"seq\":2,\"run_id\":\"run-b\",\"he");
+        std::fs::write(&path, &torn).unwrap();
+        assert_eq!(
+            check(root.path(), "run-a", "blake3:aa", None).unwrap(),
+            LedgerCheck::Recorded {
+                seq: 1,
+                signed: false
+            },
+            "a torn tail is not an entry"
+        );
+        let entry = append(root.path(), "run-c", "blake3:cc", 1, None).unwrap();
+        assert_eq!(entry.seq, 2);
+        assert_eq!(
+            check(root.path(), "run-c", "blake3:cc", None).unwrap(),
+            LedgerCheck::Recorded {
+                seq: 2,
+                signed: false
+            }
+        );
+    }
+
+    #[test]
+    fn a_reused_run_id_is_judged_by_its_latest_line() {
+        let root = root();
+        append(root.path(), "run-a", "blake3:first", 1, None).unwrap();
+        append(root.path(), "run-a", "blake3:again", 1, None).unwrap();
+        assert_eq!(
+            check(root.path(), "run-a", "blake3:again", None).unwrap(),
+            LedgerCheck::Recorded {
+                seq: 2,
+                signed: false
+            }
+        );
+        assert!(matches!(
+            check(root.path(), "run-a", "blake3:first", None).unwrap(),
+            LedgerCheck::HeadDiffers { .. }
+        ));
+    }
+
+    #[test]
+    fn with_a_key_only_the_runs_own_line_must_be_signed() {
+        let root = root();
+        let key = InstallationKey::generate().unwrap();
+        append(root.path(), "run-unsigned", "blake3:aa", 1, None).unwrap();
+        append(root.path(), "run-signed", "blake3:bb", 1, Some(&key)).unwrap();
+        let public = key.public();
+        assert!(matches!(
+            check(root.path(), "run-signed", "blake3:bb", Some(&public)).unwrap(),
+            LedgerCheck::Recorded { signed: true, .. }
+        ));
+        assert!(matches!(
+            check(root.path(), "run-unsigned", "blake3:aa", Some(&public)).unwrap(),
+            LedgerCheck::Broken { line: 1, .. }
+        ));
+    }
+
+    #[test]
     fn a_symlinked_ledger_is_refused() {
         let root = root();
         let victim = root.path().join("victim");
@@ -439,5 +530,9 @@ mod tests {
         std::os::unix::fs::symlink(&victim, root.path().join(LEDGER_FILE)).unwrap();
         assert!(append(root.path(), "run-a", "blake3:aa", 1, None).is_err());
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched\n");
+        assert!(matches!(
+            check(root.path(), "run-a", "blake3:aa", None).unwrap(),
+            LedgerCheck::Broken { line: 0, .. }
+        ));
     }
 }

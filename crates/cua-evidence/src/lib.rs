@@ -74,8 +74,8 @@ mod secrets;
 mod verify;
 
 pub use bus::{
-    ArtifactRef, EvidenceBus, RUN_RECORD_FILE, RunId, SCREENSHOT_DIR, SNAPSHOT_DIR, TRACE_FILE,
-    check_run_dir,
+    ArtifactRef, EvidenceBus, INTERVENTIONS_DIR, RESERVED_ROOT_NAMES, RUN_RECORD_FILE, RunId,
+    SCREENSHOT_DIR, SNAPSHOT_DIR, TRACE_FILE, check_run_dir,
 };
 pub use chain::{ENVELOPE_KEYS, GENESIS_DOMAIN, HASH_PREFIX, genesis_hash};
 pub use clock::{Clock, FixedClock, SteppingClock, SystemClock, Timestamp};
@@ -88,12 +88,12 @@ pub use event::{
 pub use intent::{IntentRecord, IntentState, idempotency_key, intents};
 pub use ledger::{
     InstallationKey, LEDGER_FILE, LedgerCheck, LedgerEntry, PublicKey, append as append_to_ledger,
-    check as check_ledger, ledger_genesis, ledger_of,
+    check as check_ledger, ledger_genesis, root_of,
 };
 pub use project::{project, unauthorized_dispatches};
 pub use redact::{MAX_REDACTABLE_BYTES, MIN_LITERAL_CHARS, Redactor, STRUCTURAL_KEYS};
 pub use secrets::{DEFAULT_ENV_PREFIX, SecretResolver, SecretValue, env_var};
 pub use verify::{
     BreakKind, ChainBreak, EVIDENCE_FILE_LIMIT, MAX_EVIDENCE_FILE_BYTES, MAX_TRACE_BYTES, TornTail,
-    VerifyReport, read_trace, verify,
+    VerifyReport, read_trace, verify, verify_with,
 };

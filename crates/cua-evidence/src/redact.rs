@@ -53,6 +53,7 @@ pub const STRUCTURAL_KEYS: &[&str] = &[
     "epoch",
     "evidence_ref",
     "expected_epoch",
+    "files",
     "http_status",
     "human_actions",
     "index",
@@ -325,6 +326,11 @@ impl Redactor {
                     .map(|(key, item)| {
                         let redacted = if state.sensitive_keys.contains(key) {
                             mask_shape(item)
+                        } else if key.ends_with("_digest") && is_digest(item) {
+                            // A digest the bus computed: no secret is in it, and scrubbing a
+                            // literal that happens to occur in its hex would break the run's
+                            // verification.
+                            item.clone()
                         } else if STRUCTURAL_KEYS.contains(&key.as_str()) {
                             self.walk(state, item, Mode::LiteralsOnly)
                         } else {
@@ -482,6 +488,17 @@ fn contains_bytes(haystack: &[u8], needle: &[u8]) -> bool {
             .any(|window| window == needle)
 }
 
+/// Whether `value` is exactly a digest as the bus writes it: `blake3:` and 64 lowercase hex
+/// digits.
+fn is_digest(value: &Value) -> bool {
+    value.as_str().is_some_and(|text| {
+        text.strip_prefix(crate::chain::HASH_PREFIX)
+            .is_some_and(|hex| {
+                hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -500,5 +517,21 @@ mod tests {
         assert!(is_marker("<redacted:secret>"));
         assert!(!is_marker("<redacted:secret> and more <redacted:ssn>"));
         assert!(!is_marker("redacted"));
+    }
+
+    #[test]
+    fn a_digest_is_kept_whole_and_anything_else_under_a_digest_key_is_scrubbed() {
+        let redactor = Redactor::new(std::iter::empty::<(&str, &str)>()).unwrap();
+        assert!(redactor.register_secret("7e3a"));
+        let digest = format!("blake3:{}7e3a", "0".repeat(60));
+        let event = serde_json::json!({
+            "snapshot_digest": digest,
+            "screenshot_digest": "not a digest 7e3a",
+            "value": digest,
+        });
+        let redacted = redactor.redact_json(&event);
+        assert_eq!(redacted["snapshot_digest"], digest);
+        assert!(!redacted["screenshot_digest"].to_string().contains("7e3a"));
+        assert!(!redacted["value"].to_string().contains("7e3a"));
     }
 }

@@ -13,6 +13,7 @@ use crate::bus::{RUN_RECORD_FILE, TRACE_FILE};
 use crate::chain::{self, Seal};
 use crate::error::EvidenceError;
 use crate::event::{Event, TraceLine};
+use crate::ledger::{LEDGER_FILE, LedgerCheck, PublicKey, check as check_ledger, root_of};
 use crate::project::project;
 
 /// The largest trace read back, in bytes. Every event is bounded as it is emitted and a run by
@@ -57,6 +58,10 @@ pub struct VerifyReport {
     /// The first place the evidence stops being trustworthy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub broken: Option<ChainBreak>,
+    /// What the evidence root's ledger says of a finished run (`None` for one that did not
+    /// finish, or whose chain broke first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ledger: Option<LedgerCheck>,
 }
 
 impl VerifyReport {
@@ -88,6 +93,15 @@ impl VerifyReport {
                     _ => summary.push_str(", no run_end (the run was interrupted or is running)"),
                 }
             }
+        }
+        match &self.ledger {
+            Some(LedgerCheck::Recorded { signed: true, .. }) => {
+                summary.push_str(", head in the ledger (signature verified)");
+            }
+            Some(LedgerCheck::Recorded { signed: false, .. }) => {
+                summary.push_str(", head in the ledger (signatures not checked)");
+            }
+            _ => {}
         }
         if let Some(torn) = &self.torn_tail {
             summary.push_str(&format!(
@@ -141,14 +155,36 @@ pub enum BreakKind {
     File,
     /// `run_record.json` exists but the trace has no `run_end`: its tail was removed.
     TailRemoved,
-    /// `run_record.json` is not the projection of the trace.
+    /// `run_record.json` is missing from a finished run, or is not the projection of the trace.
     RunRecord,
+    /// A finished run's directory holds a file its `run_end` does not name, or something that
+    /// is not a regular file (a link, a device).
+    Unreferenced,
+    /// The evidence root's ledger does not record this run's head (see `ledger.rs`).
+    Ledger,
 }
 
 /// Verifies a run directory: every committed line's seal, `seq`, run id and `prev_hash`, the
 /// files the trace names, and the run record against the trace. A broken chain is reported in
 /// the report; the error is for a path that is not a run directory at all.
 pub fn verify(run_dir: &Path) -> Result<VerifyReport, EvidenceError> {
+    verify_with(run_dir, None)
+}
+
+/// [`verify`], also checking every signature of the evidence root's ledger with `public`.
+///
+/// What it proves: every line of the trace is as it was written and in order; a finished run
+/// holds exactly the files its `run_end` names, each with its recorded digest, and a run record
+/// that is the trace's projection; with a ledger, that the run's head is the one recorded when
+/// it ended, and that a run the ledger records as finished still has its end; with the public
+/// key, that the run's ledger line was written with the installation's key. What it does not
+/// prove: that an interrupted run the ledger never recorded was not rewritten, that a run removed
+/// together with its ledger line and every later one existed, that a ledger without signatures
+/// was not re-chained, or that the screen showed what a snapshot says.
+pub fn verify_with(
+    run_dir: &Path,
+    public: Option<&PublicKey>,
+) -> Result<VerifyReport, EvidenceError> {
     let (run, run_id, bytes) = open_trace(run_dir)?;
     let mut report = VerifyReport {
         run_id: run_id.clone(),
@@ -158,6 +194,7 @@ pub fn verify(run_dir: &Path) -> Result<VerifyReport, EvidenceError> {
         head: chain::genesis_hash(&run_id),
         torn_tail: None,
         broken: None,
+        ledger: None,
     };
     let segments: Vec<&[u8]> = bytes.split_inclusive(|&byte| byte == b'\n').collect();
     let mut lines = Vec::new();
@@ -191,10 +228,160 @@ pub fn verify(run_dir: &Path) -> Result<VerifyReport, EvidenceError> {
             }
         }
     }
-    if run.has_file(RUN_RECORD_FILE) {
+    let ledger = check_ledger(&root_of(run_dir)?, &run_id, &report.head, public)?;
+    if report.ended {
+        report.broken = finished_run_problem(&run, &lines, &report);
+        if report.broken.is_none() && ledger.is_failure() {
+            report.broken = Some(ChainBreak {
+                line: report.events,
+                kind: BreakKind::Ledger,
+                message: ledger_message(&ledger),
+            });
+        }
+    } else if run.has_file(RUN_RECORD_FILE) {
         report.broken = check_run_record(&run, &lines, &report);
+    } else {
+        report.broken = match &ledger {
+            // The ledger says the run finished: its end was cut off the trace.
+            LedgerCheck::Recorded { .. } | LedgerCheck::HeadDiffers { .. } => Some(ChainBreak {
+                line: report.events + 1,
+                kind: BreakKind::Ledger,
+                message: format!(
+                    "the evidence root's {LEDGER_FILE} records this run as finished, but its \
+                     trace has no run_end: the end of the run was removed"
+                ),
+            }),
+            LedgerCheck::Broken { .. } => Some(ChainBreak {
+                line: report.events + 1,
+                kind: BreakKind::Ledger,
+                message: ledger_message(&ledger),
+            }),
+            LedgerCheck::NoLedger | LedgerCheck::NotRecorded => None,
+        };
     }
+    report.ledger = Some(ledger);
     Ok(report)
+}
+
+/// What is wrong with a finished run beyond its lines: bytes after `run_end`, a missing or
+/// edited run record, a file its `run_end` names missing or changed, a file it does not name.
+fn finished_run_problem(
+    run: &Dir,
+    lines: &[TraceLine],
+    report: &VerifyReport,
+) -> Option<ChainBreak> {
+    let after = report.events + 1;
+    if let Some(torn) = &report.torn_tail {
+        return Some(ChainBreak {
+            line: torn.line,
+            kind: BreakKind::AfterRunEnd,
+            message: format!(
+                "{} bytes follow run_end: nothing may be appended to a finished run",
+                torn.bytes
+            ),
+        });
+    }
+    if !run.has_file(RUN_RECORD_FILE) {
+        return Some(ChainBreak {
+            line: after,
+            kind: BreakKind::RunRecord,
+            message: format!(
+                "the run ended but {RUN_RECORD_FILE} is missing: it was deleted, or the run was \
+                 killed while finishing"
+            ),
+        });
+    }
+    if let Some(broken) = check_run_record(run, lines, report) {
+        return Some(broken);
+    }
+    let Some(Event::RunEnd(end)) = lines.last().map(|line| &line.event) else {
+        return None;
+    };
+    for (reference, digest) in &end.files {
+        if let Err((kind, message)) = check_file(run, report.events, reference, digest) {
+            return Some(ChainBreak {
+                line: report.events,
+                kind,
+                message,
+            });
+        }
+    }
+    let unreferenced = |message: String| {
+        Some(ChainBreak {
+            line: after,
+            kind: BreakKind::Unreferenced,
+            message,
+        })
+    };
+    match stray_entries(run, &end.files) {
+        Ok(stray) if stray.is_empty() => None,
+        Ok(stray) => unreferenced(format!(
+            "the run directory holds what its run_end does not name: {}",
+            stray.join(", ")
+        )),
+        Err(error) => unreferenced(format!("the run directory cannot be listed: {error}")),
+    }
+}
+
+/// The entries of a finished run's directory that are not its trace, its run record, a file
+/// its `run_end` names, or a directory holding only such files.
+fn stray_entries(
+    run: &Dir,
+    files: &std::collections::BTreeMap<String, String>,
+) -> Result<Vec<String>, cua_fs::FsError> {
+    let mut stray = Vec::new();
+    let mut pending = vec![(String::new(), None::<Dir>)];
+    while let Some((prefix, dir)) = pending.pop() {
+        let dir = dir.as_ref().unwrap_or(run);
+        for name in dir.entry_names()? {
+            let path = format!("{prefix}{name}");
+            if prefix.is_empty() && (name == TRACE_FILE || name == RUN_RECORD_FILE) {
+                if !dir.has_file(&name) {
+                    stray.push(format!("{path} (not a regular file)"));
+                }
+                continue;
+            }
+            if files.contains_key(&path) {
+                if !dir.has_file(&name) {
+                    stray.push(format!("{path} (not a regular file)"));
+                }
+                continue;
+            }
+            let below = format!("{path}/");
+            if files.keys().any(|file| file.starts_with(&below)) {
+                match dir.open_dir(&name) {
+                    Ok(sub) => pending.push((below, Some(sub))),
+                    Err(_) => stray.push(format!("{path} (not a directory)")),
+                }
+                continue;
+            }
+            stray.push(path);
+        }
+    }
+    stray.sort();
+    Ok(stray)
+}
+
+fn ledger_message(check: &LedgerCheck) -> String {
+    match check {
+        LedgerCheck::NoLedger => format!(
+            "the run ended but its evidence root has no {LEDGER_FILE}: it was deleted, the run \
+             was copied out of its root (verify it where it was written), or the run was killed \
+             while finishing"
+        ),
+        LedgerCheck::NotRecorded => format!(
+            "the run ended but the evidence root's {LEDGER_FILE} does not record it: it was \
+             removed, or the run was killed while finishing"
+        ),
+        LedgerCheck::HeadDiffers { recorded } => format!(
+            "the evidence root's {LEDGER_FILE} recorded the head {recorded} when the run \
+             ended: the run was rewritten since"
+        ),
+        LedgerCheck::Broken { line, reason } => {
+            format!("the evidence root's {LEDGER_FILE} is broken at line {line}: {reason}")
+        }
+        LedgerCheck::Recorded { .. } => String::new(),
+    }
 }
 
 /// Parses the committed lines of a run's trace (an unterminated final line is skipped), for
@@ -399,39 +586,59 @@ fn check_files(run: &Dir, number: u64, line: &TraceLine) -> Result<(), LineProbl
         ),
         _ => (None, None),
     };
-    for (reference, digest) in snapshot.into_iter().chain(screenshot) {
-        let relative = Path::new(reference);
-        let inside = relative
-            .components()
-            .all(|component| matches!(component, Component::Normal(_)));
-        if !inside {
+    let noted = match &line.event {
+        Event::Note(note) => note
+            .data
+            .get("screenshot_ref")
+            .and_then(Value::as_str)
+            .zip(note.data.get("screenshot_digest").and_then(Value::as_str)),
+        _ => None,
+    };
+    let named = snapshot
+        .into_iter()
+        .chain(screenshot)
+        .map(|(reference, digest)| (reference.as_str(), digest.as_str()))
+        .chain(noted);
+    for (reference, digest) in named {
+        check_file(run, number, reference, digest)?;
+    }
+    Ok(())
+}
+
+/// The file `reference` names must be inside the run directory, a regular file reached without
+/// a link, with `digest`.
+fn check_file(run: &Dir, number: u64, reference: &str, digest: &str) -> Result<(), LineProblem> {
+    let relative = Path::new(reference);
+    let inside = relative
+        .components()
+        .all(|component| matches!(component, Component::Normal(_)));
+    if !inside {
+        return Err((
+            BreakKind::File,
+            format!("line {number} names {reference}, which is outside the run directory"),
+        ));
+    }
+    let bytes = match run.read(reference, EVIDENCE_FILE_LIMIT) {
+        Ok(bytes) => bytes,
+        Err(error) if error.is_not_found() => {
             return Err((
                 BreakKind::File,
-                format!("line {number} names {reference}, which is outside the run directory"),
+                format!("line {number} names {reference}, which is missing"),
             ));
         }
-        let bytes = match run.read(reference, EVIDENCE_FILE_LIMIT) {
-            Ok(bytes) => bytes,
-            Err(error) if error.is_not_found() => {
-                return Err((
-                    BreakKind::File,
-                    format!("line {number} names {reference}, which is missing"),
-                ));
-            }
-            Err(error) => {
-                return Err((
-                    BreakKind::File,
-                    format!("line {number} names {reference}, which is not read: {error}"),
-                ));
-            }
-        };
-        let actual = format!("{}{}", chain::HASH_PREFIX, blake3::hash(&bytes).to_hex());
-        if &actual != digest {
+        Err(error) => {
             return Err((
                 BreakKind::File,
-                format!("line {number} names {reference}, whose bytes no longer match {digest}"),
+                format!("line {number} names {reference}, which is not read: {error}"),
             ));
         }
+    };
+    let actual = format!("{}{}", chain::HASH_PREFIX, blake3::hash(&bytes).to_hex());
+    if actual != digest {
+        return Err((
+            BreakKind::File,
+            format!("line {number} names {reference}, whose bytes no longer match {digest}"),
+        ));
     }
     Ok(())
 }

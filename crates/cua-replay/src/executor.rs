@@ -613,6 +613,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             Actor::Automation,
             tally.epoch,
             RunEnd {
+                files: Default::default(),
                 status: RunStatus::Failed,
                 failure_code: Some(FailureCode::PolicyDenied),
                 reason: Some(reason),
@@ -690,6 +691,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             evidence_ref: self.bus.dir().display().to_string(),
         };
         let mut end = RunEnd {
+            files: Default::default(),
             status: RunStatus::Success,
             failure_code: None,
             reason: None,
@@ -930,6 +932,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                     &format!("failure capture: {}", stop.code.as_str()),
                     [
                         ("screenshot_ref", Value::from(written.path.clone())),
+                        ("screenshot_digest", Value::from(written.digest.clone())),
                         ("redacted_regions", Value::from(shot.redacted_regions)),
                     ],
                 )?;

@@ -96,7 +96,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 ("step", Value::from(position.id.to_string())),
                 // The ref is a bearer capability: the evidence names it by its prefix only.
                 ("observation", Value::from(format!("{reference:?}"))),
-                ("screenshot_ref", Value::from(written)),
+                ("screenshot_ref", Value::from(written.path)),
+                ("screenshot_digest", Value::from(written.digest)),
                 (
                     "pixels",
                     Value::from(format!("{}x{}", shot.width, shot.height)),
@@ -127,7 +128,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         before: &UiSnapshot,
         shot: &cua_surface::Screenshot,
         captured_at: Millis,
-    ) -> Result<(cua_route::ObservationRef, String), Stop> {
+    ) -> Result<(cua_route::ObservationRef, cua_evidence::ArtifactRef), Stop> {
         let written = self
             .bus
             .write_screenshot(&format!("{}-observation", position.id), &shot.bytes)
@@ -173,7 +174,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                     format!("step `{}`: {error}", position.id),
                 )
             })?;
-        Ok((reference, written.path))
+        Ok((reference, written))
     }
 
     /// `click_at`: claims the ref for the step's planned provider, this screen, this run and the

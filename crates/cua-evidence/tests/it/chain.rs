@@ -70,7 +70,10 @@ fn a_finished_run_verifies_and_has_no_unauthorized_dispatch() {
     assert_eq!(report.head, line_hash(&last));
     assert_eq!(
         report.summary(),
-        format!("{} events, chain intact, run_end (success)", report.events)
+        format!(
+            "{} events, chain intact, run_end (success), head in the ledger (signatures not checked)",
+            report.events
+        )
     );
     let lines = read_trace(&dir).expect("the trace parses");
     assert_eq!(
@@ -468,6 +471,7 @@ fn nothing_is_written_after_run_end_and_the_record_needs_it() {
         Actor::Automation,
         0,
         cua_evidence::RunEnd {
+            files: Default::default(),
             status: RunStatus::Failed,
             failure_code: Some(cua_artifact::FailureCode::Internal),
             reason: Some("test".into()),
@@ -556,6 +560,15 @@ fn run_ids_are_validated() {
         "run id",
         Err("invalid run id `run id`: may hold only ASCII letters, digits, `.`, `_` and `-`"),
     );
+    // Nothing the evidence root keeps for itself.
+    check(
+        "ledger.jsonl",
+        Err(
+            "invalid run id `ledger.jsonl`: names one of the evidence root's own files \
+             (`*.jsonl`, `interventions`)",
+        ),
+    );
+    assert!(RunId::parse("interventions").is_err());
     // Nothing that could name another directory: a separator, `..`, a NUL, or a name longer
     // than the bus allows.
     for text in ["runs/pwned", "..", "run\0id"] {

@@ -1,6 +1,7 @@
 //! Integration tests of the evidence bus, the chain verifier, the redactor, the secret resolver
 //! and the run-record projection.
 
+mod anchoring;
 mod chain;
 mod intents;
 mod paths;
@@ -178,6 +179,12 @@ fn act(
 /// a stale-epoch dispatch refused after an operator claimed the session, the operator's own
 /// action, the handback, the search with drift, the effect verdicts and the run end.
 fn replay_run(bus: &EvidenceBus) {
+    replay_steps(bus);
+    end_run(bus);
+}
+
+/// The events of [`replay_run`] before its `run_end`.
+fn replay_steps(bus: &EvidenceBus) {
     let system = Actor::System;
     let automation = Actor::Automation;
     bus.emit(
@@ -392,10 +399,15 @@ fn replay_run(bus: &EvidenceBus) {
         },
     )
     .expect("note is written");
+}
+
+/// The `run_end` of [`replay_run`]: a success with one output.
+fn end_run(bus: &EvidenceBus) {
     bus.emit(
-        automation,
+        Actor::Automation,
         0,
         RunEnd {
+            files: Default::default(),
             status: RunStatus::Success,
             failure_code: None,
             reason: None,

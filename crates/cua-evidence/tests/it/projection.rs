@@ -362,6 +362,7 @@ fn failures_and_escalations_project_into_the_result() {
         Actor::Automation,
         0,
         RunEnd {
+            files: Default::default(),
             status: RunStatus::NeedsHuman,
             failure_code: Some(FailureCode::TargetAmbiguous),
             reason: Some("two cells match".into()),

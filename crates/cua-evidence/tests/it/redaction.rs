@@ -388,6 +388,7 @@ fn one_of_each_event() -> Vec<Event> {
         }
         .into(),
         RunEnd {
+            files: Default::default(),
             status: RunStatus::NeedsHuman,
             failure_code: Some(FailureCode::UnexpectedState),
             reason: Some("nothing declared explains the screen".into()),
@@ -590,6 +591,7 @@ fn canary_secrets_never_reach_a_byte_under_the_run_directory() {
         Actor::Automation,
         0,
         RunEnd {
+            files: Default::default(),
             status: RunStatus::Failed,
             failure_code: Some(FailureCode::ActionFailed),
             reason: Some(format!("typing {SECRET} failed for jane.doe@example.com")),
