@@ -3,6 +3,7 @@
 
 mod anchoring;
 mod chain;
+mod fuzz;
 mod intents;
 mod paths;
 mod projection;
