@@ -183,6 +183,26 @@ fn draft_capability(path: &Path) {
     .expect("a draft");
 }
 
+/// The savings replay under `--run-id run_id` into `evidence`, batch over `rows` when given,
+/// against an address where nothing listens: whatever is refused is refused before any page.
+fn replay_nowhere(evidence: &Path, run_id: &str, rows: Option<&Path>) -> Ran {
+    let mut args = vec![
+        "replay",
+        SAVINGS,
+        "--evidence-dir",
+        evidence.to_str().expect("UTF-8"),
+        "--base-url",
+        "http://127.0.0.1:9",
+        "--run-id",
+        run_id,
+    ];
+    match rows {
+        Some(rows) => args.extend(["--inputs", rows.to_str().expect("UTF-8")]),
+        None => args.extend(["--input", "member_id=12345"]),
+    }
+    run(&mut cua(&args))
+}
+
 #[test]
 fn a_run_id_that_leaves_the_evidence_root_is_refused_by_batch_and_replay() {
     let scratch = tempfile::tempdir().expect("a temporary directory");
@@ -199,22 +219,7 @@ fn a_run_id_that_leaves_the_evidence_root_is_refused_by_batch_and_replay() {
         too_long.as_str(),
     ] {
         for batch in [true, false] {
-            let mut args = vec![
-                "replay",
-                SAVINGS,
-                "--evidence-dir",
-                evidence.to_str().expect("UTF-8"),
-                "--base-url",
-                "http://127.0.0.1:9",
-                "--run-id",
-                run_id,
-            ];
-            if batch {
-                args.extend(["--inputs", rows.to_str().expect("UTF-8")]);
-            } else {
-                args.extend(["--input", "member_id=12345"]);
-            }
-            let ran = run(&mut cua(&args));
+            let ran = replay_nowhere(&evidence, run_id, batch.then_some(rows.as_path()));
             let said = format!("{}{}", ran.stdout, ran.stderr);
             assert_eq!(ran.code, 2, "--run-id {run_id:?} (batch: {batch}): {said}");
             assert!(
@@ -279,22 +284,7 @@ fn an_evidence_root_or_run_directory_planted_as_a_link_is_refused() {
     let linked_root = ground.shared("evidence");
     plant_symlink(&victim_dir, &linked_root);
     let replay = |evidence: &Path, run_id: &str, batch: bool| {
-        let mut args = vec![
-            "replay",
-            SAVINGS,
-            "--evidence-dir",
-            evidence.to_str().expect("UTF-8"),
-            "--base-url",
-            "http://127.0.0.1:9",
-            "--run-id",
-            run_id,
-        ];
-        if batch {
-            args.extend(["--inputs", rows.to_str().expect("UTF-8")]);
-        } else {
-            args.extend(["--input", "member_id=12345"]);
-        }
-        run(&mut cua(&args))
+        replay_nowhere(evidence, run_id, batch.then_some(rows.as_path()))
     };
     for batch in [false, true] {
         let ran = replay(&linked_root, "run-a", batch);
