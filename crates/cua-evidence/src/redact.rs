@@ -41,6 +41,7 @@ pub const MAX_REDACTABLE_BYTES: usize = 64 * 1024;
 /// Keys whose values the system mints itself: identifiers, references, content hashes, times
 /// and counters. Pattern rules do not apply under them (literals and sensitive keys still do).
 pub const STRUCTURAL_KEYS: &[&str] = &[
+    "ambiguity_score",
     "at",
     "attempt",
     "candidates_considered",
@@ -49,6 +50,7 @@ pub const STRUCTURAL_KEYS: &[&str] = &[
     "completion_tokens",
     "content_hash",
     "decision_id",
+    "drift_score",
     "duration_ms",
     "epoch",
     "evidence_ref",
@@ -62,6 +64,7 @@ pub const STRUCTURAL_KEYS: &[&str] = &[
     "max_attempts",
     "node_count",
     "node_id",
+    "observation",
     "prompt_tokens",
     "recovery_attempts",
     "request_id",
