@@ -189,6 +189,44 @@ fn a_successful_replay_prints_outputs_verdicts_and_evidence_with_zero_model_call
     }
     let (verified, verify_out, _) = verify(&run_dir);
     assert_eq!(verified, 0, "{verify_out}");
+    // The run record lists every step stdout does, reads included, with the same strategies.
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(run_dir.join("run_record.json")).expect("the run record"),
+    )
+    .expect("JSON");
+    let recorded: Vec<(String, String)> = record["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|step| {
+            (
+                step["step_id"].as_str().expect("an id").to_owned(),
+                step["action_type"].as_str().expect("an action").to_owned(),
+            )
+        })
+        .collect();
+    let printed: Vec<(String, String)> = stdout
+        .lines()
+        .skip_while(|line| *line != "steps")
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let id = fields[0].rsplit('/').next().expect("a step id");
+            (id.to_owned(), fields[1].to_owned())
+        })
+        .collect();
+    assert_eq!(recorded, printed);
+    let mix: Vec<String> = record["result"]["strategy_mix"]
+        .as_object()
+        .expect("a strategy mix")
+        .iter()
+        .map(|(strategy, count)| format!("{strategy} {count}"))
+        .collect();
+    assert!(
+        stdout.contains(&format!("strategies         {}\n", mix.join(", "))),
+        "{mix:?}\n{stdout}"
+    );
 }
 
 #[test]

@@ -71,7 +71,7 @@ pub enum RunKind {
     Intervention,
 }
 
-/// One dispatched step.
+/// One step: dispatched, or (`undispatched`) one that read, waited, asserted, or was refused.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StepRecord {
@@ -80,7 +80,14 @@ pub struct StepRecord {
     pub action_type: ActionKind,
     pub actor: Actor,
     pub lease_epoch: u64,
+    /// Whether a granted decision of the same actor and epoch authorized its dispatch; false
+    /// for a step that dispatched nothing.
     pub authorized: bool,
+    /// The step dispatched nothing: a read from the snapshot, a wait or an assert (no policy
+    /// decision), or a screenshot or an action the policy refused (`policy_decision` names the
+    /// decision).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub undispatched: bool,
     /// The policy decision id and reason.
     pub policy_decision: String,
     pub observation: ObservationClass,
@@ -322,7 +329,10 @@ impl RunRecord {
 
     /// Steps dispatched without authorization. Always zero in a correct run; a test asserts it.
     pub fn unauthorized_dispatches(&self) -> usize {
-        self.steps.iter().filter(|step| !step.authorized).count()
+        self.steps
+            .iter()
+            .filter(|step| !step.undispatched && !step.authorized)
+            .count()
     }
 
     /// Load-time checks beyond types; empty means valid.

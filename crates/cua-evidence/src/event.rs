@@ -409,6 +409,11 @@ pub struct Effect {
     /// The step's route and recovery trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<cua_artifact::RouteTrace>,
+    /// The action of a step that dispatched nothing (a read from the snapshot, a wait, an
+    /// assert, a screenshot, an action the policy refused): the run record lists such a step
+    /// from this event, since it has no `dispatch` of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undispatched: Option<ActionKind>,
 }
 
 /// `recovery`: a declared recovery rule fired (an attempt of a remedy).

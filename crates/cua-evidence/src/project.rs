@@ -5,17 +5,20 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use cua_artifact::{
-    Actor, EffectVerdict, FailureCode, FailureDetail, InterventionRef, ObservationClass,
-    OutcomeResult, ResolutionDebug, ResolutionRecord, RunRecord, RunRecordSchema, RunResult,
-    StepId, StepRecord,
+    ActionKind, Actor, EffectVerdict, FailureCode, FailureDetail, InterventionRef,
+    ObservationClass, OutcomeResult, ResolutionDebug, ResolutionRecord, RunRecord, RunRecordSchema,
+    RunResult, StepId, StepRecord,
 };
 
 use crate::error::EvidenceError;
-use crate::event::{Authorize, Dispatch, Escalate, Event, Resolve, RunEnd, TraceLine};
+use crate::event::{Authorize, Dispatch, Effect, Escalate, Event, Resolve, RunEnd, TraceLine};
 
 /// Projects committed trace lines into a run record. The trace must start with `run_start`.
 ///
-/// * One step per `dispatch` that was not refused, in trace order.
+/// * One step per `dispatch` that was not refused, and one per `effect` of a step that
+///   dispatched nothing (a read, a wait, an assert, a screenshot: `undispatched`, not
+///   authorized, since nothing needed a decision), in trace order, so the record lists every
+///   step the run's report does.
 /// * A step takes the `resolve` emitted since the previous dispatch when it is for the same
 ///   step (a `navigate` does not inherit the previous click's resolution), the latest
 ///   `classify` when it is for the same step (`expected` otherwise, as for a discovery or
@@ -206,6 +209,12 @@ impl Projection {
                     self.decisions.push(dispatch.decision_id.clone());
                 }
             }
+            Event::Effect(effect) if effect.undispatched.is_some() => {
+                let step = self.undispatched_step(line, effect);
+                self.steps.push(step);
+                self.decisions
+                    .push(effect.decision_id.clone().unwrap_or_default());
+            }
             Event::Effect(effect) => {
                 let position = match &effect.decision_id {
                     Some(decision) => self.decisions.iter().rposition(|id| id == decision),
@@ -217,6 +226,11 @@ impl Projection {
                 if let Some(step) = position.and_then(|index| self.steps.get_mut(index)) {
                     step.effect = effect.verdict;
                     step.route.clone_from(&effect.route);
+                    // A dispatch outside the capability's steps (the entrypoint's navigation)
+                    // is named by its effect.
+                    if step.step_id.is_empty() {
+                        step.step_id = effect.step.to_string();
+                    }
                 }
             }
             Event::Escalate(escalate) => {
@@ -279,15 +293,7 @@ impl Projection {
         };
         let resolution = resolve
             .filter(|resolve| resolve.resolved && same_step(resolve))
-            .map(|resolve| ResolutionRecord {
-                target_description: resolve.target,
-                strategy_recorded: resolve.strategy_recorded,
-                strategy_used: resolve.strategy,
-                resolved_node_id: resolve.node_id.map(|node| node.to_string()),
-                candidates_considered: resolve.candidates_considered,
-                ambiguity_score: resolve.ambiguity_score.unwrap_or(0.0),
-                identity_verified: resolve.identity_verified,
-            });
+            .map(resolution_record);
         let effect = if dispatch.action_type.is_read_only() {
             EffectVerdict::NotApplicable
         } else {
@@ -304,6 +310,7 @@ impl Projection {
             actor: line.actor,
             lease_epoch: line.lease_epoch,
             authorized,
+            undispatched: false,
             policy_decision,
             observation: self
                 .observation
@@ -320,6 +327,63 @@ impl Projection {
             screenshot_ref: None,
             route: None,
         }
+    }
+
+    /// A step that dispatched nothing, from its `effect`: what it resolved (when the pending
+    /// resolution is its own), the decision the policy made about it when it made one (a
+    /// refused action, a screenshot), the screen it was classified on, and its verdict.
+    fn undispatched_step(&mut self, line: &TraceLine, effect: &Effect) -> StepRecord {
+        let policy_decision = match &effect.decision_id {
+            None => "none: the step dispatched nothing".to_owned(),
+            Some(id) => match self.authorizations.get(id) {
+                Some((_, _, authorize)) if authorize.granted => {
+                    format!("{id}: {}; nothing was dispatched", authorize.reason)
+                }
+                Some((_, _, authorize)) => format!("{id}: refused: {}", authorize.reason),
+                None => format!("{id}: no authorization precedes this step"),
+            },
+        };
+        let resolution = self
+            .resolve
+            .take()
+            .filter(|resolve| resolve.resolved && resolve.step.as_ref() == Some(&effect.step))
+            .map(resolution_record);
+        StepRecord {
+            index: u32::try_from(self.steps.len()).unwrap_or(u32::MAX),
+            step_id: effect.step.to_string(),
+            action_type: effect.undispatched.unwrap_or(ActionKind::Extract),
+            actor: line.actor,
+            lease_epoch: line.lease_epoch,
+            authorized: false,
+            undispatched: true,
+            policy_decision,
+            observation: self
+                .observation
+                .as_ref()
+                .filter(|(step, _)| *step == effect.step)
+                .map_or(ObservationClass::Expected, |(_, observation)| *observation),
+            resolution,
+            effect: effect.verdict,
+            started_at: line.at.to_string(),
+            duration_ms: 0,
+            recovery_rule_applied: self.recovery.take(),
+            error_code: None,
+            snapshot_ref: self.snapshot_ref.clone(),
+            screenshot_ref: None,
+            route: effect.route.clone(),
+        }
+    }
+}
+
+fn resolution_record(resolve: Resolve) -> ResolutionRecord {
+    ResolutionRecord {
+        target_description: resolve.target,
+        strategy_recorded: resolve.strategy_recorded,
+        strategy_used: resolve.strategy,
+        resolved_node_id: resolve.node_id.map(|node| node.to_string()),
+        candidates_considered: resolve.candidates_considered,
+        ambiguity_score: resolve.ambiguity_score.unwrap_or(0.0),
+        identity_verified: resolve.identity_verified,
     }
 }
 

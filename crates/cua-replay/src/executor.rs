@@ -580,9 +580,22 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             EffectVerdict::Unverifiable,
             &verdict_reason,
         );
+        // The run record names the entrypoint's step and route from this event, as stdout does.
+        self.bus.emit(
+            Actor::Automation,
+            tally.epoch,
+            cua_evidence::Effect {
+                step: entrypoint_id(),
+                verdict: EffectVerdict::Unverifiable,
+                reason: verdict_reason.clone(),
+                decision_id: Some(dispatched.decision_id.clone()),
+                route: Some(route.clone()),
+                undispatched: None,
+            },
+        )?;
         tally.steps.push(StepReport {
             capability: None,
-            step: "entrypoint".to_owned(),
+            step: entrypoint_id().to_string(),
             index: 0,
             action: cua_artifact::ActionKind::Navigate,
             actor: Actor::Automation,
@@ -1074,6 +1087,11 @@ fn describe_binding(binding: &cua_artifact::TenantBinding) -> String {
 
 pub(crate) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The step id the entrypoint's navigation is reported under.
+pub(crate) fn entrypoint_id() -> StepId {
+    StepId::parse("entrypoint").expect("`entrypoint` is a valid identifier")
 }
 
 /// The step id the checkpoint is reported under.

@@ -227,6 +227,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 reason: reason.to_owned(),
                 decision_id: Some(dispatched.decision_id.clone()),
                 route: Some(route.clone()),
+                undispatched: None,
             },
         )?;
         tally.steps.push(StepReport {

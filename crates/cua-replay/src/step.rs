@@ -1604,6 +1604,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 reason: input.reason.clone(),
                 decision_id: input.decision_id.clone(),
                 route: route.clone(),
+                undispatched: (!input.dispatched).then_some(input.kind),
             },
         )?;
         tally.steps.push(StepReport {

@@ -198,7 +198,7 @@ fn tampering_is_found_at_the_line_where_it_happened() {
                 let last = lines.len() - 1;
                 flip_byte(&mut lines[last], b"\"steps_total\":");
             },
-            line: 23,
+            line: 25,
             kind: BreakKind::Altered,
         },
         Tampering {
@@ -300,7 +300,7 @@ fn tampering_is_found_at_the_line_where_it_happened() {
                 object.insert("prev_hash".into(), line_hash(&last).into());
                 lines.push(seal(&appended.to_string()));
             },
-            line: 24,
+            line: 26,
             kind: BreakKind::AfterRunEnd,
         },
         Tampering {
@@ -325,7 +325,7 @@ fn tampering_is_found_at_the_line_where_it_happened() {
                 let edited = read(&path).replace("\"authorized\": true", "\"authorized\": false");
                 fs::write(path, edited).expect("writable");
             },
-            line: 24,
+            line: 26,
             kind: BreakKind::RunRecord,
         },
         Tampering {

@@ -53,6 +53,7 @@ fn check(then: &[Then], expect: &[IntentState]) {
                 reason: String::new(),
                 decision_id: Some("dec-7".into()),
                 route: None,
+                undispatched: None,
             }
             .into(),
             Then::AnotherIntent => intent().into(),

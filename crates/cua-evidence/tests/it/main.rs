@@ -279,6 +279,7 @@ fn replay_steps(bus: &EvidenceBus) {
                 path: vec!["planned".into(), "dispatched".into(), "confirmed".into()],
                 failures: vec![],
             }),
+            undispatched: None,
         },
     )
     .expect("effect is written");
@@ -388,6 +389,36 @@ fn replay_steps(bus: &EvidenceBus) {
             reason: "postcondition observed".into(),
             decision_id: Some("dec-000005".into()),
             route: None,
+            undispatched: None,
+        },
+    )
+    .expect("effect is written");
+    // A read from the snapshot: resolved, never dispatched.
+    bus.emit(
+        automation,
+        4,
+        Resolve {
+            step: Some(id("read_balance")),
+            target: "the savings balance cell in the accounts table".into(),
+            resolved: true,
+            node_id: Some(NodeId::new("n42")),
+            strategy: Some(ResolutionStrategy::SemanticExact),
+            strategy_recorded: Some(ResolutionStrategy::SemanticExact),
+            candidates_considered: 1,
+            ..Resolve::default()
+        },
+    )
+    .expect("resolve is written");
+    bus.emit(
+        automation,
+        4,
+        Effect {
+            step: id("read_balance"),
+            verdict: EffectVerdict::NotApplicable,
+            reason: "a read from the snapshot".into(),
+            decision_id: None,
+            route: None,
+            undispatched: Some(ActionKind::Extract),
         },
     )
     .expect("effect is written");

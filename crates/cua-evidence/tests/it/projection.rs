@@ -8,8 +8,8 @@ use cua_artifact::{
     RunKind, RunStatus,
 };
 use cua_evidence::{
-    Authorize, Classify, Dispatch, Escalate, EvidenceBus, EvidenceError, Note, Recovery, Resolve,
-    RunEnd, RunStart, TraceLine, project, read_trace, unauthorized_dispatches, verify,
+    Authorize, Classify, Dispatch, Effect, Escalate, EvidenceBus, EvidenceError, Note, Recovery,
+    Resolve, RunEnd, RunStart, TraceLine, project, read_trace, unauthorized_dispatches, verify,
 };
 use cua_snapshot::NodeId;
 
@@ -22,7 +22,8 @@ fn a_replay_projects_into_its_run_record() {
     replay_run(&bus);
     let record = bus.finish().expect("the run record is written");
 
-    // Four steps: the refused stale-epoch dispatch is not one of them.
+    // Five steps: the refused stale-epoch dispatch is not one of them; the read, which
+    // dispatched nothing, is, and is not counted as an unauthorized dispatch.
     let steps: Vec<(&str, Actor, u64, bool)> = record
         .steps
         .iter()
@@ -42,18 +43,34 @@ fn a_replay_projects_into_its_run_record() {
             ("enter_member_id", Actor::Automation, 1, true),
             ("submit_search", Actor::Human, 2, true),
             ("open_details", Actor::Automation, 4, true),
+            ("read_balance", Actor::Automation, 4, false),
         ]
+    );
+    let extract = &record.steps[4];
+    assert!(extract.undispatched);
+    assert_eq!(extract.action_type, ActionKind::Extract);
+    assert_eq!(
+        extract
+            .resolution
+            .as_ref()
+            .map(|resolution| resolution.strategy_used),
+        Some(Some(ResolutionStrategy::SemanticExact)),
+        "the read keeps its own resolution"
     );
     assert_eq!(record.unauthorized_dispatches(), 0);
     assert_eq!(record.human_actions, 1);
-    assert_eq!(record.drift_score(), 0.5, "one of two resolutions drifted");
+    assert_eq!(
+        record.drift_score(),
+        1.0 / 3.0,
+        "one of three resolutions drifted"
+    );
     let result = record.result.as_ref().expect("the run ended");
     assert_eq!(result.status, RunStatus::Success);
-    assert_eq!(result.drift_score, 0.5);
+    assert_eq!(result.drift_score, 1.0 / 3.0);
     assert_eq!(
         result.strategy_mix,
         BTreeMap::from([
-            (ResolutionStrategy::SemanticExact, 1),
+            (ResolutionStrategy::SemanticExact, 2),
             (ResolutionStrategy::StructuralAnchor, 1),
         ])
     );
@@ -68,6 +85,7 @@ fn a_replay_projects_into_its_run_record() {
             EffectVerdict::Confirmed,
             EffectVerdict::Unverifiable,
             EffectVerdict::Confirmed,
+            EffectVerdict::NotApplicable,
         ],
         "a receipt alone is unverifiable; only an observed postcondition confirms"
     );
@@ -414,4 +432,34 @@ fn a_trace_that_does_not_start_with_run_start_cannot_be_projected() {
         project(&[]).expect_err("empty").to_string(),
         "the trace cannot be projected into a run record: the trace is empty"
     );
+}
+
+/// A click the policy refused dispatched nothing: the record lists it, names the refusal, and
+/// does not count it as an unauthorized dispatch.
+#[test]
+fn a_refused_action_is_listed_with_its_refusal_not_as_needing_no_decision() {
+    let root = tempfile::tempdir().expect("a temporary directory");
+    let bus = bus(root.path(), "run-refused", policy_redactor());
+    start(&bus);
+    bus.emit(Actor::Automation, 1, authorize("dec-9", false))
+        .expect("written");
+    bus.emit(
+        Actor::Automation,
+        1,
+        Effect {
+            step: id("post_transfer"),
+            verdict: EffectVerdict::NotApplicable,
+            reason: "refused by the policy".into(),
+            decision_id: Some("dec-9".into()),
+            route: None,
+            undispatched: Some(ActionKind::Click),
+        },
+    )
+    .expect("written");
+    let record = project(&read_trace(bus.dir()).expect("the trace")).expect("a projection");
+    let step = &record.steps[0];
+    assert!(step.undispatched && !step.authorized);
+    assert_eq!(step.action_type, ActionKind::Click);
+    assert_eq!(step.policy_decision, "dec-9: refused: denied");
+    assert_eq!(record.unauthorized_dispatches(), 0);
 }

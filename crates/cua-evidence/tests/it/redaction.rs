@@ -329,6 +329,7 @@ fn one_of_each_event() -> Vec<Event> {
             reason: "state unchanged".into(),
             decision_id: Some("dec-12345678".into()),
             route: None,
+            undispatched: None,
         }
         .into(),
         Recovery {
