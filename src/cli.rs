@@ -227,7 +227,9 @@ pub(crate) struct ReplayArgs {
     /// Opt in to irreversible steps (an approval pinned to the content hash is needed too).
     #[arg(long)]
     pub(crate) allow_irreversible: bool,
-    /// The approval file; default `<catalog>/<id>@<version>.approval.yaml` when it exists.
+    /// The approval file; by default, with --tenant, the tenant's own
+    /// `<tenants>/<tenant>/<id>@<version>.approval.yaml` when it exists, else
+    /// `<catalog>/<id>@<version>.approval.yaml` when that exists.
     #[arg(long, value_name = "FILE")]
     pub(crate) approval: Option<std::path::PathBuf>,
     /// The policy file.
@@ -346,6 +348,13 @@ pub(crate) struct CatalogApproveArgs {
     /// approval then covers unattended replay. Exits 1 naming the failed criterion otherwise.
     #[arg(long)]
     pub(crate) from_eval: bool,
+    /// Approve what this tenant's binding makes of the capability: pinned to the effective
+    /// hash re-derived from the sealed base and the binding, scoped to the tenant, and written
+    /// beside the binding as `<tenants>/<TENANT>/<id>@<version>.approval.yaml`, where
+    /// `replay --tenant` and `mcp --tenant` find it. For a binding that changes more than vars,
+    /// whose base approval does not carry over.
+    #[arg(long, value_name = "TENANT")]
+    pub(crate) tenant: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -359,6 +368,9 @@ pub(crate) struct CatalogRevokeArgs {
     /// Why.
     #[arg(long, value_name = "TEXT")]
     pub(crate) notes: Option<String>,
+    /// Revoke this tenant's own approval (`approve --tenant`) rather than the base's.
+    #[arg(long, value_name = "TENANT")]
+    pub(crate) tenant: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]

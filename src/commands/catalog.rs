@@ -389,12 +389,17 @@ fn approve(format: Format, catalog: &Catalog, args: &CatalogApproveArgs) -> Exit
         Ok(reference) => reference,
         Err(error) => return fail(format, command, &error),
     };
+    let tenant = match args.tenant.as_deref().map(TenantId::parse).transpose() {
+        Ok(tenant) => tenant,
+        Err(error) => return usage(format, command, "invalid_tenant", error.to_string()),
+    };
     let request = ApproveRequest {
         reference: reference.clone(),
         by: args.by.clone(),
         at: now(),
         notes: args.notes.clone(),
         from_eval: args.from_eval,
+        tenant,
     };
     match catalog.approve(&request) {
         Ok(decision) => {
@@ -440,11 +445,16 @@ fn revoke(format: Format, catalog: &Catalog, args: &CatalogRevokeArgs) -> Exit {
         Ok(reference) => reference,
         Err(error) => return fail(format, command, &error),
     };
+    let tenant = match args.tenant.as_deref().map(TenantId::parse).transpose() {
+        Ok(tenant) => tenant,
+        Err(error) => return usage(format, command, "invalid_tenant", error.to_string()),
+    };
     let request = RevokeRequest {
         reference: reference.clone(),
         by: args.by.clone(),
         at: now(),
         notes: args.notes.clone(),
+        tenant,
     };
     match catalog.revoke(&request) {
         Ok(decision) => {

@@ -165,14 +165,14 @@ impl Settings {
             Some(tenant) => Some(load_binding(&args.tenants, tenant, &base.id)?),
             None => None,
         };
-        let approval_path = args.approval.clone().unwrap_or_else(|| {
-            args.catalog
-                .join(format!("{}.approval.yaml", base.reference()))
-        });
-        let approval = if args.approval.is_some() || approval_path.exists() {
-            Some(load_approval(&approval_path)?)
-        } else {
-            None
+        let approval = match &args.approval {
+            Some(path) => Some(load_approval(path)?),
+            None => recorded_approval(
+                &args.catalog,
+                &args.tenants,
+                tenant.as_ref(),
+                &base.reference(),
+            )?,
         };
         let policy_text = read(&args.policy)?;
         let policy_config = PolicyConfig::from_yaml(&policy_text)
@@ -551,12 +551,13 @@ impl CapabilityLoader for CatalogLoader {
             }
             None => None,
         };
-        let approval_path = self.catalog.join(format!("{reference}.approval.yaml"));
-        let approval = if approval_path.exists() {
-            Some(load_approval(&approval_path).map_err(|failure| failure.message)?)
-        } else {
-            None
-        };
+        let approval = recorded_approval(
+            &self.catalog,
+            &self.tenants,
+            self.tenant.as_ref(),
+            reference,
+        )
+        .map_err(|failure| failure.message)?;
         PreparedCapability::bind(base, binding, self.base_url.as_deref(), approval)
             .map_err(|error| error.to_string())
     }
@@ -709,6 +710,27 @@ fn load_binding(
     }
     let text = read(&path)?;
     TenantBinding::from_yaml(&text).map_err(|error| Failure::invalid(&path, &error))
+}
+
+/// The approval a run of `reference` is judged by when none is named, as the catalog judges it
+/// ([`cua_catalog::Catalog::approval_record`]): the tenant's own when its binding is there, else
+/// the base's, else none. A capability run from a file outside the catalog has none recorded.
+fn recorded_approval(
+    catalog: &Path,
+    tenants: &Path,
+    tenant: Option<&TenantId>,
+    reference: &CapabilityRef,
+) -> Result<Option<CapabilityApproval>, Failure> {
+    let catalog = cua_catalog::Catalog::new(cua_catalog::CatalogConfig {
+        capabilities: catalog.to_owned(),
+        evaluations: catalog.to_owned(),
+        tenants: tenants.to_owned(),
+    });
+    match catalog.approval_record(reference, tenant) {
+        Ok(record) => Ok(record),
+        Err(cua_catalog::CatalogError::NotFound { .. }) => Ok(None),
+        Err(error) => Err(Failure::new(Exit::Usage, error.code(), error.to_string())),
+    }
 }
 
 fn load_approval(path: &Path) -> Result<CapabilityApproval, Failure> {

@@ -57,6 +57,7 @@ impl Scene {
                     at: "2026-11-30T00:00:00Z".to_owned(),
                     notes: Some("approved for the MCP end-to-end test".to_owned()),
                     from_eval: false,
+                    tenant: None,
                 })
                 .expect("the approval is recorded");
         }
@@ -417,7 +418,8 @@ fn require_chromium() {
     );
 }
 
-fn copy_yaml(from: &Path, to: &Path) {
+/// Copies the YAML documents under `from` (directories included, approvals left out) to `to`.
+pub(crate) fn copy_yaml(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("a directory");
     for entry in std::fs::read_dir(from).expect("a readable directory") {
         let entry = entry.expect("an entry");

@@ -21,10 +21,15 @@ pub(crate) struct Scene {
 
 impl Scene {
     pub(crate) fn new() -> Self {
+        Self::with_variant(memberdesk::Variant::FirstValley)
+    }
+
+    /// The fixture as one tenant's skin of it serves.
+    pub(crate) fn with_variant(variant: memberdesk::Variant) -> Self {
         let runtime = tokio::runtime::Runtime::new().expect("a runtime");
         let fixture = runtime
             .block_on(memberdesk::serve(memberdesk::FixtureConfig::loopback(
-                memberdesk::Variant::FirstValley,
+                variant,
             )))
             .expect("the fixture serves");
         Self {
@@ -682,6 +687,115 @@ fn a_signed_run_verifies_with_its_installation_key_only() {
         !scene.evidence().join("unreadable-key").exists(),
         "refused before the run started"
     );
+}
+
+/// Issue #14: Northgate's overlay renames the transfer's confirm, so the base's approval does
+/// not carry over. `catalog approve --tenant` takes the tenant's own approval, pinned to what the
+/// policy re-derives, and `replay --tenant` finds it; revoked, the transfer is refused again.
+#[test]
+fn a_tenant_approval_taken_with_catalog_approve_lets_that_tenants_transfer_run() {
+    let scene = Scene::with_variant(memberdesk::Variant::NorthgateFcu);
+    let repository = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let catalog = scene.scratch.path().join("catalog");
+    let tenants = scene.scratch.path().join("tenants");
+    crate::mcp::copy_yaml(&repository.join("capabilities"), &catalog);
+    crate::mcp::copy_yaml(&repository.join("tenants"), &tenants);
+    let (catalog_arg, tenants_arg) = (catalog.display().to_string(), tenants.display().to_string());
+    let transfer = |run_id: &str, reference: &str| {
+        scene.replay(
+            &[
+                "corebank.member.transfer_funds@1.0.0",
+                "--tenant",
+                "northgate-fcu",
+                "--catalog",
+                &catalog_arg,
+                "--tenants",
+                &tenants_arg,
+                "--allow-irreversible",
+                "--run-id",
+                run_id,
+                "--input",
+                "member_id=12345",
+                "--input",
+                "from_account=S-12345-01",
+                "--input",
+                "to_account=C-12345-02",
+                "--input",
+                "amount=12.34",
+                "--input",
+                &format!("client_reference={reference}"),
+            ],
+            &[],
+        )
+    };
+    let decide = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_cua"))
+            .arg("catalog")
+            .args(args)
+            .args(["--catalog", &catalog_arg, "--tenants", &tenants_arg])
+            .env_remove("CUA_CATALOG")
+            .output()
+            .expect("the cua binary runs");
+        (
+            output.status.code().expect("an exit code"),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+
+    // The base approved: it does not carry through an overlay that renames the confirm.
+    let (code, stdout, stderr) = decide(&[
+        "approve",
+        "corebank.member.transfer_funds@1.0.0",
+        "--by",
+        "base-reviewer",
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let (code, stdout, stderr) = transfer("northgate-unapproved", "NG-REF-1");
+    assert_eq!(
+        code, 1,
+        "refused without the tenant's approval: {stdout}{stderr}"
+    );
+    assert!(
+        format!("{stdout}{stderr}").contains("policy_denied"),
+        "{stdout}{stderr}"
+    );
+    assert!(scene.fixture().handle().transfers().is_empty());
+
+    let (code, stdout, stderr) = decide(&[
+        "approve",
+        "corebank.member.transfer_funds@1.0.0",
+        "--tenant",
+        "northgate-fcu",
+        "--by",
+        "northgate-reviewer",
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        tenants
+            .join("northgate-fcu/corebank.member.transfer_funds@1.0.0.approval.yaml")
+            .is_file()
+    );
+    let (code, stdout, stderr) = transfer("northgate-approved", "NG-REF-2");
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(scene.fixture().handle().transfers().len(), 1);
+
+    let (code, stdout, stderr) = decide(&[
+        "revoke",
+        "corebank.member.transfer_funds@1.0.0",
+        "--tenant",
+        "northgate-fcu",
+        "--by",
+        "northgate-reviewer",
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let (code, stdout, stderr) = transfer("northgate-revoked", "NG-REF-3");
+    assert_eq!(code, 1, "refused once revoked: {stdout}{stderr}");
+    assert!(
+        format!("{stdout}{stderr}").contains("policy_denied"),
+        "{stdout}{stderr}"
+    );
+    assert_eq!(scene.fixture().handle().transfers().len(), 1);
 }
 
 #[test]

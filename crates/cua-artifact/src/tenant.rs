@@ -119,6 +119,15 @@ impl TenantBinding {
         self.apply_with(base, &ValidationConfig::default())
     }
 
+    /// What a tenant's own approval is pinned to: the binding applied to its base without its
+    /// `base_url` var, which names a deployment rather than what the capability does, so an
+    /// approval holds wherever the tenant's app is served.
+    pub fn reviewed(&self, base: &Capability) -> Result<Capability, ArtifactError> {
+        let mut reviewed = self.clone();
+        reviewed.vars.retain(|name, _| name.as_str() != "base_url");
+        reviewed.apply(base)
+    }
+
     /// [`TenantBinding::apply`] with explicit validation settings.
     pub fn apply_with(
         &self,

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use cua_artifact::{CapabilityRef, ContentHash};
+use cua_artifact::{CapabilityRef, ContentHash, TenantId};
 
 use crate::evaluation::Assessment;
 
@@ -59,6 +59,18 @@ pub enum CatalogError {
     #[error("the reviewer name is empty; say who decides with --by")]
     NoReviewer,
 
+    /// A tenant decision for a tenant that has no binding of the capability.
+    #[error(
+        "tenant {tenant} has no binding of {reference} (expected {}); a tenant without one runs \
+         the base, whose own approval applies",
+        path.display()
+    )]
+    NoBinding {
+        reference: Box<CapabilityRef>,
+        tenant: TenantId,
+        path: PathBuf,
+    },
+
     /// `revoke` found no approval to revoke.
     #[error("no approval of {reference} is recorded; there is nothing to revoke")]
     NothingToRevoke { reference: Box<CapabilityRef> },
@@ -102,6 +114,7 @@ impl CatalogError {
             Self::Tampered { .. } => "tampered",
             Self::Unsealed { .. } => "unsealed",
             Self::NoReviewer => "no_reviewer",
+            Self::NoBinding { .. } => "no_binding",
             Self::NothingToRevoke { .. } => "nothing_to_revoke",
             Self::NoEvaluation { .. } => "no_evaluation",
             Self::EvaluationFailed { .. } => "evaluation_failed",

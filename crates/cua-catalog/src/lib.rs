@@ -34,4 +34,5 @@ pub use signature::signature;
 pub use store::{
     APPROVAL_SUFFIX, ApproveRequest, CAPABILITY_SUFFIX, Catalog, CatalogConfig, CatalogEntry,
     DecisionRecorded, EVALUATION_SUFFIX, EvaluationScan, FileProblem, RevokeRequest, approval_path,
+    tenant_approval_path,
 };

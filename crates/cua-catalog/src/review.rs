@@ -58,6 +58,8 @@ pub enum ApprovalBasis {
     /// The base's approval, carried through a substitution-only tenant binding whose effective
     /// capability was re-derived and compared.
     CarriedFromBase,
+    /// The tenant's own approval, pinned to the effective hash of its binding and scoped to it.
+    Tenant,
     /// Nothing approves it.
     None,
 }
@@ -275,6 +277,80 @@ pub fn carried_answer(
             content_hash: effective_hash,
         },
         Err(reason) => refuse(effective_hash, reason),
+    }
+}
+
+/// Judges a tenant's own approval: it counts only when approved, pinned to the capability the
+/// policy re-derives from the base and the binding ([`TenantBinding::reviewed`]), and scoped to
+/// the tenant. When it does not, nothing
+/// else is consulted: the tenant's own decision (a revocation, say) stands over the base's.
+pub(crate) fn tenant_answer(
+    base: &Capability,
+    approval: &CapabilityApproval,
+    binding: &TenantBinding,
+) -> ApprovalAnswer {
+    let tenant = &binding.tenant;
+    let answer = |approved: bool, basis: ApprovalBasis, content_hash, reason| ApprovalAnswer {
+        reference: base.reference(),
+        tenant: Some(tenant.clone()),
+        approved,
+        basis,
+        content_hash,
+        reason,
+    };
+    let effective = match binding.reviewed(base) {
+        Ok(effective) => effective,
+        Err(error) => {
+            return answer(
+                false,
+                ApprovalBasis::None,
+                None,
+                format!("the binding does not apply: {error}"),
+            );
+        }
+    };
+    let effective_hash = effective.content_hash.clone();
+    let refused =
+        |reason: String| answer(false, ApprovalBasis::None, effective_hash.clone(), reason);
+    if approval.state != ApprovalState::Approved {
+        return refused(format!(
+            "{tenant}'s own approval is {} by {}",
+            state_name(approval.state),
+            decided_by(approval)
+        ));
+    }
+    if !approval.scope.tenants.contains(tenant) {
+        return refused(format!("{tenant}'s own approval is not scoped to {tenant}"));
+    }
+    match &effective_hash {
+        Some(hash) if approval.covers(hash) => answer(
+            true,
+            ApprovalBasis::Tenant,
+            effective_hash.clone(),
+            format!(
+                "{tenant}'s own approval by {} is pinned to the effective capability {hash}, \
+                 re-derived from the base and the binding",
+                decided_by(approval)
+            ),
+        ),
+        _ => refused(format!(
+            "{tenant}'s own approval is pinned to {}, but the base and the binding now make {}: \
+             approve it again",
+            approval.content_hash,
+            effective_hash
+                .as_ref()
+                .map_or_else(|| "an unsealed capability".to_owned(), ToString::to_string)
+        )),
+    }
+}
+
+/// A decision's state in words.
+pub(crate) fn state_name(state: ApprovalState) -> &'static str {
+    match state {
+        ApprovalState::Draft => "draft",
+        ApprovalState::Approved => "approved",
+        ApprovalState::Rejected => "rejected",
+        ApprovalState::Revoked => "revoked",
     }
 }
 

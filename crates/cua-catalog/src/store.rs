@@ -20,7 +20,10 @@ use serde::Serialize;
 
 use crate::error::CatalogError;
 use crate::evaluation::{Assessment, EvaluationRecord};
-use crate::review::{ApprovalAnswer, Integrity, ReviewStatus, carried_answer, direct_answer};
+use crate::review::{
+    ApprovalAnswer, Integrity, ReviewStatus, carried_answer, direct_answer, state_name,
+    tenant_answer,
+};
 use crate::search::SearchDocument;
 
 /// The file name suffix of an artifact.
@@ -87,6 +90,10 @@ pub struct ApproveRequest {
     /// Require a passing evaluation at this exact content hash, and record that the approval
     /// covers unattended replay.
     pub from_eval: bool,
+    /// Approve what this tenant's binding makes of the capability, pinned to that effective
+    /// hash and scoped to the tenant: for a binding that changes more than vars, whose base
+    /// approval does not carry over.
+    pub tenant: Option<TenantId>,
 }
 
 /// `revoke`: who withdraws the approval, and when.
@@ -97,6 +104,8 @@ pub struct RevokeRequest {
     /// RFC 3339, from the caller's clock.
     pub at: String,
     pub notes: Option<String>,
+    /// Revoke this tenant's own approval rather than the base's.
+    pub tenant: Option<TenantId>,
 }
 
 /// What `approve` or `revoke` wrote.
@@ -329,6 +338,9 @@ impl Catalog {
             .capability
             .as_ref()
             .expect("an entry whose integrity is not invalid holds its capability");
+        if let Some(own) = self.tenant_approval(tenant, reference)? {
+            return Ok(tenant_answer(base, &own, &binding));
+        }
         Ok(carried_answer(base, entry.approval.as_ref(), &binding))
     }
 
@@ -338,7 +350,8 @@ impl Catalog {
     pub fn approve(&self, request: &ApproveRequest) -> Result<DecisionRecorded, CatalogError> {
         let by = reviewer(&request.by)?;
         let entry = self.entry(&request.reference)?;
-        let content_hash = sealed_hash(&entry)?;
+        let target = self.decision_target(&entry, request.tenant.as_ref())?;
+        let content_hash = target.content_hash.clone();
         let evidence = if request.from_eval {
             self.passing_evaluations(&request.reference, &content_hash)?
         } else {
@@ -364,15 +377,15 @@ impl Catalog {
             approved_at: Some(request.at.clone()),
             scope: ApprovalScope {
                 unattended_replay: request.from_eval,
-                tenants: Vec::new(),
+                tenants: request.tenant.iter().cloned().collect(),
             },
             notes: notes.join("; "),
         };
-        let path = self.write_approval(&approval)?;
+        write_approval(&target.path, &approval)?;
         Ok(DecisionRecorded {
             approval,
-            path,
-            previous: entry.review,
+            path: target.path,
+            previous: target.previous,
             evidence,
         })
     }
@@ -382,13 +395,36 @@ impl Catalog {
     pub fn revoke(&self, request: &RevokeRequest) -> Result<DecisionRecorded, CatalogError> {
         let by = reviewer(&request.by)?;
         let entry = self.entry(&request.reference)?;
-        if let ReviewStatus::Invalid { reason } = &entry.review {
-            return Err(CatalogError::Invalid {
-                path: approval_path(&self.config.capabilities, &request.reference),
-                reason: reason.clone(),
-            });
-        }
-        let Some(previous_approval) = entry.approval.clone() else {
+        let (path, current, previous) = match &request.tenant {
+            None => {
+                if let ReviewStatus::Invalid { reason } = &entry.review {
+                    return Err(CatalogError::Invalid {
+                        path: approval_path(&self.config.capabilities, &request.reference),
+                        reason: reason.clone(),
+                    });
+                }
+                (
+                    approval_path(&self.config.capabilities, &request.reference),
+                    entry.approval.clone(),
+                    entry.review.clone(),
+                )
+            }
+            // A tenant's own approval can be revoked whatever became of its binding.
+            Some(tenant) => match self.decision_target(&entry, Some(tenant)) {
+                Ok(target) => (target.path, target.current, target.previous),
+                Err(CatalogError::NoBinding { .. }) => {
+                    let current = self.tenant_approval(tenant, &request.reference)?;
+                    let previous = ReviewStatus::judge(&entry.integrity, current.as_ref());
+                    (
+                        tenant_approval_path(&self.config.tenants, tenant, &request.reference),
+                        current,
+                        previous,
+                    )
+                }
+                Err(error) => return Err(error),
+            },
+        };
+        let Some(previous_approval) = current else {
             return Err(CatalogError::NothingToRevoke {
                 reference: Box::new(request.reference.clone()),
             });
@@ -424,12 +460,116 @@ impl Catalog {
             notes: history.join("; "),
             ..previous_approval
         };
-        let path = self.write_approval(&approval)?;
+        write_approval(&path, &approval)?;
         Ok(DecisionRecorded {
             approval,
             path,
-            previous: entry.review,
+            previous,
             evidence: Vec::new(),
+        })
+    }
+
+    /// The tenant's own approval of `reference` (`<tenants>/<tenant>/<id>@<version>.approval.yaml`),
+    /// when it has one.
+    pub fn tenant_approval(
+        &self,
+        tenant: &TenantId,
+        reference: &CapabilityRef,
+    ) -> Result<Option<CapabilityApproval>, CatalogError> {
+        let path = tenant_approval_path(&self.config.tenants, tenant, reference);
+        read_approval(&path, reference).map_err(|reason| CatalogError::Invalid { path, reason })
+    }
+
+    /// The approval a run of `reference` for `tenant` is judged by, as [`Catalog::approval_for`]
+    /// judges it: the tenant's own when the tenant has a binding of `reference` and an approval
+    /// of its own, else the base's (which carries over only through a substitution-only
+    /// binding, as the policy re-derives). A tenant approval left behind by a removed binding
+    /// is never presented.
+    pub fn approval_record(
+        &self,
+        reference: &CapabilityRef,
+        tenant: Option<&TenantId>,
+    ) -> Result<Option<CapabilityApproval>, CatalogError> {
+        if let Some(tenant) = tenant
+            && self
+                .binding(tenant, reference)?
+                .is_some_and(|binding| binding.capability == *reference)
+            && let Some(own) = self.tenant_approval(tenant, reference)?
+        {
+            return Ok(Some(own));
+        }
+        let entry = self.entry(reference)?;
+        if let ReviewStatus::Invalid { reason } = &entry.review {
+            return Err(CatalogError::Invalid {
+                path: approval_path(&self.config.capabilities, reference),
+                reason: reason.clone(),
+            });
+        }
+        Ok(entry.approval)
+    }
+
+    /// What a decision about `entry` (for `tenant`, when given) is pinned to and where it is
+    /// written. A tenant decision pins what the policy checks: the tenant's binding applied to
+    /// the sealed base without its `base_url` ([`TenantBinding::reviewed`]), re-derived here,
+    /// never taken from the binding file.
+    fn decision_target(
+        &self,
+        entry: &CatalogEntry,
+        tenant: Option<&TenantId>,
+    ) -> Result<DecisionTarget, CatalogError> {
+        let base_hash = sealed_hash(entry)?;
+        let reference = entry
+            .reference
+            .clone()
+            .expect("a parsed entry has a reference");
+        let Some(tenant) = tenant else {
+            return Ok(DecisionTarget {
+                content_hash: base_hash,
+                path: approval_path(&self.config.capabilities, &reference),
+                current: entry.approval.clone(),
+                previous: entry.review.clone(),
+            });
+        };
+        let binding_path = self
+            .config
+            .tenants
+            .join(tenant.as_str())
+            .join(format!("{}{CAPABILITY_SUFFIX}", reference.id()));
+        let Some(binding) = self.binding(tenant, &reference)? else {
+            return Err(CatalogError::NoBinding {
+                reference: Box::new(reference),
+                tenant: tenant.clone(),
+                path: binding_path,
+            });
+        };
+        let base = entry
+            .capability
+            .as_ref()
+            .expect("a sealed entry holds its capability");
+        let effective = binding
+            .reviewed(base)
+            .map_err(|error| CatalogError::Invalid {
+                path: binding_path.clone(),
+                reason: format!("the binding does not apply: {error}"),
+            })?;
+        let integrity = Integrity::of(&effective);
+        let Integrity::Sealed { content_hash } = &integrity else {
+            return Err(CatalogError::Invalid {
+                path: binding_path,
+                reason: "the binding's effective capability is not sealed".to_owned(),
+            });
+        };
+        let path = tenant_approval_path(&self.config.tenants, tenant, &reference);
+        let current = read_approval(&path, &reference).map_err(|reason| CatalogError::Invalid {
+            path: path.clone(),
+            reason,
+        })?;
+        let previous = ReviewStatus::judge(&integrity, current.as_ref());
+        Ok(DecisionTarget {
+            content_hash: content_hash.clone(),
+            path,
+            current,
+            previous,
         })
     }
 
@@ -528,21 +668,38 @@ impl Catalog {
             )
         }
     }
+}
 
-    fn write_approval(&self, approval: &CapabilityApproval) -> Result<PathBuf, CatalogError> {
-        let path = approval_path(&self.config.capabilities, &approval.capability);
-        let body = yaml::to_yaml(approval).map_err(|error| CatalogError::Invalid {
-            path: path.clone(),
-            reason: error.to_string(),
-        })?;
-        let text = format!(
-            "# Written by `cua catalog`. This decision covers exactly `content_hash`: any change\n\
-             # to the artifact's meaning voids it.\n{body}"
-        );
-        cua_fs::write_atomic(&path, text.as_bytes(), FileMode::Readable)
-            .map_err(CatalogError::Write)?;
-        Ok(path)
-    }
+/// What a decision is pinned to and where it is written.
+struct DecisionTarget {
+    content_hash: ContentHash,
+    path: PathBuf,
+    /// The decision recorded there now.
+    current: Option<CapabilityApproval>,
+    previous: ReviewStatus,
+}
+
+fn write_approval(path: &Path, approval: &CapabilityApproval) -> Result<(), CatalogError> {
+    let body = yaml::to_yaml(approval).map_err(|error| CatalogError::Invalid {
+        path: path.to_owned(),
+        reason: error.to_string(),
+    })?;
+    let text = format!(
+        "# Written by `cua catalog`. This decision covers exactly `content_hash`: any change\n\
+         # to the artifact's meaning voids it.\n{body}"
+    );
+    cua_fs::write_atomic(path, text.as_bytes(), FileMode::Readable).map_err(CatalogError::Write)
+}
+
+/// A tenant's own approval, beside its binding.
+pub fn tenant_approval_path(
+    tenants: &Path,
+    tenant: &TenantId,
+    reference: &CapabilityRef,
+) -> PathBuf {
+    tenants
+        .join(tenant.as_str())
+        .join(format!("{reference}{APPROVAL_SUFFIX}"))
 }
 
 /// The approval file beside an artifact.
@@ -695,15 +852,6 @@ fn reviewer(by: &str) -> Result<String, CatalogError> {
         Err(CatalogError::NoReviewer)
     } else {
         Ok(by.to_owned())
-    }
-}
-
-fn state_name(state: ApprovalState) -> &'static str {
-    match state {
-        ApprovalState::Draft => "draft",
-        ApprovalState::Approved => "approved",
-        ApprovalState::Rejected => "rejected",
-        ApprovalState::Revoked => "revoked",
     }
 }
 

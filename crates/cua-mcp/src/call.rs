@@ -474,9 +474,8 @@ impl CapabilityLoader for CatalogCapabilities<'_> {
         };
         let approval = self
             .catalog
-            .entry(reference)
-            .map_err(|error| chain(&error))?
-            .approval;
+            .approval_record(reference, self.tenant)
+            .map_err(|error| chain(&error))?;
         PreparedCapability::bind(base, binding, self.base_url, approval)
             .map_err(|error| error.to_string())
     }

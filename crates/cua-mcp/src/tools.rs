@@ -178,18 +178,26 @@ impl ToolSet {
                 },
                 None => None,
             };
-            let prepared = match PreparedCapability::bind(
-                base.clone(),
-                binding,
-                source.base_url,
-                entry.approval.clone(),
-            ) {
-                Ok(prepared) => prepared,
+            // The tenant's own approval when it has one, as the answer above judged.
+            let record = match source.catalog.approval_record(&reference, source.tenant) {
+                Ok(record) => record,
                 Err(error) => {
-                    withhold(&mut set, Some(name), format!("does not bind: {error}"));
+                    withhold(
+                        &mut set,
+                        Some(name),
+                        format!("approval unreadable: {error}"),
+                    );
                     continue;
                 }
             };
+            let prepared =
+                match PreparedCapability::bind(base.clone(), binding, source.base_url, record) {
+                    Ok(prepared) => prepared,
+                    Err(error) => {
+                        withhold(&mut set, Some(name), format!("does not bind: {error}"));
+                        continue;
+                    }
+                };
             if let Some(placeholder) = placeholder(&prepared.capability.entrypoint.url) {
                 withhold(
                     &mut set,

@@ -30,10 +30,9 @@ fn tenant_approval(
     approval: &CapabilityApproval,
     capability: &Capability,
 ) -> Result<String, String> {
-    let mut reviewed = bound.binding.clone();
-    reviewed.vars.retain(|name, _| name.as_str() != "base_url");
-    let approved = reviewed
-        .apply(bound.base)
+    let approved = bound
+        .binding
+        .reviewed(bound.base)
         .map_err(|error| format!("the binding does not apply: {error}"))?;
     let Some(hash) = approved.content_hash else {
         return Err("the binding's capability has no content hash".to_owned());
@@ -100,6 +99,19 @@ impl IrreversibleGrant {
                     Err(carried) => Err(carried),
                 }
             }
+            // An approval scoped to tenants speaks for those tenants' runs only, never for a
+            // run bound to no tenant, even when the content is the same.
+            (Some(approval), None) if !approval.scope.tenants.is_empty() => Err(format!(
+                "the approval of {} is scoped to tenants {}; this run is bound to none",
+                capability.reference(),
+                approval
+                    .scope
+                    .tenants
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
             (Some(approval), None) => match capability.seal_state() {
                 SealState::Sealed(hash) if approval.covers(&hash) => Ok(format!(
                     "{} approved by {} at {hash}",

@@ -49,6 +49,7 @@ pub(super) fn reviewer_approval_from_eval(demo: &mut Demo) -> StageFuture<'_> {
             at: SystemClock.now().to_string(),
             notes: Some("approved by cua demo from its evaluation".to_owned()),
             from_eval: true,
+            tenant: None,
         };
         let before = match catalog.approve(&request) {
             Ok(recorded) => {

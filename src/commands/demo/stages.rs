@@ -606,6 +606,7 @@ pub(super) fn irreversible_transfer_gated(demo: &mut Demo) -> StageFuture<'_> {
                 at: SystemClock.now().to_string(),
                 notes: Some("approved by cua demo for the transfer stage".to_owned()),
                 from_eval: false,
+                tenant: None,
             })
             .map_err(|error| failed(format!("approving {TRANSFER}: {error}")))?;
         let approval = catalog

@@ -118,6 +118,7 @@ fn only_a_sealed_artifact_can_be_approved() {
             at: AT.to_owned(),
             notes: None,
             from_eval: false,
+            tenant: None,
         })
         .unwrap_err();
     assert!(matches!(error, CatalogError::NoReviewer));
@@ -134,6 +135,7 @@ fn revoke_keeps_the_pin_and_records_the_history() {
             by: "maria".to_owned(),
             at: "2026-10-02T10:30:00.000000Z".to_owned(),
             notes: notes.map(str::to_owned),
+            tenant: None,
         })
     };
     let error = revoke(None).unwrap_err();
@@ -147,6 +149,7 @@ fn revoke_keeps_the_pin_and_records_the_history() {
             at: AT.to_owned(),
             notes: Some("walked through every step with the branch team".to_owned()),
             from_eval: false,
+            tenant: None,
         })
         .unwrap();
     let pinned = fixture.entry(SAVINGS).approval.unwrap().content_hash;

@@ -285,6 +285,7 @@ fn evaluations_are_found_beside_the_artifact_or_in_an_overridden_directory() {
             at: crate::AT.to_owned(),
             notes: None,
             from_eval: true,
+            tenant: None,
         })
         .unwrap();
     let scan = catalog.evaluations().unwrap();

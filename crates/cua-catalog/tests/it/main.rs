@@ -83,6 +83,7 @@ impl Fixture {
                 at: AT.to_owned(),
                 notes: None,
                 from_eval,
+                tenant: None,
             })
             .map(|_| ())
     }

@@ -203,3 +203,207 @@ fn a_binding_in_the_wrong_tenant_directory_is_invalid() {
          the binding is for tenant first-valley, but it sits in riverside-cu's directory"
     );
 }
+
+fn approve_for(fixture: &Fixture, tenant_name: &str) -> cua_catalog::DecisionRecorded {
+    fixture
+        .catalog
+        .approve(&cua_catalog::ApproveRequest {
+            reference: reference_of(SAVINGS),
+            by: "tenant-reviewer".to_owned(),
+            at: "2026-10-02T09:00:00.000000Z".to_owned(),
+            notes: None,
+            from_eval: false,
+            tenant: Some(tenant(tenant_name)),
+        })
+        .unwrap()
+}
+
+#[test]
+fn a_tenant_approves_what_its_binding_makes_and_nothing_else() {
+    let fixture = Fixture::new();
+    fixture.approve(SAVINGS, false).unwrap();
+    let northgate = tenant("northgate-fcu");
+    let before = fixture
+        .catalog
+        .approval_for(&reference_of(SAVINGS), Some(&northgate))
+        .unwrap();
+    assert!(!before.approved, "an overriding binding carries nothing");
+
+    let decision = approve_for(&fixture, "northgate-fcu");
+    assert_eq!(
+        decision.path,
+        fixture
+            .config()
+            .tenants
+            .join(format!("northgate-fcu/{SAVINGS}.approval.yaml"))
+    );
+    assert_eq!(decision.approval.scope.tenants, vec![northgate.clone()]);
+    // Pinned to what the policy re-derives: the binding applied to the base.
+    let binding = fixture
+        .catalog
+        .binding(&northgate, &reference_of(SAVINGS))
+        .unwrap()
+        .unwrap();
+    let base = fixture.catalog.load(&reference_of(SAVINGS)).unwrap();
+    let reviewed = binding.reviewed(&base).unwrap();
+    assert_eq!(
+        Some(decision.approval.content_hash.clone()),
+        reviewed.content_hash
+    );
+
+    let after = fixture
+        .catalog
+        .approval_for(&reference_of(SAVINGS), Some(&northgate))
+        .unwrap();
+    assert!(after.approved, "{}", after.reason);
+    assert_eq!(after.basis, ApprovalBasis::Tenant);
+    assert_eq!(
+        fixture
+            .catalog
+            .approval_record(&reference_of(SAVINGS), Some(&northgate))
+            .unwrap(),
+        Some(decision.approval.clone())
+    );
+    // The base's own approval and another tenant's carry-over are untouched.
+    let base_answer = fixture
+        .catalog
+        .approval_for(&reference_of(SAVINGS), None)
+        .unwrap();
+    assert_eq!(base_answer.basis, ApprovalBasis::Direct);
+    let first_valley = fixture
+        .catalog
+        .approval_for(&reference_of(SAVINGS), Some(&tenant("first-valley")))
+        .unwrap();
+    assert_eq!(first_valley.basis, ApprovalBasis::CarriedFromBase);
+
+    // A reviewed change to the base voids the tenant's approval: it names the new hash.
+    fixture.edit_and_reseal(SAVINGS, "max_steps: 12", "max_steps: 11");
+    let stale = fixture
+        .catalog
+        .approval_for(&reference_of(SAVINGS), Some(&northgate))
+        .unwrap();
+    assert!(!stale.approved);
+    assert!(
+        stale.reason.contains("approve it again"),
+        "{}",
+        stale.reason
+    );
+}
+
+#[test]
+fn a_tenants_revocation_stands_over_the_bases_approval() {
+    let fixture = Fixture::new();
+    fixture.approve(SAVINGS, false).unwrap();
+    approve_for(&fixture, "northgate-fcu");
+    let revoked = fixture
+        .catalog
+        .revoke(&cua_catalog::RevokeRequest {
+            reference: reference_of(SAVINGS),
+            by: "tenant-reviewer".to_owned(),
+            at: "2026-10-03T09:00:00.000000Z".to_owned(),
+            notes: Some("Northgate's confirm moved".to_owned()),
+            tenant: Some(tenant("northgate-fcu")),
+        })
+        .unwrap();
+    assert_eq!(revoked.approval.state, cua_artifact::ApprovalState::Revoked);
+    let answer = fixture
+        .catalog
+        .approval_for(&reference_of(SAVINGS), Some(&tenant("northgate-fcu")))
+        .unwrap();
+    assert!(!answer.approved);
+    assert!(answer.reason.contains("revoked"), "{}", answer.reason);
+    assert!(
+        fixture
+            .catalog
+            .approval_for(&reference_of(SAVINGS), None)
+            .unwrap()
+            .approved,
+        "the base's own approval stands"
+    );
+
+    // First Valley's binding only substitutes vars, so the base's approval would carry over:
+    // its own revocation still stands over it.
+    let first_valley = tenant("first-valley");
+    let carried = fixture
+        .catalog
+        .approval_for(&reference_of(SAVINGS), Some(&first_valley))
+        .unwrap();
+    assert!(carried.approved, "{}", carried.reason);
+    approve_for(&fixture, "first-valley");
+    revoke_for(&fixture, "first-valley");
+    let answer = fixture
+        .catalog
+        .approval_for(&reference_of(SAVINGS), Some(&first_valley))
+        .unwrap();
+    assert!(!answer.approved, "{}", answer.reason);
+    let record = fixture
+        .catalog
+        .approval_record(&reference_of(SAVINGS), Some(&first_valley))
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.state, cua_artifact::ApprovalState::Revoked);
+}
+
+fn revoke_for(fixture: &Fixture, tenant_name: &str) -> cua_catalog::DecisionRecorded {
+    fixture
+        .catalog
+        .revoke(&cua_catalog::RevokeRequest {
+            reference: reference_of(SAVINGS),
+            by: "tenant-reviewer".to_owned(),
+            at: "2026-10-03T09:00:00.000000Z".to_owned(),
+            notes: None,
+            tenant: Some(tenant(tenant_name)),
+        })
+        .unwrap()
+}
+
+/// A tenant approval left behind when its binding is removed is never presented for a run, as
+/// `approval_for` never judges by it, and it can still be revoked.
+#[test]
+fn a_tenant_approval_without_its_binding_is_never_presented_and_can_be_revoked() {
+    let fixture = Fixture::new();
+    let northgate = tenant("northgate-fcu");
+    approve_for(&fixture, "northgate-fcu");
+    std::fs::remove_file(
+        fixture
+            .config()
+            .tenants
+            .join("northgate-fcu/corebank.member.savings_balance.yaml"),
+    )
+    .unwrap();
+    assert_eq!(
+        fixture
+            .catalog
+            .approval_record(&reference_of(SAVINGS), Some(&northgate))
+            .unwrap(),
+        None,
+        "the base is not approved, and the leftover is not presented"
+    );
+    assert!(
+        !fixture
+            .catalog
+            .approval_for(&reference_of(SAVINGS), Some(&northgate))
+            .unwrap()
+            .approved
+    );
+    let revoked = revoke_for(&fixture, "northgate-fcu");
+    assert_eq!(revoked.approval.state, cua_artifact::ApprovalState::Revoked);
+}
+
+#[test]
+fn a_tenant_without_a_binding_has_nothing_of_its_own_to_approve() {
+    let fixture = Fixture::new();
+    let error = fixture
+        .catalog
+        .approve(&cua_catalog::ApproveRequest {
+            reference: reference_of(SAVINGS),
+            by: "tenant-reviewer".to_owned(),
+            at: "2026-10-02T09:00:00.000000Z".to_owned(),
+            notes: None,
+            from_eval: false,
+            tenant: Some(tenant("riverside-cu")),
+        })
+        .unwrap_err();
+    assert_eq!(error.code(), "no_binding", "{error}");
+    assert!(error.to_string().contains("riverside-cu"), "{error}");
+}

@@ -56,6 +56,7 @@ impl TempCatalog {
                 at: "2026-11-30T00:00:00Z".to_owned(),
                 notes: None,
                 from_eval: false,
+                tenant: None,
             })
             .unwrap();
     }

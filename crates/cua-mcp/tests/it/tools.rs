@@ -148,6 +148,7 @@ fn a_revoked_approval_takes_the_tool_away_at_the_next_listing() {
             by: "reviewer".to_owned(),
             at: "2026-11-30T01:00:00Z".to_owned(),
             notes: None,
+            tenant: None,
         })
         .unwrap();
     assert_eq!(harness.server.tools().unwrap().len(), 0);

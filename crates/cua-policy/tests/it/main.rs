@@ -129,6 +129,29 @@ fn granted(opt_in: bool) -> AuthorizationContext {
     }
 }
 
+/// Issue #14: a tenant's own approval, presented with `--approval` to a run bound to no tenant,
+/// grants nothing, even when the tenant's binding left the content as the base's.
+#[test]
+fn a_tenant_scoped_approval_grants_nothing_to_a_run_without_a_tenant() {
+    let capability = sealed_transfer();
+    let mut approval = approval_of(&capability, ApprovalState::Approved);
+    approval.scope.tenants = vec![cua_artifact::TenantId::parse("northgate-fcu").unwrap()];
+    let context = AuthorizationContext {
+        confirmed: false,
+        grant: IrreversibleGrant::evaluate(&capability, Some(&approval), None, true),
+    };
+    check(
+        click(
+            Actor::Automation,
+            1,
+            "Transfer Funds",
+            Some(RiskTier::Irreversible),
+        ),
+        context,
+        Err(DenialCode::PolicyDenied),
+    );
+}
+
 #[test]
 fn dispositions_per_actor_and_tier() {
     use Actor::{Agent, Automation, Human};
