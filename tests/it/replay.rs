@@ -728,10 +728,21 @@ fn a_tenant_approval_taken_with_catalog_approve_lets_that_tenants_transfer_run()
             &[],
         )
     };
-    let decide = |args: &[&str]| {
+    let decide = |verb: &str, tenant: Option<&str>, by: &str| {
         let output = Command::new(env!("CARGO_BIN_EXE_cua"))
-            .arg("catalog")
-            .args(args)
+            .args([
+                "catalog",
+                verb,
+                "corebank.member.transfer_funds@1.0.0",
+                "--by",
+                by,
+            ])
+            .args(
+                tenant
+                    .map(|tenant| ["--tenant", tenant])
+                    .into_iter()
+                    .flatten(),
+            )
             .args(["--catalog", &catalog_arg, "--tenants", &tenants_arg])
             .env_remove("CUA_CATALOG")
             .output()
@@ -744,12 +755,7 @@ fn a_tenant_approval_taken_with_catalog_approve_lets_that_tenants_transfer_run()
     };
 
     // The base approved: it does not carry through an overlay that renames the confirm.
-    let (code, stdout, stderr) = decide(&[
-        "approve",
-        "corebank.member.transfer_funds@1.0.0",
-        "--by",
-        "base-reviewer",
-    ]);
+    let (code, stdout, stderr) = decide("approve", None, "base-reviewer");
     assert_eq!(code, 0, "{stdout}{stderr}");
     let (code, stdout, stderr) = transfer("northgate-unapproved", "NG-REF-1");
     assert_eq!(
@@ -762,14 +768,7 @@ fn a_tenant_approval_taken_with_catalog_approve_lets_that_tenants_transfer_run()
     );
     assert!(scene.fixture().handle().transfers().is_empty());
 
-    let (code, stdout, stderr) = decide(&[
-        "approve",
-        "corebank.member.transfer_funds@1.0.0",
-        "--tenant",
-        "northgate-fcu",
-        "--by",
-        "northgate-reviewer",
-    ]);
+    let (code, stdout, stderr) = decide("approve", Some("northgate-fcu"), "northgate-reviewer");
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(
         tenants
@@ -780,14 +779,7 @@ fn a_tenant_approval_taken_with_catalog_approve_lets_that_tenants_transfer_run()
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert_eq!(scene.fixture().handle().transfers().len(), 1);
 
-    let (code, stdout, stderr) = decide(&[
-        "revoke",
-        "corebank.member.transfer_funds@1.0.0",
-        "--tenant",
-        "northgate-fcu",
-        "--by",
-        "northgate-reviewer",
-    ]);
+    let (code, stdout, stderr) = decide("revoke", Some("northgate-fcu"), "northgate-reviewer");
     assert_eq!(code, 0, "{stdout}{stderr}");
     let (code, stdout, stderr) = transfer("northgate-revoked", "NG-REF-3");
     assert_eq!(code, 1, "refused once revoked: {stdout}{stderr}");

@@ -204,18 +204,18 @@ fn a_binding_in_the_wrong_tenant_directory_is_invalid() {
     );
 }
 
-fn approve_for(fixture: &Fixture, tenant_name: &str) -> cua_catalog::DecisionRecorded {
-    fixture
-        .catalog
-        .approve(&cua_catalog::ApproveRequest {
-            reference: reference_of(SAVINGS),
-            by: "tenant-reviewer".to_owned(),
-            at: "2026-10-02T09:00:00.000000Z".to_owned(),
-            notes: None,
-            from_eval: false,
-            tenant: Some(tenant(tenant_name)),
-        })
-        .unwrap()
+fn approve_for(
+    fixture: &Fixture,
+    tenant_name: &str,
+) -> Result<cua_catalog::DecisionRecorded, cua_catalog::CatalogError> {
+    fixture.catalog.approve(&cua_catalog::ApproveRequest {
+        reference: reference_of(SAVINGS),
+        by: "tenant-reviewer".to_owned(),
+        at: "2026-10-02T09:00:00.000000Z".to_owned(),
+        notes: None,
+        from_eval: false,
+        tenant: Some(tenant(tenant_name)),
+    })
 }
 
 #[test]
@@ -229,7 +229,7 @@ fn a_tenant_approves_what_its_binding_makes_and_nothing_else() {
         .unwrap();
     assert!(!before.approved, "an overriding binding carries nothing");
 
-    let decision = approve_for(&fixture, "northgate-fcu");
+    let decision = approve_for(&fixture, "northgate-fcu").unwrap();
     assert_eq!(
         decision.path,
         fixture
@@ -294,7 +294,7 @@ fn a_tenant_approves_what_its_binding_makes_and_nothing_else() {
 fn a_tenants_revocation_stands_over_the_bases_approval() {
     let fixture = Fixture::new();
     fixture.approve(SAVINGS, false).unwrap();
-    approve_for(&fixture, "northgate-fcu");
+    approve_for(&fixture, "northgate-fcu").unwrap();
     let revoked = fixture
         .catalog
         .revoke(&cua_catalog::RevokeRequest {
@@ -329,7 +329,7 @@ fn a_tenants_revocation_stands_over_the_bases_approval() {
         .approval_for(&reference_of(SAVINGS), Some(&first_valley))
         .unwrap();
     assert!(carried.approved, "{}", carried.reason);
-    approve_for(&fixture, "first-valley");
+    approve_for(&fixture, "first-valley").unwrap();
     revoke_for(&fixture, "first-valley");
     let answer = fixture
         .catalog
@@ -363,7 +363,7 @@ fn revoke_for(fixture: &Fixture, tenant_name: &str) -> cua_catalog::DecisionReco
 fn a_tenant_approval_without_its_binding_is_never_presented_and_can_be_revoked() {
     let fixture = Fixture::new();
     let northgate = tenant("northgate-fcu");
-    approve_for(&fixture, "northgate-fcu");
+    approve_for(&fixture, "northgate-fcu").unwrap();
     std::fs::remove_file(
         fixture
             .config()
@@ -393,17 +393,7 @@ fn a_tenant_approval_without_its_binding_is_never_presented_and_can_be_revoked()
 #[test]
 fn a_tenant_without_a_binding_has_nothing_of_its_own_to_approve() {
     let fixture = Fixture::new();
-    let error = fixture
-        .catalog
-        .approve(&cua_catalog::ApproveRequest {
-            reference: reference_of(SAVINGS),
-            by: "tenant-reviewer".to_owned(),
-            at: "2026-10-02T09:00:00.000000Z".to_owned(),
-            notes: None,
-            from_eval: false,
-            tenant: Some(tenant("riverside-cu")),
-        })
-        .unwrap_err();
+    let error = approve_for(&fixture, "riverside-cu").unwrap_err();
     assert_eq!(error.code(), "no_binding", "{error}");
     assert!(error.to_string().contains("riverside-cu"), "{error}");
 }
