@@ -104,7 +104,11 @@ fn killed_and_resumed_batches_never_post_twice_lose_nothing_and_leave_no_browser
     }
     for entry in std::fs::read_dir(batch.scene.evidence()).expect("the evidence root") {
         let dir = entry.expect("an entry").path();
-        if !dir.is_dir() {
+        let reserved = dir
+            .file_name()
+            .and_then(|name| name.to_str())
+            .is_some_and(|name| cua_evidence::RESERVED_ROOT_NAMES.contains(&name));
+        if !dir.is_dir() || reserved {
             continue;
         }
         let empty = std::fs::read_dir(&dir).expect("a run dir").next().is_none();

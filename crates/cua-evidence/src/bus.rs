@@ -136,6 +136,9 @@ impl EvidenceBus {
         // Both entries must survive a power cut: a resume that finds no run directory takes it
         // that nothing was written, which an intent synced into a lost directory would belie.
         dir.sync()?;
+        // The ledger exists from a root's first run on, so a root without one was tampered
+        // with rather than interrupted before its first run finished.
+        ledger::ensure(&root_dir)?;
         root_dir.sync()?;
         let prev_hash = chain::genesis_hash(run_id.as_str());
         Ok(Self {
@@ -286,9 +289,9 @@ impl EvidenceBus {
         Ok(written)
     }
 
-    /// After `run_end`: appends the run's head to the evidence root's ledger (signed when the
-    /// bus has a key), then projects the trace as written (already redacted) into a run record,
-    /// writes it as `run_record.json`, and returns the record.
+    /// After `run_end`: projects the trace as written (already redacted) into a run record,
+    /// writes it as `run_record.json`, then appends the run's head to the evidence root's ledger
+    /// (signed when the bus has a key), and returns the record.
     pub fn finish(&self) -> Result<RunRecord, EvidenceError> {
         let (head, events) = {
             let writer = self.lock()?;
@@ -297,16 +300,6 @@ impl EvidenceBus {
             }
             (writer.prev_hash.clone(), writer.next_seq - 1)
         };
-        // The head goes to the ledger before the record is written: a run killed in between
-        // is then recorded and lacks only its record, which the trace can still be projected
-        // into, rather than holding a record the ledger never pinned.
-        ledger::append(
-            &self.root,
-            self.run_id.as_str(),
-            &head,
-            events,
-            self.key.as_deref(),
-        )?;
         let lines = read_trace(self.dir.path())?;
         let record = project(&lines)?;
         // The record is projected from lines redacted as they were written, and holds nothing
@@ -321,6 +314,16 @@ impl EvidenceBus {
         let mut bytes = serde_json::to_vec_pretty(&value).map_err(serialize)?;
         bytes.push(b'\n');
         write_new_file(&self.dir, None, RUN_RECORD_FILE, &bytes)?;
+        // The ledger line is the run's commit marker, written last: a run killed before it is
+        // one that was interrupted while finishing, which `verify` accepts as such, and a run
+        // the ledger records always holds its record.
+        ledger::append(
+            &self.root,
+            self.run_id.as_str(),
+            &head,
+            events,
+            self.key.as_deref(),
+        )?;
         Ok(record)
     }
 

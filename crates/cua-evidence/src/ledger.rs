@@ -174,6 +174,12 @@ fn ledger_error(path: &Path, reason: impl Into<String>) -> EvidenceError {
     }
 }
 
+/// Creates the evidence root's ledger, empty, when it has none (mode 0600, never through a link).
+pub(crate) fn ensure(root: &Dir) -> Result<(), EvidenceError> {
+    root.open_append(LEDGER_FILE, Create::IfMissing, FileMode::Private)?;
+    Ok(())
+}
+
 /// Appends the head of a finished run to the ledger of `root`, signed when a key is given.
 /// The file is created (mode 0600) when missing, must otherwise be a regular file of ours
 /// (never a link), and is locked while the last line is read and the new one written. An

@@ -62,6 +62,11 @@ pub struct VerifyReport {
     /// finish, or whose chain broke first).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ledger: Option<LedgerCheck>,
+    /// The trace has its `run_end` but the ledger does not record the run: it was killed
+    /// while finishing, before its commit marker (the ledger line) was written. Its lines and
+    /// files verify, a run record present equals the projection, and nothing more is claimed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub finishing_interrupted: bool,
 }
 
 impl VerifyReport {
@@ -101,6 +106,9 @@ impl VerifyReport {
             Some(LedgerCheck::Recorded { signed: false, .. }) => {
                 summary.push_str(", head in the ledger (signatures not checked)");
             }
+            _ if self.finishing_interrupted => summary.push_str(
+                ", not in the ledger: killed while finishing (or the ledger's last lines were cut)",
+            ),
             _ => {}
         }
         if let Some(torn) = &self.torn_tail {
@@ -195,6 +203,7 @@ pub fn verify_with(
         torn_tail: None,
         broken: None,
         ledger: None,
+        finishing_interrupted: false,
     };
     let segments: Vec<&[u8]> = bytes.split_inclusive(|&byte| byte == b'\n').collect();
     let mut lines = Vec::new();
@@ -230,13 +239,20 @@ pub fn verify_with(
     }
     let ledger = check_ledger(&root_of(run_dir)?, &run_id, &report.head, public)?;
     if report.ended {
-        report.broken = finished_run_problem(&run, &lines, &report);
-        if report.broken.is_none() && ledger.is_failure() {
-            report.broken = Some(ChainBreak {
-                line: report.events,
-                kind: BreakKind::Ledger,
-                message: ledger_message(&ledger),
-            });
+        // The ledger line is a finished run's commit marker, written after its record: a run
+        // the ledger does not record (in a ledger that exists) was killed while finishing.
+        let committed = !matches!(ledger, LedgerCheck::NotRecorded);
+        report.broken = finished_run_problem(&run, &lines, &report, committed);
+        if report.broken.is_none() {
+            if !committed {
+                report.finishing_interrupted = true;
+            } else if ledger.is_failure() {
+                report.broken = Some(ChainBreak {
+                    line: report.events,
+                    kind: BreakKind::Ledger,
+                    message: ledger_message(&ledger),
+                });
+            }
         }
     } else if run.has_file(RUN_RECORD_FILE) {
         report.broken = check_run_record(&run, &lines, &report);
@@ -265,10 +281,13 @@ pub fn verify_with(
 
 /// What is wrong with a finished run beyond its lines: bytes after `run_end`, a missing or
 /// edited run record, a file its `run_end` names missing or changed, a file it does not name.
+/// A run not `committed` to the ledger was killed while finishing: its record may be missing
+/// and a temporary file of the record's write may be left, so neither is held against it.
 fn finished_run_problem(
     run: &Dir,
     lines: &[TraceLine],
     report: &VerifyReport,
+    committed: bool,
 ) -> Option<ChainBreak> {
     let after = report.events + 1;
     if let Some(torn) = &report.torn_tail {
@@ -281,17 +300,19 @@ fn finished_run_problem(
             ),
         });
     }
-    if !run.has_file(RUN_RECORD_FILE) {
+    if committed && !run.has_file(RUN_RECORD_FILE) {
         return Some(ChainBreak {
             line: after,
             kind: BreakKind::RunRecord,
             message: format!(
-                "the run ended but {RUN_RECORD_FILE} is missing: it was deleted, or the run was \
-                 killed while finishing"
+                "the run ended and the ledger records it, but {RUN_RECORD_FILE} is missing: it \
+                 was deleted"
             ),
         });
     }
-    if let Some(broken) = check_run_record(run, lines, report) {
+    if run.has_file(RUN_RECORD_FILE)
+        && let Some(broken) = check_run_record(run, lines, report)
+    {
         return Some(broken);
     }
     let Some(Event::RunEnd(end)) = lines.last().map(|line| &line.event) else {
@@ -305,6 +326,9 @@ fn finished_run_problem(
                 message,
             });
         }
+    }
+    if !committed {
+        return None;
     }
     let unreferenced = |message: String| {
         Some(ChainBreak {

@@ -332,19 +332,50 @@ fn read_head(dir: &Path) -> String {
         .to_owned()
 }
 
+/// The ledger line is a finished run's commit marker, written after its record: a run killed
+/// after its `run_end` but before that line, with or without its record, verifies as
+/// interrupted while finishing; a later line for its id with another head fails it.
 #[test]
-fn a_run_missing_from_the_ledger_or_recorded_again_with_another_head_fails() {
+fn a_run_killed_while_finishing_verifies_as_such_and_a_later_head_fails_it() {
     let root = tempfile::tempdir().expect("a root");
-    let dir = finished(root.path(), "run-once", None);
+    // Killed before its record: run_end written, finish never called.
+    let bus = crate::bus(root.path(), "run-killed", crate::policy_redactor());
+    crate::replay_run(&bus);
+    let dir = bus.dir().to_owned();
+    drop(bus);
+    let report = verify(&dir).expect("a run directory");
+    assert!(report.is_intact(), "{report:?}");
+    assert!(report.finishing_interrupted);
+    assert!(
+        report.summary().contains("killed while finishing"),
+        "{}",
+        report.summary()
+    );
+    // Killed after its record: the record must still be the projection.
+    let once = finished(root.path(), "run-once", None);
     let ledger = root.path().join(LEDGER_FILE);
     let recorded = fs::read_to_string(&ledger).expect("the test controls these files");
-    fs::write(&ledger, "").expect("the test controls these files");
-    let (kind, message) = broken(&verify(&dir).expect("the test controls these files"));
-    assert_eq!(kind, BreakKind::Ledger, "{message}");
-    fs::write(&ledger, &recorded).expect("the test controls these files");
-    assert!(verify(&dir).expect("a run directory").is_intact());
+    let kept: String = recorded
+        .lines()
+        .filter(|line| !line.contains("\"run-once\""))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    fs::write(&ledger, kept).expect("the test controls these files");
+    let report = verify(&once).expect("a run directory");
+    assert!(
+        report.is_intact() && report.finishing_interrupted,
+        "{report:?}"
+    );
+    let record = once.join(RUN_RECORD_FILE);
+    let edited = fs::read_to_string(&record)
+        .expect("the test controls these files")
+        .replace("\"authorized\": true", "\"authorized\": false");
+    fs::write(&record, edited).expect("the test controls these files");
+    let (kind, message) = broken(&verify(&once).expect("a run directory"));
+    assert_eq!(kind, BreakKind::RunRecord, "{message}");
     // The id reused by a later run: the latest line is the one that counts.
-    cua_evidence::append_to_ledger(root.path(), "run-once", "blake3:later", 9, None)
+    let dir = finished(root.path(), "run-again", None);
+    cua_evidence::append_to_ledger(root.path(), "run-again", "blake3:later", 9, None)
         .expect("the test controls these files");
     let (kind, message) = broken(&verify(&dir).expect("the test controls these files"));
     assert_eq!(kind, BreakKind::Ledger, "{message}");
