@@ -205,6 +205,11 @@ impl Settings {
             tenant: tenant.clone(),
             base_url: args.base_url.clone(),
         };
+        check_secrets(
+            &prepared.capability,
+            &loader,
+            &policy_config.secrets.env_prefix,
+        )?;
         Ok(Self {
             prepared,
             inputs,
@@ -710,6 +715,41 @@ fn load_binding(
     }
     let text = read(&path)?;
     TenantBinding::from_yaml(&text).map_err(|error| Failure::invalid(&path, &error))
+}
+
+/// Refuses, before any browser starts, a run whose capability (or a capability its remedies
+/// run) names a secret the environment does not hold: found halfway through a flow, after a
+/// sign-on or a mutation, it could only fail the run. A remedy that does not load is left to
+/// fail when it is needed, as it would.
+fn check_secrets(
+    capability: &Capability,
+    loader: &CatalogLoader,
+    env_prefix: &str,
+) -> Result<(), Failure> {
+    let environment = std::env::vars_os()
+        .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)));
+    let secrets = SecretResolver::new(env_prefix.to_owned(), environment, Redactor::default());
+    let mut pending = vec![capability.clone()];
+    let mut seen = std::collections::BTreeSet::from([capability.reference()]);
+    while let Some(capability) = pending.pop() {
+        for name in capability.secret_names() {
+            secrets.check(&name).map_err(|error| {
+                Failure::new(
+                    Exit::Usage,
+                    "missing_secret",
+                    format!("{} needs a secret: {error}", capability.reference()),
+                )
+            })?;
+        }
+        for remedy in capability.remedy_capabilities() {
+            if seen.insert(remedy.clone())
+                && let Ok(prepared) = loader.load(&remedy)
+            {
+                pending.push(prepared.capability);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The approval a run of `reference` is judged by when none is named, as the catalog judges it

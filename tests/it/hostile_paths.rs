@@ -101,12 +101,23 @@ impl Ground {
 /// `cua ARGS` from the repository root, with no browser to start.
 fn cua<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_cua"));
+    command.args(args);
+    with_path_test_env(&mut command);
     command
-        .args(args)
+}
+
+/// The repository as working directory, no browser, and the secrets a replay checks before
+/// anything else: these tests are about paths.
+fn with_path_test_env(command: &mut Command) {
+    command
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("NO_COLOR", "1")
-        .env("CUA_CHROMIUM", "/nonexistent/chromium");
-    command
+        .env("CUA_CHROMIUM", "/nonexistent/chromium")
+        .env("CUA_SECRET_COREBANK_OPERATOR_ID", "operator-for-path-tests")
+        .env(
+            "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
+            "password-for-path-tests",
+        );
 }
 
 /// Runs `command` to its end, which must come within [`PROMPTLY`].
@@ -427,10 +438,8 @@ fn validate_and_every_reader_refuse_a_device_a_fifo_or_a_directory_at_once() {
             .arg("--as=4294967296")
             .arg("--")
             .arg(env!("CARGO_BIN_EXE_cua"))
-            .args(args)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env("NO_COLOR", "1")
-            .env("CUA_CHROMIUM", "/nonexistent/chromium");
+            .args(args);
+        with_path_test_env(&mut command);
         run(&mut command)
     };
     for (path, kind) in [

@@ -790,6 +790,50 @@ fn a_tenant_approval_taken_with_catalog_approve_lets_that_tenants_transfer_run()
     assert_eq!(scene.fixture().handle().transfers().len(), 1);
 }
 
+/// A secret the flow needs (here, the sign-on remedy's password) that the environment does not
+/// hold is a usage error naming the variable, before any browser starts or evidence is written,
+/// never an `internal` failure halfway through the flow.
+#[test]
+fn a_missing_secret_is_refused_before_the_browser_starts_naming_its_variable() {
+    let scene = Scene::new();
+    for batch in [false, true] {
+        let rows = scene.scratch.path().join("rows.jsonl");
+        std::fs::write(&rows, "{\"member_id\": \"12345\"}\n").expect("a rows file");
+        let mut args = vec![
+            "--format",
+            "json",
+            "corebank.member.savings_balance@1.0.0",
+            "--run-id",
+            "no-secret",
+        ];
+        let rows_arg = rows.display().to_string();
+        if batch {
+            args.extend(["--inputs", rows_arg.as_str()]);
+        } else {
+            args.extend(["--input", "member_id=12345"]);
+        }
+        let output = scene
+            .replay_command(&args)
+            .env_remove("CUA_SECRET_COREBANK_OPERATOR_PASSWORD")
+            .output()
+            .expect("the cua binary runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(2), "batch {batch}: {stdout}");
+        let envelope: Value = serde_json::from_str(&stdout).expect("one JSON envelope");
+        assert_eq!(envelope["error"]["code"], "missing_secret", "{envelope}");
+        let message = envelope["error"]["message"].as_str().expect("a message");
+        assert!(
+            message.contains("CUA_SECRET_COREBANK_OPERATOR_PASSWORD")
+                && message.contains("corebank.auth.sign_on@1.0.0"),
+            "{message}"
+        );
+        assert!(
+            !scene.evidence().exists(),
+            "nothing was started: no evidence was written"
+        );
+    }
+}
+
 #[test]
 fn a_batch_prints_one_line_per_row_in_order_and_resumes_without_rerunning() {
     let scene = Scene::new();

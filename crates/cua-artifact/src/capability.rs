@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::document::CapabilitySchema;
 use crate::identifiers::{
-    CapabilityId, CapabilityRef, ContentHash, Identifier, InputName, OutputName, SemVer, StepId,
+    CapabilityId, CapabilityRef, ContentHash, Identifier, InputName, OutputName, SecretName,
+    SemVer, StepId,
 };
 use crate::predicate::Predicate;
 use crate::target::TargetDescriptor;
@@ -70,6 +71,45 @@ impl Capability {
     /// `id@version`.
     pub fn reference(&self) -> CapabilityRef {
         CapabilityRef::new(self.id.clone(), self.version.clone())
+    }
+
+    /// Every secret the capability names (`{$secret: …}`) anywhere: steps, checkpoint, remedy
+    /// actions and remedy inputs. The capabilities its remedies run name their own.
+    pub fn secret_names(&self) -> BTreeSet<SecretName> {
+        fn walk(value: &serde_json::Value, found: &mut BTreeSet<SecretName>) {
+            match value {
+                serde_json::Value::Object(map) => {
+                    // A value reference serializes as a one-key mapping; the documents deny
+                    // unknown keys, so `$secret` can be nothing else.
+                    if let (1, Some(serde_json::Value::String(name))) =
+                        (map.len(), map.get("$secret"))
+                        && let Ok(name) = SecretName::parse(name)
+                    {
+                        found.insert(name);
+                    }
+                    map.values().for_each(|item| walk(item, found));
+                }
+                serde_json::Value::Array(items) => items.iter().for_each(|item| walk(item, found)),
+                _ => {}
+            }
+        }
+        let mut found = BTreeSet::new();
+        if let Ok(value) = serde_json::to_value(self) {
+            walk(&value, &mut found);
+        }
+        found
+    }
+
+    /// The capabilities its recovery rules run as remedies (`type: run_capability`).
+    pub fn remedy_capabilities(&self) -> BTreeSet<CapabilityRef> {
+        self.recovery
+            .iter()
+            .flat_map(|rule| &rule.remedy)
+            .filter_map(|remedy| match remedy {
+                Remedy::RunCapability(run) => Some(run.capability.clone()),
+                Remedy::Action(_) => None,
+            })
+            .collect()
     }
 
     /// The highest declared step risk; it drives the approval gate.

@@ -87,6 +87,33 @@ impl SecretResolver {
     /// missing secret names the variable to set; a value shorter than
     /// [`MIN_LITERAL_CHARS`] characters is refused, since the redactor could not scrub it.
     pub fn resolve(&self, name: &SecretName) -> Result<SecretValue, EvidenceError> {
+        let (value, env_var) = self.lookup(name)?;
+        if !self.redactor.register_secret(value) {
+            return Err(EvidenceError::SecretTooShort {
+                name: name.to_string(),
+                env_var,
+                min: MIN_LITERAL_CHARS,
+            });
+        }
+        Ok(SecretValue(value.clone()))
+    }
+
+    /// Whether [`SecretResolver::resolve`] would issue the secret, without issuing it: a run
+    /// checks every secret it may need before its browser starts, so a missing one is a usage
+    /// error up front rather than a failure halfway through a flow.
+    pub fn check(&self, name: &SecretName) -> Result<(), EvidenceError> {
+        let (value, env_var) = self.lookup(name)?;
+        if value.chars().count() < MIN_LITERAL_CHARS {
+            return Err(EvidenceError::SecretTooShort {
+                name: name.to_string(),
+                env_var,
+                min: MIN_LITERAL_CHARS,
+            });
+        }
+        Ok(())
+    }
+
+    fn lookup(&self, name: &SecretName) -> Result<(&String, String), EvidenceError> {
         let env_var = self.env_var(name);
         let value = self
             .overrides
@@ -96,14 +123,7 @@ impl SecretResolver {
                 name: name.to_string(),
                 env_var: env_var.clone(),
             })?;
-        if !self.redactor.register_secret(value) {
-            return Err(EvidenceError::SecretTooShort {
-                name: name.to_string(),
-                env_var,
-                min: MIN_LITERAL_CHARS,
-            });
-        }
-        Ok(SecretValue(value.clone()))
+        Ok((value, env_var))
     }
 }
 

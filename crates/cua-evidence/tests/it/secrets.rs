@@ -122,3 +122,26 @@ fn the_process_environment_is_read_with_the_default_prefix() {
         "{error}"
     );
 }
+
+#[test]
+fn checking_a_secret_issues_nothing_and_refuses_what_resolve_would() {
+    let redactor = Redactor::default();
+    let resolver = SecretResolver::new(
+        DEFAULT_ENV_PREFIX,
+        [
+            ("CUA_SECRET_COREBANK_OPERATOR_ID", "op-7731"),
+            ("CUA_SECRET_SHORT", "abc"),
+        ],
+        redactor.clone(),
+    );
+    resolver
+        .check(&name("corebank.operator_id"))
+        .expect("it is set");
+    assert_eq!(
+        redactor.redact_text("op-7731"),
+        "op-7731",
+        "a check registers nothing"
+    );
+    assert!(resolver.check(&name("corebank.password")).is_err());
+    assert!(resolver.check(&name("short")).is_err());
+}
