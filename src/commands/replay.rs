@@ -347,13 +347,10 @@ pub(crate) async fn replay_request(
         Some(key) => bus.with_signing_key(Arc::clone(key)),
         None => bus,
     };
-    let environment = std::env::vars_os()
-        .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)));
     let escalations =
         escalations::PersistedEscalations::new(settings.evidence_dir.clone(), redactor.clone());
-    let secrets = SecretResolver::new(
+    let secrets = SecretResolver::from_process_env_with_prefix(
         settings.policy_config.secrets.env_prefix.clone(),
-        environment,
         redactor,
     );
     let clock = TokioClock::new();
@@ -726,9 +723,7 @@ fn check_secrets(
     loader: &CatalogLoader,
     env_prefix: &str,
 ) -> Result<(), Failure> {
-    let environment = std::env::vars_os()
-        .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)));
-    let secrets = SecretResolver::new(env_prefix.to_owned(), environment, Redactor::default());
+    let secrets = SecretResolver::from_process_env_with_prefix(env_prefix, Redactor::default());
     let mut pending = vec![capability.clone()];
     let mut seen = std::collections::BTreeSet::from([capability.reference()]);
     while let Some(capability) = pending.pop() {

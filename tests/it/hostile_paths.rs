@@ -70,22 +70,11 @@ impl Ground {
             "the victim file was written"
         );
         let names = |dir: &Path| -> Vec<String> {
-            std::fs::read_dir(dir)
-                .map(|entries| {
-                    entries
-                        .map(|entry| {
-                            entry
-                                .expect("an entry")
-                                .file_name()
-                                .to_string_lossy()
-                                .into_owned()
-                        })
-                        .collect()
-                })
+            cua_fs::Dir::open(dir)
+                .and_then(|dir| dir.entry_names())
                 .unwrap_or_default()
         };
-        let mut inside = names(self.private.path());
-        inside.sort();
+        let inside = names(self.private.path());
         assert!(
             inside == ["victim.txt"] || inside == ["victim-dir", "victim.txt"],
             "something was created beside the victim: {inside:?}"
@@ -196,7 +185,7 @@ fn draft_capability(path: &Path) {
 
 /// The savings replay under `--run-id run_id` into `evidence`, batch over `rows` when given,
 /// against an address where nothing listens: whatever is refused is refused before any page.
-fn replay_nowhere(evidence: &Path, run_id: &str, rows: Option<&Path>) -> Ran {
+fn replay_nowhere(evidence: &Path, run_id: &str, rows: Option<&Path>, extra: &[&str]) -> Ran {
     let mut args = vec![
         "replay",
         SAVINGS,
@@ -211,6 +200,7 @@ fn replay_nowhere(evidence: &Path, run_id: &str, rows: Option<&Path>) -> Ran {
         Some(rows) => args.extend(["--inputs", rows.to_str().expect("UTF-8")]),
         None => args.extend(["--input", "member_id=12345"]),
     }
+    args.extend(extra);
     run(&mut cua(&args))
 }
 
@@ -230,7 +220,7 @@ fn a_run_id_that_leaves_the_evidence_root_is_refused_by_batch_and_replay() {
         too_long.as_str(),
     ] {
         for batch in [true, false] {
-            let ran = replay_nowhere(&evidence, run_id, batch.then_some(rows.as_path()));
+            let ran = replay_nowhere(&evidence, run_id, batch.then_some(rows.as_path()), &[]);
             let said = format!("{}{}", ran.stdout, ran.stderr);
             assert_eq!(ran.code, 2, "--run-id {run_id:?} (batch: {batch}): {said}");
             assert!(
@@ -261,22 +251,8 @@ fn a_batch_state_file_planted_as_a_link_is_refused_and_its_target_left_alone() {
         &ground.shared("dangling.batch.jsonl"),
     );
     for (run_id, resume) in [("linked", false), ("linked", true), ("dangling", false)] {
-        let mut args = vec![
-            "replay",
-            SAVINGS,
-            "--evidence-dir",
-            evidence.to_str().expect("UTF-8"),
-            "--base-url",
-            "http://127.0.0.1:9",
-            "--inputs",
-            rows.to_str().expect("UTF-8"),
-            "--run-id",
-            run_id,
-        ];
-        if resume {
-            args.push("--resume");
-        }
-        let ran = run(&mut cua(&args));
+        let resume: &[&str] = if resume { &["--resume"] } else { &[] };
+        let ran = replay_nowhere(evidence, run_id, Some(rows.as_path()), resume);
         assert_refused(
             &ran,
             &ground.shared(&format!("{run_id}.batch.jsonl")),
@@ -295,7 +271,7 @@ fn an_evidence_root_or_run_directory_planted_as_a_link_is_refused() {
     let linked_root = ground.shared("evidence");
     plant_symlink(&victim_dir, &linked_root);
     let replay = |evidence: &Path, run_id: &str, batch: bool| {
-        replay_nowhere(evidence, run_id, batch.then_some(rows.as_path()))
+        replay_nowhere(evidence, run_id, batch.then_some(rows.as_path()), &[])
     };
     for batch in [false, true] {
         let ran = replay(&linked_root, "run-a", batch);

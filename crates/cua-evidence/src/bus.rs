@@ -516,17 +516,9 @@ mod tests {
             fs::read(root.path().join("snapshots/0001-a.json")).expect("readable"),
             b"{}"
         );
-        let mut names: Vec<String> = fs::read_dir(root.path().join("snapshots"))
-            .expect("listable")
-            .map(|entry| {
-                entry
-                    .expect("an entry")
-                    .file_name()
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .collect();
-        names.sort();
+        let names = Dir::open(&root.path().join("snapshots"))
+            .and_then(|snapshots| snapshots.entry_names())
+            .expect("listable");
         assert_eq!(names, [".cua-0000000000000000.tmp", "0001-a.json"]);
     }
 }

@@ -67,9 +67,14 @@ impl SecretResolver {
     /// A resolver over the process environment with the default prefix. Variables whose name
     /// or value is not UTF-8 are skipped.
     pub fn from_process_env(redactor: Redactor) -> Self {
+        Self::from_process_env_with_prefix(DEFAULT_ENV_PREFIX, redactor)
+    }
+
+    /// [`SecretResolver::from_process_env`] with the policy's own prefix.
+    pub fn from_process_env_with_prefix(prefix: impl Into<String>, redactor: Redactor) -> Self {
         let environment = std::env::vars_os()
             .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)));
-        Self::new(DEFAULT_ENV_PREFIX, environment, redactor)
+        Self::new(prefix, environment, redactor)
     }
 
     /// Adds a value that wins over the environment for one name.
