@@ -119,15 +119,21 @@ fn codegen_usage_errors_exit_2() {
 /// Playwright runs one at a time, across test processes (nextest runs each test in its own):
 /// they share the install and the machine's two cores. The lock is held until the file drops.
 pub(crate) fn one_at_a_time() -> File {
+    exclusive("playwright-ci")
+}
+
+/// An exclusive lock across test processes on `target/<name>.lock`, held until the file drops:
+/// for tests that share something outside themselves (an install, an application's settings).
+pub(crate) fn exclusive(name: &str) -> File {
     let target = repository().join("target");
     std::fs::create_dir_all(&target).expect("target/ can be created");
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(target.join("playwright-ci.lock"))
-        .expect("the Playwright lock file opens");
-    file.lock().expect("the Playwright lock is taken");
+        .open(target.join(format!("{name}.lock")))
+        .expect("the lock file opens");
+    file.lock().expect("the lock is taken");
     file
 }
 
@@ -204,12 +210,14 @@ impl Drop for Fixture {
     }
 }
 
-/// Each spec file's result: whether it passed, and its error messages.
+/// Each spec file's result: whether it passed, its error messages, and the outputs it read
+/// (the `output` annotations a generated spec adds, `name=value`).
 #[derive(Debug)]
 pub(crate) struct Outcome {
     pub(crate) file: String,
     pub(crate) passed: bool,
     pub(crate) errors: Vec<String>,
+    pub(crate) outputs: std::collections::BTreeMap<String, String>,
 }
 
 /// Runs `npx playwright test` on every spec in `specs` (a directory inside the install) against
@@ -297,10 +305,34 @@ fn collect(suites: &serde_json::Value, outcomes: &mut Vec<Outcome>) {
                 .flat_map(|result| result["errors"].as_array().cloned().unwrap_or_default())
                 .filter_map(|error| error["message"].as_str().map(str::to_owned))
                 .collect();
+            // Annotations added at run time are on the test and on its result, by version.
+            let outputs = spec["tests"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|test| {
+                    let mut all = test["annotations"].as_array().cloned().unwrap_or_default();
+                    for result in test["results"].as_array().into_iter().flatten() {
+                        all.extend(
+                            result["annotations"]
+                                .as_array()
+                                .cloned()
+                                .unwrap_or_default(),
+                        );
+                    }
+                    all
+                })
+                .filter(|annotation| annotation["type"] == "output")
+                .filter_map(|annotation| {
+                    let (name, value) = annotation["description"].as_str()?.split_once('=')?;
+                    Some((name.to_owned(), value.to_owned()))
+                })
+                .collect();
             outcomes.push(Outcome {
                 file: spec["file"].as_str().unwrap_or_default().to_owned(),
                 passed: spec["ok"].as_bool() == Some(true),
                 errors,
+                outputs,
             });
         }
         collect(&suite["suites"], outcomes);
@@ -376,6 +408,17 @@ fn generated_specs_pass_against_the_fixture_and_an_edited_expectation_fails() {
         let result = outcome(&outcomes, file);
         assert!(result.passed, "{file} failed: {:#?}", result.errors);
     }
+    // What the spec read is what replay reads for the example member: each value beside its
+    // own label, not a look-alike's.
+    let read = &outcome(&outcomes, "savings_balance.spec.ts").outputs;
+    assert_eq!(
+        (
+            read["savings_balance"].as_str(),
+            read["account_status"].as_str()
+        ),
+        ("$4,210.55", "Active"),
+        "{read:#?}"
+    );
     let edited = outcome(&outcomes, "edited_expectation.spec.ts");
     assert!(!edited.passed, "the edited expectation must fail");
     assert!(

@@ -2,17 +2,21 @@
 //!
 //! [`render_playwright`] writes one `test()` that does what replay does, in Playwright's terms:
 //!
-//! - **Targets** become role-within-scope locators: the frame of `scope.frame` through
-//!   `page.frameLocator('frame[name="…"]')`, then `getByRole(role, { name, exact })`. A target
-//!   without a name is found through its anchor's table row (the innermost row holding a cell
-//!   named like the anchor); `adjacent_to` is "the other cell of the label's row". An
-//!   `identity` check keys the target: the one row whose key cell holds the key (a key two rows
-//!   hold fails the test, as replay refuses it), and an `ordinal` is `.nth(i)` inside that row. CSS hints are never written:
-//!   they are an unverified cache of replay's, and a test that followed one would pass on a
-//!   control that only looks right. A target's region is checked on each candidate element
-//!   (`inRegion`: the slug of the last heading before it), as cua's snapshot infers it.
+//! - **Targets** become role-within-scope locators that resolve as replay does: the frame of
+//!   `scope.frame` through `page.frameLocator('frame[name="…"]')`, then `getByRole(role, { name })`
+//!   (`byRole` for cua's aliased roles, `getByText` for a run of text, a textbox of its input
+//!   type for a date field). Names match by cua's rules (`exactName`, `folded`, a part, a
+//!   regex; a run's values escaped into a regex at run time). A name and an anchor narrow each
+//!   other; `row_of` is the innermost row holding the anchor, `adjacent_to` the first sibling
+//!   after it that holds a candidate (`adjacentTo`), `labelled_by` `getByLabel`. An `identity`
+//!   check keys the target: the one row whose key cell holds the key (a key two rows hold
+//!   fails the test, as replay refuses it), and an `ordinal` is `.nth(i)` inside that row. CSS
+//!   hints are never written: they are an unverified cache of replay's, and a test that
+//!   followed one would pass on a control that only looks right. A region is checked on each
+//!   candidate element (`inRegionAll`: its innermost landmark, then the last heading inside it),
+//!   as cua's snapshot infers it.
 //! - **Preconditions, postconditions, waits, assertions and the checkpoint** become `expect`s
-//!   (`toBeVisible`, `toHaveCount(0)`, `toHaveValue`, `toHaveURL`, polled page text); a step's
+//!   (`toBeVisible`, `toHaveCount(0)`, polled values and page text, `toHaveURL`); a step's
 //!   wait timeout bounds its postcondition. Playwright's strict mode refuses a locator that
 //!   matches several elements, as replay refuses an ambiguous target.
 //! - **Outputs** are asserted by shape (money, date, number, non-empty text), never by value:
@@ -26,8 +30,9 @@
 //!
 //! Every interpolated text goes through an escaper ([`ts_string`], [`comment_text`],
 //! [`css_string`], [`js_regex_literal`]). What cannot be expressed faithfully (a `raw_input`,
-//! a region scope in a condition, a `within_section` anchor, an `http_status_in` check, a regex
-//! the JavaScript engine reads differently, an irreversible step without
+//! a `within_section` anchor, an `http_status_in` check, money read in a region, a value inside
+//! a regex character class, a regex the JavaScript engine reads differently, an irreversible
+//! step without
 //! [`CodegenConfig::allow_irreversible`]) is refused, every refusal at once, naming the step
 //! and why ([`CompileError::Unexpressible`]).
 
@@ -219,23 +224,47 @@ enum Helper {
     Secret,
     Squash,
     Folded,
+    ExactName,
     FoldedPart,
     PageText,
     ValuesOf,
+    ValueOf,
     CellUnder,
     ReadMoney,
     MoneyIn,
     KeyedRow,
     InRegion,
+    InRegionAll,
     UrlValue,
+    RegexText,
+    AdjacentTo,
+    Click,
+    ByRole,
+    Named,
 }
 
 impl Helper {
     fn requires(self) -> &'static [Helper] {
         match self {
-            Self::PageText | Self::ValuesOf | Self::CellUnder | Self::ReadMoney => &[Self::Squash],
+            Self::PageText | Self::CellUnder | Self::ReadMoney => &[Self::Squash],
+            Self::ValuesOf => &[Self::Squash, Self::ValueOf],
             Self::MoneyIn => &[Self::ReadMoney],
             Self::KeyedRow => &[Self::Squash],
+            Self::InRegion | Self::AdjacentTo => &[Self::InRegionAll],
+            Self::ExactName => &[Self::Squash, Self::RegexText],
+            _ => &[],
+        }
+    }
+
+    /// The Playwright types its source names.
+    fn types(self) -> &'static [&'static str] {
+        match self {
+            Self::PageText => &["Page"],
+            Self::ValuesOf | Self::ValueOf | Self::MoneyIn => &["Locator"],
+            Self::InRegion | Self::InRegionAll => &["Locator"],
+            Self::AdjacentTo | Self::Click => &["Locator"],
+            Self::ByRole | Self::Named => &["Page", "FrameLocator", "Locator"],
+            Self::KeyedRow | Self::CellUnder => &["Page", "FrameLocator", "Locator"],
             _ => &[],
         }
     }
@@ -247,15 +276,23 @@ impl Helper {
             Self::Secret => HELPER_SECRET,
             Self::Squash => HELPER_SQUASH,
             Self::Folded => HELPER_FOLDED,
+            Self::ExactName => HELPER_EXACT_NAME,
             Self::FoldedPart => HELPER_FOLDED_PART,
             Self::PageText => HELPER_PAGE_TEXT,
             Self::ValuesOf => HELPER_VALUES_OF,
+            Self::ValueOf => HELPER_VALUE_OF,
             Self::CellUnder => HELPER_CELL_UNDER,
             Self::ReadMoney => HELPER_READ_MONEY,
             Self::MoneyIn => HELPER_MONEY_IN,
             Self::KeyedRow => HELPER_KEYED_ROW,
             Self::InRegion => HELPER_IN_REGION,
+            Self::InRegionAll => HELPER_IN_REGION_ALL,
             Self::UrlValue => HELPER_URL_VALUE,
+            Self::RegexText => HELPER_REGEX_TEXT,
+            Self::AdjacentTo => HELPER_ADJACENT_TO,
+            Self::Click => HELPER_CLICK,
+            Self::ByRole => HELPER_BY_ROLE,
+            Self::Named => HELPER_NAMED,
         }
     }
 }
@@ -277,6 +314,13 @@ impl Body {
     }
 }
 
+/// What a translated node query is: its locator, and the region (as cua's snapshot infers it)
+/// its nodes must be in, which no locator can say.
+struct QueryCode {
+    locator: String,
+    region: Option<String>,
+}
+
 /// What a translated target is: the statements that build it, and its locator.
 struct TargetCode {
     lines: Vec<String>,
@@ -285,31 +329,14 @@ struct TargetCode {
 
 /// How a name is matched: the `name` of `getByRole`, and the same match for element text.
 struct NameSpec {
-    /// A string literal, `folded('…')` or a regex literal.
+    /// `exactName(…)`, `folded(…)`, a string (a case-insensitive part), or a `RegExp`.
     value: String,
-    /// Whether `getByRole` compares the whole name, case-sensitively.
-    exact: bool,
-    /// The same match for `hasNotText` (a string there is a substring).
-    text: String,
 }
 
 impl NameSpec {
     /// `, { name: … }` for `getByRole`.
     fn option(&self) -> String {
-        if self.exact {
-            format!(", {{ name: {}, exact: true }}", self.value)
-        } else {
-            format!(", {{ name: {} }}", self.value)
-        }
-    }
-
-    /// The arguments of `getByLabel`.
-    fn label_arguments(&self) -> String {
-        if self.exact {
-            format!("{}, {{ exact: true }}", self.value)
-        } else {
-            self.value.clone()
-        }
+        format!(", {{ name: {} }}", self.value)
     }
 }
 
@@ -737,7 +764,8 @@ impl<'c> SpecWriter<'c> {
                         "const dialog = page.waitForEvent('dialog', { timeout: 10000 });"
                             .to_owned(),
                     );
-                    lines.push("const clicked = target.click();".to_owned());
+                    self.use_helper(Helper::Click);
+                    lines.push("const clicked = click(target);".to_owned());
                     lines.push("const confirm = await dialog;".to_owned());
                     lines.push("expect(confirm.type()).toBe('confirm');".to_owned());
                     lines.push(format!(
@@ -747,7 +775,8 @@ impl<'c> SpecWriter<'c> {
                     lines.push("await confirm.accept();".to_owned());
                     lines.push("await clicked;".to_owned());
                 } else {
-                    lines.push("await target.click();".to_owned());
+                    self.use_helper(Helper::Click);
+                    lines.push("await click(target);".to_owned());
                 }
             }
             Action::Type {
@@ -817,13 +846,14 @@ impl<'c> SpecWriter<'c> {
             Action::Extract { target, into, .. } => {
                 // Replay extracts a control's value, or else its text.
                 let read = if VALUE_ROLES.contains(&target.role.as_str()) {
-                    "inputValue"
+                    self.use_helper(Helper::ValueOf);
+                    "valueOf(target)"
                 } else {
-                    "innerText"
+                    "target.innerText()"
                 };
                 self.target_statements(target, scope, body, &mut lines)?;
                 self.use_helper(Helper::Squash);
-                lines.push(format!("outputs.{into} = squash(await target.{read}());"));
+                lines.push(format!("outputs.{into} = squash(await {read});"));
             }
             Action::Assert { that } => {
                 lines.extend(self.expect_lines(that, None, scope, body)?);
@@ -895,12 +925,7 @@ impl<'c> SpecWriter<'c> {
         }
         // A target's region is checked on the element itself (`inRegion`); the frame scopes
         // the locator.
-        let frame_scope = descriptor.scope.as_ref().map(|scope| NodeScope {
-            frame: scope.frame.clone(),
-            region: None,
-        });
-        let root = self.scope_expression(frame_scope.as_ref(), body)?;
-        let role = ts_string(playwright_role(&descriptor.role)?);
+        let root = self.scope_expression(descriptor.scope.as_ref(), body);
         let name = descriptor
             .name
             .as_ref()
@@ -908,64 +933,76 @@ impl<'c> SpecWriter<'c> {
             .transpose()?;
 
         // `rows`: the rows the target sits in, when it is found through a row; `inside`: the
-        // target relative to its row (or to the root).
-        let (rows, inside) = match (&name, &descriptor.anchor) {
-            (Some(name), _) => {
-                let inside = format!(".getByRole({role}{})", name.option());
+        // target relative to its row (or to the root). A name and an anchor are both
+        // constraints, as in replay: the named nodes standing where the anchor says.
+        let mut lines = Vec::new();
+        let candidates = self.by_role(&root, &descriptor.role, name.as_ref())?;
+        let (rows, inside) = match &descriptor.anchor {
+            None => {
                 let rows = descriptor
                     .identity
                     .as_ref()
-                    .map(|_| innermost_rows(&root, &format!("page{inside}")));
-                (rows, inside)
+                    .map(|_| innermost_rows(&root, &on("page", &candidates)));
+                (rows, candidates)
             }
-            (None, Some(anchor)) => match anchor.relation {
-                AnchorRelation::RowOf | AnchorRelation::AdjacentTo => {
-                    let label = self.name_spec(anchor.match_mode, &anchor.text, scope)?;
-                    let rows =
-                        innermost_rows(&root, &format!("page.getByRole('cell'{})", label.option()));
-                    let mut inside = format!("{BREAK}.getByRole({role})");
-                    if descriptor.role == "cell" {
-                        // The label is a cell of the same row; the target is the other cell.
-                        inside
-                            .push_str(&format!("{BREAK}.filter({{ hasNotText: {} }})", label.text));
+            Some(anchor) => {
+                let label = self.name_spec(anchor.match_mode, &anchor.text, scope)?;
+                lines.push(format!("const anchorName = {};", label.value));
+                match anchor.relation {
+                    AnchorRelation::AdjacentTo if descriptor.identity.is_none() => {
+                        // Beside its label anywhere, not only in a table: the sibling after it.
+                        let anchors = self.named(&root, "anchorName");
+                        lines.push(format!("const anchors = {anchors};"));
+                        self.use_helper(Helper::AdjacentTo);
+                        let what = format!("{} adjacent_to {:?}", descriptor.role, anchor.text);
+                        let region = descriptor
+                            .scope
+                            .as_ref()
+                            .and_then(|scope| scope.region.as_deref())
+                            .map_or_else(|| "null".to_owned(), ts_string);
+                        lines.push(format!(
+                            "const adjacent = await adjacentTo(anchors, anchorName, {}, {region}, {});",
+                            on(&root, &candidates),
+                            ts_string(&what)
+                        ));
+                        // Found already: a template that names no base.
+                        (None, "adjacent".to_owned())
                     }
-                    (Some(rows), inside)
-                }
-                AnchorRelation::LabelledBy => {
-                    if descriptor.identity.is_some() {
-                        return Err(
-                            "an identity check on a target found by its label: the label names \
-                             no row to check"
-                                .to_owned(),
-                        );
+                    AnchorRelation::RowOf | AnchorRelation::AdjacentTo => {
+                        let rows = innermost_rows(&root, &self.named("page", "anchorName"));
+                        let mut inside = candidates;
+                        if descriptor.role == "cell" {
+                            // The label is a cell of the same row; the target is another cell.
+                            inside
+                                .push_str(&format!("{BREAK}.filter({{ hasNotText: anchorName }})"));
+                        }
+                        (Some(rows), inside)
                     }
-                    let label = self.name_spec(anchor.match_mode, &anchor.text, scope)?;
-                    let inside = format!(
-                        ".getByRole({role}).and({root}.getByLabel({}))",
-                        label.label_arguments()
-                    );
-                    (None, inside)
+                    AnchorRelation::LabelledBy => {
+                        if descriptor.identity.is_some() {
+                            return Err(
+                                "an identity check on a target found by its label: the label names \
+                                 no row to check"
+                                    .to_owned(),
+                            );
+                        }
+                        (
+                            None,
+                            format!("{candidates}.and({root}.getByLabel(anchorName))"),
+                        )
+                    }
+                    AnchorRelation::WithinSection => {
+                        return Err(format!(
+                            "the anchor `within_section {:?}` depends on whether the anchor is a \
+                             heading or a table cell on the live page; Playwright has no \
+                             role-based locator for \"the nodes after a heading\"",
+                            anchor.text
+                        ));
+                    }
                 }
-                AnchorRelation::WithinSection => {
-                    return Err(format!(
-                        "the anchor `within_section {:?}` depends on whether the anchor is a \
-                         heading or a table cell on the live page; Playwright has no role-based \
-                         locator for \"the nodes after a heading\"",
-                        anchor.text
-                    ));
-                }
-            },
-            (None, None) => {
-                let inside = format!(".getByRole({role})");
-                let rows = descriptor
-                    .identity
-                    .as_ref()
-                    .map(|_| innermost_rows(&root, &format!("page{inside}")));
-                (rows, inside)
             }
         };
 
-        let mut lines = Vec::new();
         let locator = match (&descriptor.identity, rows) {
             (Some(identity), Some(rows)) => {
                 lines.push(format!(
@@ -973,12 +1010,12 @@ impl<'c> SpecWriter<'c> {
                     self.keyed_row(&root, &rows, identity, scope)?
                 ));
                 match descriptor.ordinal {
-                    Some(ordinal) => format!("row{inside}.nth({ordinal})"),
-                    None => format!("row{inside}"),
+                    Some(ordinal) => format!("{}.nth({ordinal})", on("row", &inside)),
+                    None => on("row", &inside),
                 }
             }
-            (_, Some(rows)) => format!("{rows}{inside}"),
-            (_, None) => format!("{root}{inside}"),
+            (_, Some(rows)) => on(&rows, &inside),
+            (_, None) => on(&root, &inside),
         };
         let locator = match descriptor
             .scope
@@ -996,6 +1033,39 @@ impl<'c> SpecWriter<'c> {
             None => locator,
         };
         Ok(TargetCode { lines, locator })
+    }
+
+    /// How a locator (in frame `root`) finds `role` named by `name`: a template where
+    /// [`BASE`] stands for that locator (`␂.getByRole(…)`, `byRole(␂, …)`). Fill it with [`on`].
+    fn by_role(
+        &mut self,
+        root: &str,
+        role: &str,
+        name: Option<&NameSpec>,
+    ) -> Result<String, String> {
+        let option = name.map_or_else(String::new, NameSpec::option);
+        Ok(match role_locator(role)? {
+            RoleLocator::Aria(role) => format!("{BASE}.getByRole({}{option})", ts_string(role)),
+            RoleLocator::Aliased(role) => {
+                self.use_helper(Helper::ByRole);
+                format!("byRole({BASE}, {}{option})", ts_string(role))
+            }
+            RoleLocator::Field(kind) => format!(
+                "{BASE}.getByRole('textbox'{option}){BREAK}.and({root}.locator({}))",
+                ts_string(&format!("input[type=\"{kind}\"]"))
+            ),
+            RoleLocator::Text => match name {
+                Some(name) => format!("{BASE}.getByText({})", name.value),
+                None => format!("{BASE}{TEXT_RUNS}"),
+            },
+        })
+    }
+
+    /// The nodes of `root` whose name matches `name` (an argument of `getByText`), whatever
+    /// their role: cua's query without a role.
+    fn named(&mut self, root: &str, name: &str) -> String {
+        self.use_helper(Helper::Named);
+        format!("named({root}, {name})")
     }
 
     /// The identity check as the one row of `rows` whose key cell holds the key: replay keys a
@@ -1048,7 +1118,8 @@ impl<'c> SpecWriter<'c> {
         ))
     }
 
-    /// How a name (or an anchor's text) is matched, by match mode.
+    /// How a name (or an anchor's text) is matched, by match mode. Its values are bound as
+    /// replay binds them: as text, and escaped in a regex ([`Self::bound_regex`]).
     fn name_spec(
         &mut self,
         mode: MatchMode,
@@ -1062,49 +1133,154 @@ impl<'c> SpecWriter<'c> {
                     .to_owned(),
             );
         }
-        if text.contains("{$") {
-            return self.bound_name_spec(mode, text, scope);
-        }
-        Ok(match mode {
-            MatchMode::Exact => NameSpec {
-                value: ts_string(text),
-                exact: true,
-                text: exact_text_regex(text),
-            },
+        let value = match mode {
+            MatchMode::Exact => {
+                self.use_helper(Helper::ExactName);
+                format!("exactName({})", self.text_expression(text, scope)?)
+            }
             MatchMode::Normalized => {
                 self.use_helper(Helper::Folded);
-                let value = format!("folded({})", ts_string(text));
-                NameSpec {
-                    text: value.clone(),
-                    value,
-                    exact: false,
-                }
+                format!("folded({})", self.text_expression(text, scope)?)
             }
-            MatchMode::Contains => NameSpec {
-                value: ts_string(text),
-                exact: false,
-                text: ts_string(text),
-            },
-            MatchMode::Regex => {
-                let literal = js_regex_literal(text)?;
-                NameSpec {
-                    text: literal.clone(),
-                    value: literal,
-                    exact: false,
-                }
+            MatchMode::Contains => self.text_expression(text, scope)?,
+            MatchMode::Regex if text.contains("{$") => {
+                let template = Template::parse(text)
+                    .map_err(|problem| format!("the name {text:?}: {problem}"))?;
+                self.bound_regex(&template, scope)?
             }
-        })
+            MatchMode::Regex => js_regex_literal(text)?,
+        };
+        Ok(NameSpec { value })
     }
 
-    /// A name or anchor that holds a run's values, as replay binds it: the values are text, so
-    /// the expression concatenates them into the literal parts; a regex built from a value is
-    /// refused (it would need the value escaped at run time).
-    fn bound_name_spec(
+    /// A regex built from a run's values as a `RegExp` expression: the literal parts translated
+    /// as any pattern is, each value escaped at run time (`regexText`), as replay binds it.
+    fn bound_regex(&mut self, template: &Template, scope: ValueScope) -> Result<String, String> {
+        // Each value stands in the pattern as a private-use character while it is translated;
+        // the translation is then cut at those characters.
+        let mut pattern = String::new();
+        let mut values = Vec::new();
+        for part in template.parts() {
+            let value = match part {
+                TemplatePart::Text(literal) => {
+                    if literal.chars().any(is_placeholder) {
+                        return Err(
+                            "the pattern holds a private-use character, which the translation \
+                             reserves"
+                                .to_owned(),
+                        );
+                    }
+                    pattern.push_str(literal);
+                    continue;
+                }
+                TemplatePart::Ref(TemplateRef::Secret(_)) => {
+                    return Err("a secret is never compared with the screen".to_owned());
+                }
+                TemplatePart::Ref(TemplateRef::Input(name)) => ValueExpr::Input(name.clone()),
+                TemplatePart::Ref(TemplateRef::Output(name)) => ValueExpr::Output(name.clone()),
+            };
+            let slot = u32::try_from(values.len())
+                .ok()
+                .and_then(|n| char::from_u32(PLACEHOLDER_BASE + n))
+                .filter(|&c| is_placeholder(c))
+                .ok_or_else(|| "the pattern uses too many values".to_owned())?;
+            pattern.push(slot);
+            values.push((slot, self.value(&value, scope, false)?));
+        }
+        if js_regex::in_a_class(&pattern, is_placeholder)? {
+            return Err(
+                "a value inside a character class has no meaning as literal text".to_owned(),
+            );
+        }
+        let mut rest = js_regex::js_regex_source(&pattern)?;
+        let mut parts = Vec::new();
+        self.use_helper(Helper::RegexText);
+        for (slot, value) in values {
+            let rendered = js_regex::js_regex_source(&slot.to_string())?;
+            let Some((before, after)) = rest.split_once(&rendered) else {
+                return Err(format!(
+                    "the pattern {pattern:?} has no JavaScript translation that keeps its values \
+                     literal"
+                ));
+            };
+            if !before.is_empty() {
+                parts.push(ts_string(before));
+            }
+            parts.push(format!("regexText({value})"));
+            rest = after.to_owned();
+        }
+        if !rest.is_empty() {
+            parts.push(ts_string(&rest));
+        }
+        Ok(format!("new RegExp({}, 'u')", parts.join(" + ")))
+    }
+
+    /// The locator of a predicate's node query, and the region its nodes must be in.
+    fn query_locator(
         &mut self,
-        mode: MatchMode,
-        text: &str,
+        query: &NodeQuery,
         scope: ValueScope,
-    ) -> Result<NameSpec, String> {
+        body: &mut Body,
+    ) -> Result<QueryCode, String> {
+        let root = self.scope_expression(query.scope.as_ref(), body);
+        // Each name condition as the argument of `getByText` and its kin (a `RegExp`).
+        let mut names = Vec::new();
+        if let Some(name) = &query.name {
+            self.use_helper(Helper::Folded);
+            names.push(format!("folded({})", self.text_expression(name, scope)?));
+        }
+        if let Some(part) = &query.name_contains {
+            self.use_helper(Helper::FoldedPart);
+            names.push(format!(
+                "foldedPart({})",
+                self.text_expression(part, scope)?
+            ));
+        }
+        if let Some(pattern) = &query.name_matches {
+            names.push(js_regex_literal(pattern)?);
+        }
+        let mut found = Vec::new();
+        match &query.role {
+            Some(role) => {
+                if names.is_empty() {
+                    found.push(on(&root, &self.by_role(&root, role, None)?));
+                }
+                for name in names {
+                    let name = NameSpec { value: name };
+                    found.push(on(&root, &self.by_role(&root, role, Some(&name))?));
+                }
+            }
+            None => {
+                if names.is_empty() {
+                    return Err(
+                        "a node query with neither a role nor a name selects every node; \
+                                Playwright has no locator for that"
+                            .to_owned(),
+                    );
+                }
+                for name in &names {
+                    found.push(self.named(&root, name));
+                }
+            }
+        }
+        let mut found = found.into_iter();
+        let mut locator = found.next().unwrap_or_default();
+        for more in found {
+            locator.push_str(&format!("{BREAK}.and({more})"));
+        }
+        let region = query.scope.as_ref().and_then(|scope| scope.region.clone());
+        if region.is_some() {
+            self.use_helper(Helper::InRegionAll);
+        }
+        Ok(QueryCode { locator, region })
+    }
+
+    /// A text that may hold a run's values as a TypeScript string expression: the literal
+    /// parts and the values concatenated, as replay binds them.
+    fn text_expression(&mut self, text: &str, scope: ValueScope) -> Result<String, String> {
+        if !text.contains("{$") {
+            return Ok(ts_string(text));
+        }
         let template =
             Template::parse(text).map_err(|problem| format!("the name {text:?}: {problem}"))?;
         let mut parts = Vec::new();
@@ -1122,78 +1298,7 @@ impl<'c> SpecWriter<'c> {
                 }
             }
         }
-        let expression = parts.join(" + ");
-        Ok(match mode {
-            MatchMode::Exact => NameSpec {
-                value: expression.clone(),
-                exact: true,
-                text: expression,
-            },
-            MatchMode::Normalized => {
-                self.use_helper(Helper::Folded);
-                let value = format!("folded({expression})");
-                NameSpec {
-                    text: value.clone(),
-                    value,
-                    exact: false,
-                }
-            }
-            MatchMode::Contains => NameSpec {
-                value: expression.clone(),
-                exact: false,
-                text: expression,
-            },
-            MatchMode::Regex => {
-                return Err(format!(
-                    "the regex name {text:?} is built from a run's value, which a spec would have to \
-                     escape at run time; match it `exact` or `normalized` instead"
-                ));
-            }
-        })
-    }
-
-    /// The locator of a predicate's node query.
-    fn query_locator(&mut self, query: &NodeQuery, body: &mut Body) -> Result<String, String> {
-        let Some(role) = &query.role else {
-            return Err(
-                "a node query without a role has no role-based locator; give it a role".to_owned(),
-            );
-        };
-        let role = playwright_role(role)?;
-        if [&query.name, &query.name_contains]
-            .into_iter()
-            .flatten()
-            .any(|name| name.contains("{$"))
-        {
-            return Err(
-                "a predicate's node query names a run's value, which the spec would match as \
-                 literal text"
-                    .to_owned(),
-            );
-        }
-        let root = self.scope_expression(query.scope.as_ref(), body)?;
-        let mut options = Vec::new();
-        if let Some(name) = &query.name {
-            self.use_helper(Helper::Folded);
-            options.push(format!(", {{ name: folded({}) }}", ts_string(name)));
-        }
-        if let Some(part) = &query.name_contains {
-            self.use_helper(Helper::FoldedPart);
-            options.push(format!(", {{ name: foldedPart({}) }}", ts_string(part)));
-        }
-        if let Some(pattern) = &query.name_matches {
-            options.push(format!(", {{ name: {} }}", js_regex_literal(pattern)?));
-        }
-        let role = ts_string(role);
-        let mut options = options.into_iter();
-        let mut locator = format!(
-            "{root}.getByRole({role}{})",
-            options.next().unwrap_or_default()
-        );
-        for option in options {
-            locator.push_str(&format!(".and({root}.getByRole({role}{option}))"));
-        }
-        Ok(locator)
+        Ok(parts.join(" + "))
     }
 
     /// A predicate as `expect` statements; `timeout` bounds each (a step's wait).
@@ -1214,29 +1319,50 @@ impl<'c> SpecWriter<'c> {
         };
         Ok(match predicate {
             Predicate::NodeExists { query, min_count } => {
-                let locator = self.query_locator(query, body)?;
-                let nth = if *min_count <= 1 {
-                    ".first()".to_owned()
-                } else {
-                    format!(".nth({})", min_count - 1)
-                };
-                vec![format!(
-                    "await expect({locator}{nth}).toBeVisible({});",
-                    with("")
-                )]
+                let query = self.query_locator(query, scope, body)?;
+                match &query.region {
+                    None => {
+                        let nth = if *min_count <= 1 {
+                            ".first()".to_owned()
+                        } else {
+                            format!(".nth({})", min_count - 1)
+                        };
+                        vec![format!(
+                            "await expect({}{nth}).toBeVisible({});",
+                            query.locator,
+                            with("")
+                        )]
+                    }
+                    Some(_) => vec![format!(
+                        "await expect.poll(async () => (await {}).length{}).toBeGreaterThanOrEqual({min_count});",
+                        nodes(&query),
+                        with(", ")
+                    )],
+                }
             }
             Predicate::NodeAbsent { query } => {
-                let locator = self.query_locator(query, body)?;
-                vec![format!(
-                    "await expect({locator}).toHaveCount(0{});",
-                    with(", ")
-                )]
+                let query = self.query_locator(query, scope, body)?;
+                match &query.region {
+                    None => vec![format!(
+                        "await expect({}).toHaveCount(0{});",
+                        query.locator,
+                        with(", ")
+                    )],
+                    Some(_) => vec![format!(
+                        "await expect.poll(async () => (await {}).length{}).toBe(0);",
+                        nodes(&query),
+                        with(", ")
+                    )],
+                }
             }
             Predicate::NodeHasValue { query, value } => {
-                let locator = self.query_locator(query, body)?;
+                // Any node the query finds holding the value, as replay checks it.
+                let query = self.query_locator(query, scope, body)?;
                 let value = self.value(value, scope, false)?;
+                self.use_helper(Helper::ValuesOf);
                 vec![format!(
-                    "await expect({locator}).toHaveValue({value}{});",
+                    "await expect.poll(async () => valuesOf(await {}){}).toContain(squash({value}));",
+                    nodes(&query),
                     with(", ")
                 )]
             }
@@ -1298,10 +1424,16 @@ impl<'c> SpecWriter<'c> {
         scope: ValueScope,
         body: &mut Body,
     ) -> Result<String, String> {
-        let locator = self.query_locator(query, body)?;
+        let query = self.query_locator(query, scope, body)?;
+        if let Some(region) = &query.region {
+            return Err(format!(
+                "money_present in the region `{region}`: the spec's money reading takes a \
+                 locator, and a region is checked on elements"
+            ));
+        }
         let value = self.value(value, scope, false)?;
         self.use_helper(Helper::MoneyIn);
-        Ok(format!("moneyIn({locator}, {value})"))
+        Ok(format!("moneyIn({}, {value})", query.locator))
     }
 
     /// A predicate as a boolean expression read once (for `any_of`, `not` and detectors).
@@ -1313,18 +1445,21 @@ impl<'c> SpecWriter<'c> {
     ) -> Result<String, String> {
         Ok(match predicate {
             Predicate::NodeExists { query, min_count } => {
-                let locator = self.query_locator(query, body)?;
-                format!("(await {locator}.count()) >= {min_count}")
+                let query = self.query_locator(query, scope, body)?;
+                format!("{} >= {min_count}", count(&query))
             }
             Predicate::NodeAbsent { query } => {
-                let locator = self.query_locator(query, body)?;
-                format!("(await {locator}.count()) === 0")
+                let query = self.query_locator(query, scope, body)?;
+                format!("{} === 0", count(&query))
             }
             Predicate::NodeHasValue { query, value } => {
-                let locator = self.query_locator(query, body)?;
+                let query = self.query_locator(query, scope, body)?;
                 let value = self.value(value, scope, false)?;
                 self.use_helper(Helper::ValuesOf);
-                format!("(await valuesOf({locator})).includes(squash({value}))")
+                format!(
+                    "(await valuesOf(await {})).includes(squash({value}))",
+                    nodes(&query)
+                )
             }
             Predicate::TextPresent { value } | Predicate::TextAbsent { value } => {
                 let value = self.value(value, scope, false)?;
@@ -1400,25 +1535,13 @@ impl<'c> SpecWriter<'c> {
     }
 
     /// `page`, or the identifier of the scope's frame (declared at the top of the function).
-    fn scope_expression(
-        &mut self,
-        scope: Option<&NodeScope>,
-        body: &mut Body,
-    ) -> Result<String, String> {
-        let Some(scope) = scope else {
-            return Ok("page".to_owned());
-        };
-        if let Some(region) = &scope.region {
-            return Err(format!(
-                "the region `{region}` is inferred from headings by cua's snapshot; Playwright has \
-                 no locator for it"
-            ));
-        }
-        let Some(frame) = &scope.frame else {
-            return Ok("page".to_owned());
+    /// A region is not a locator: callers check it on the elements found.
+    fn scope_expression(&mut self, scope: Option<&NodeScope>, body: &mut Body) -> String {
+        let Some(frame) = scope.and_then(|scope| scope.frame.as_ref()) else {
+            return "page".to_owned();
         };
         body.frames.insert(frame.clone());
-        Ok(self.frame_ident(frame))
+        self.frame_ident(frame)
     }
 
     fn frame_ident(&mut self, frame: &str) -> String {
@@ -1577,18 +1700,20 @@ impl<'c> SpecWriter<'c> {
             }
         }
         out.push(String::new());
-        let mut imports = vec!["test", "expect"];
-        if self.helpers.contains(&Helper::CellUnder) {
-            imports.push("type FrameLocator");
+        let mut types: BTreeSet<&str> = self
+            .helpers
+            .iter()
+            .flat_map(|helper| helper.types().iter().copied())
+            .collect();
+        if !self.functions.is_empty() {
+            types.insert("Page");
         }
-        if self.helpers.contains(&Helper::CellUnder) || self.helpers.contains(&Helper::ValuesOf) {
-            imports.push("type Locator");
-        }
-        if !self.functions.is_empty()
-            || self.helpers.contains(&Helper::PageText)
-            || self.helpers.contains(&Helper::CellUnder)
-        {
-            imports.push("type Page");
+        let mut imports = vec!["test".to_owned(), "expect".to_owned()];
+        // In the order Playwright's own examples import them.
+        for name in ["FrameLocator", "Locator", "Page"] {
+            if types.contains(name) {
+                imports.push(format!("type {name}"));
+            }
         }
         out.push(format!(
             "import {{ {} }} from '@playwright/test';",
@@ -1616,6 +1741,23 @@ impl<'c> SpecWriter<'c> {
     }
 }
 
+/// The elements a translated query finds, as a promise of a `Locator[]`: those in its region
+/// when it has one.
+fn nodes(query: &QueryCode) -> String {
+    match &query.region {
+        Some(region) => format!("inRegionAll({}, {})", query.locator, ts_string(region)),
+        None => format!("{}.all()", query.locator),
+    }
+}
+
+/// How many elements a translated query finds, awaited.
+fn count(query: &QueryCode) -> String {
+    match &query.region {
+        Some(_) => format!("(await {}).length", nodes(query)),
+        None => format!("(await {}.count())", query.locator),
+    }
+}
+
 /// The innermost table rows of `root` that hold a node matching `inner` (a `page.`-rooted
 /// locator, queried inside each row). Layout tables nest rows inside rows; the innermost row
 /// is the one a label and its control share.
@@ -1636,26 +1778,56 @@ fn layout(indent: usize, text: &str) -> String {
     format!("{pad}{}", text.replace(BREAK, &continuation))
 }
 
-/// A regex literal matching exactly `text`, whitespace around it allowed.
-fn exact_text_regex(text: &str) -> String {
-    let mut source = String::from(r"^\s*");
-    for c in text.chars() {
-        escape::push_regex_char(&mut source, c, false);
-    }
-    source.push_str(r"\s*$");
-    format!("/{source}/u")
+/// How Playwright finds the nodes of one of cua's roles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RoleLocator<'r> {
+    /// An ARIA role `getByRole` knows, and cua means only it.
+    Aria(&'r str),
+    /// A role cua's snapshot gives several ARIA roles (`byRole`): a `textbox` is also a
+    /// `searchbox`, a `cell` also a header cell, a `table` also a `grid`, a `combobox` also a
+    /// `listbox`.
+    Aliased(&'r str),
+    /// A native date or time field (`date`, `time`, `datetime`): Playwright calls each a
+    /// textbox, so its input type tells it from a text field.
+    Field(&'static str),
+    /// A run of text (`text`): the element whose text it is.
+    Text,
 }
 
-/// The Playwright role for a cua role, or why there is none.
-fn playwright_role(role: &str) -> Result<&str, String> {
-    if PLAYWRIGHT_ROLES.contains(&role) {
-        Ok(role)
-    } else {
-        Err(format!(
-            "the role `{role}` is not an ARIA role Playwright's getByRole knows"
-        ))
+/// The Playwright locator for a cua role, or why there is none.
+fn role_locator(role: &str) -> Result<RoleLocator<'_>, String> {
+    match role {
+        "cell" | "table" | "textbox" | "combobox" => Ok(RoleLocator::Aliased(role)),
+        "date" => Ok(RoleLocator::Field("date")),
+        "time" => Ok(RoleLocator::Field("time")),
+        "datetime" => Ok(RoleLocator::Field("datetime-local")),
+        "text" => Ok(RoleLocator::Text),
+        _ if PLAYWRIGHT_ROLES.contains(&role) => Ok(RoleLocator::Aria(role)),
+        _ => Err(format!(
+            "the role `{role}` is neither an ARIA role Playwright's getByRole knows nor one of \
+             cua's own roles with a Playwright locator (date, time, datetime, text)"
+        )),
     }
 }
+
+/// Stands, in a locator template, for the locator it is found from. [`on`] puts it in.
+const BASE: char = '\u{2}';
+
+/// The locator `template` describes, found from `base`.
+fn on(base: &str, template: &str) -> String {
+    template.replace(BASE, base)
+}
+
+/// The first of the private-use characters values stand in as while a bound regex is translated.
+const PLACEHOLDER_BASE: u32 = 0xE000;
+
+/// Whether `c` is one of the placeholders of [`SpecWriter::bound_regex`].
+fn is_placeholder(c: char) -> bool {
+    (PLACEHOLDER_BASE..=0xF8FF).contains(&u32::from(c))
+}
+
+/// The elements holding a text run of their own: the `text` nodes of cua's snapshot.
+const TEXT_RUNS: &str = ".locator('xpath=.//*[text()[normalize-space()]]')";
 
 /// Whether any step extracts an output (and so writes to `outputs`).
 fn extracts(capability: &Capability) -> bool {
@@ -1722,6 +1894,13 @@ function folded(text: string): RegExp {
 }
 "#;
 
+const HELPER_EXACT_NAME: &str = r#"/** cua's `exact` match: the same name once whitespace is squashed and a trailing label colon or required marker dropped; case counts. */
+function exactName(text: string): RegExp {
+  const name = squash(text).replace(/[\s:*]+$/u, '');
+  return new RegExp(`^${regexText(name)}[\\s:*]*$`, 'u');
+}
+"#;
+
 const HELPER_FOLDED_PART: &str = r#"/** cua's `name_contains`: the letters and digits of `text` in order, ignoring case and punctuation. */
 function foldedPart(text: string): RegExp {
   const gap = '[^\\p{Alphabetic}\\p{N}]*';
@@ -1739,10 +1918,18 @@ async function pageText(page: Page): Promise<string> {
 }
 "#;
 
-const HELPER_VALUES_OF: &str = r#"/** The values of every control `locator` matches, squashed: what cua's node_has_value compares. */
-async function valuesOf(locator: Locator): Promise<string[]> {
-  const controls = await locator.all();
-  return Promise.all(controls.map(async (control) => squash(await control.inputValue())));
+const HELPER_VALUES_OF: &str = r#"/** The values of `controls`, squashed: what cua's node_has_value compares. */
+async function valuesOf(controls: Locator[]): Promise<string[]> {
+  return Promise.all(controls.map(async (control) => squash(await valueOf(control))));
+}
+"#;
+
+const HELPER_VALUE_OF: &str = r#"/** A control's value as cua reads it: a select's chosen option by its text, a field's text. */
+async function valueOf(control: Locator): Promise<string> {
+  return control.evaluate((element) => {
+    if (element instanceof HTMLSelectElement) return element.selectedOptions[0]?.text ?? '';
+    return element instanceof HTMLInputElement || element instanceof HTMLTextAreaElement ? element.value : '';
+  });
 }
 "#;
 
@@ -1776,31 +1963,191 @@ function urlValue(value: string): string {
 }
 "#;
 
-const HELPER_IN_REGION: &str = r#"/**
- * The one element of `candidates` in `region`: cua's region is the slug of the last heading
- * before the element in its frame's document order, so a same-named control under another
- * heading is not a candidate.
- */
+const HELPER_IN_REGION: &str = r#"/** The one element of `candidates` in `region`; a same-named control in another region is not a candidate. */
 async function inRegion(candidates: Locator, region: string): Promise<Locator> {
+  const inside = await inRegionAll(candidates, region);
+  expect(inside.length, `exactly one candidate in region ${region}`).toBe(1);
+  return inside[0];
+}
+"#;
+
+const HELPER_IN_REGION_ALL: &str = r#"/**
+ * The elements of `candidates` in `region`, as cua's snapshot infers regions: the innermost
+ * landmark around an element (`main`, `nav`, the page's `header` and `footer`, `aside`, `search`,
+ * a labelled `section` or `role="region"`) opens a region named by its label or else its role,
+ * and the last shown heading before the element inside that same landmark names it instead.
+ */
+async function inRegionAll(candidates: Locator, region: string): Promise<Locator[]> {
   const inside: Locator[] = [];
   for (const candidate of await candidates.all()) {
     const found = await candidate.evaluate((element) => {
-      let last: Element | null = null;
-      for (const heading of element.ownerDocument.querySelectorAll('h1, h2, h3, h4, h5, h6, [role="heading"]')) {
-        const name = (heading.textContent ?? '').replace(/\s+/gu, ' ').trim();
-        if (name && heading.compareDocumentPosition(element) & Node.DOCUMENT_POSITION_FOLLOWING) last = heading;
+      const slug = (text: string): string => {
+        let out = '';
+        for (const c of text.toLowerCase()) {
+          if (/[\p{L}\p{N}]/u.test(c)) out += c;
+          else if (out && !out.endsWith('_')) out += '_';
+        }
+        return out.replace(/_+$/u, '');
+      };
+      const squashed = (text: string | null): string => (text ?? '').replace(/\s+/gu, ' ').trim();
+      const label = (node: Element): string => {
+        const ids = node.getAttribute('aria-labelledby');
+        if (ids) {
+          const texts = ids.split(/\s+/u).map((id) => node.ownerDocument.getElementById(id)?.textContent ?? '');
+          return squashed(texts.join(' '));
+        }
+        return squashed(node.getAttribute('aria-label') ?? node.getAttribute('title'));
+      };
+      const landmarks = ['main', 'navigation', 'banner', 'contentinfo', 'complementary', 'region', 'search'];
+      const sectioning = 'article, aside, main, nav, section';
+      const landmark = (node: Element): string | null => {
+        let role = (node.getAttribute('role') ?? '').trim().split(/\s+/u)[0];
+        if (!role) {
+          const scoped = node.parentElement?.closest(sectioning) != null;
+          role = ({
+            main: 'main',
+            nav: 'navigation',
+            search: 'search',
+            aside: scoped && !label(node) ? '' : 'complementary',
+            header: scoped ? '' : 'banner',
+            footer: scoped ? '' : 'contentinfo',
+            section: 'region',
+          } as Record<string, string>)[node.localName] ?? '';
+        }
+        if (!landmarks.includes(role)) return null;
+        const name = label(node);
+        if (name) return slug(name);
+        return role === 'region' ? null : role;
+      };
+      const scopeOf = (node: Element): Element | null => {
+        for (let at = node.parentElement; at; at = at.parentElement) {
+          if (landmark(at) !== null) return at;
+        }
+        return null;
+      };
+      const own = landmark(element);
+      if (own !== null) return own;
+      const scope = scopeOf(element);
+      let last: string | null = null;
+      const root = scope ?? element.ownerDocument.documentElement;
+      for (const heading of root.querySelectorAll('h1, h2, h3, h4, h5, h6, [role="heading"]')) {
+        const before = heading === element || (heading.compareDocumentPosition(element) & Node.DOCUMENT_POSITION_FOLLOWING) !== 0;
+        if (!before) break;
+        const shown = heading.checkVisibility({ visibilityProperty: true }) && heading.closest('[aria-hidden="true"]') === null;
+        if (!shown || scopeOf(heading) !== scope) continue;
+        const name = label(heading) || squashed(heading.textContent);
+        if (name) last = slug(name);
       }
-      let slug = '';
-      for (const c of (last?.textContent ?? '').toLowerCase()) {
-        if (/[\p{L}\p{N}]/u.test(c)) slug += c;
-        else if (slug && !slug.endsWith('_')) slug += '_';
-      }
-      return slug.replace(/_+$/u, '');
+      return last ?? (scope === null ? null : landmark(scope));
     });
     if (found === region) inside.push(candidate);
   }
-  expect(inside.length, `exactly one candidate in region ${region}`).toBe(1);
-  return inside[0];
+  return inside;
+}
+"#;
+
+const HELPER_REGEX_TEXT: &str = r#"/** A run's value inside a regex, matched as literal text: cua binds values into patterns escaped. */
+function regexText(value: string): string {
+  return value.replace(/[\\^$.*+?()[\]{}|/]/gu, '\\$&');
+}
+"#;
+
+const HELPER_BY_ROLE: &str = r#"/** cua's roles that stand for several ARIA roles: a textbox is also a searchbox, a cell also a header cell, a table also a grid, a combobox also a listbox. */
+function byRole(
+  scope: Page | FrameLocator | Locator,
+  role: 'cell' | 'table' | 'textbox' | 'combobox',
+  options?: Parameters<Page['getByRole']>[1],
+): Locator {
+  const roles: Record<string, Parameters<Page['getByRole']>[0][]> = {
+    cell: ['cell', 'gridcell', 'columnheader', 'rowheader'],
+    table: ['table', 'grid'],
+    textbox: ['textbox', 'searchbox'],
+    combobox: ['combobox', 'listbox'],
+  };
+  return roles[role].map((one) => scope.getByRole(one, options)).reduce((all, one) => all.or(one));
+}
+"#;
+
+const HELPER_NAMED: &str = r#"/** The nodes `name` names whatever their role, as cua's queries without a role find them: by their text, label, title or alternative text. */
+function named(scope: Page | FrameLocator | Locator, name: string | RegExp): Locator {
+  return scope.getByText(name).or(scope.getByLabel(name)).or(scope.getByTitle(name)).or(scope.getByAltText(name));
+}
+"#;
+
+const HELPER_CLICK: &str = r#"/**
+ * cua's click: a control kept off screen until it is focused (a row action shown on hover) is
+ * focused first, as a keyboard user reaches it; then clicked where it shows.
+ */
+async function click(target: Locator): Promise<void> {
+  await target.scrollIntoViewIfNeeded();
+  const shown = await target.evaluate((element) => {
+    const box = element.getBoundingClientRect();
+    return box.width > 0 && box.height > 0 && box.right > 0 && box.bottom > 0 && box.left < innerWidth && box.top < innerHeight;
+  });
+  if (!shown) await target.focus();
+  await target.click();
+}
+"#;
+
+const HELPER_ADJACENT_TO: &str = r#"/**
+ * cua's `adjacent_to`: the one shown candidate inside the first sibling after an anchor that is,
+ * or holds, a candidate (in `region`, when the target has one). An anchor is an element
+ * `anchors` finds or a bare run of text `name` matches; a run of text alone in a cell stands
+ * for its cell. The accessibility tree leaves wrappers out (a `div`, a `span`), so after the
+ * last sibling inside a wrapper the search goes on after the wrapper, and never further.
+ */
+async function adjacentTo(
+  anchors: Locator,
+  name: string | RegExp,
+  candidates: Locator,
+  region: string | null,
+  what: string,
+): Promise<Locator> {
+  const shown = candidates.filter({ visible: true });
+  await expect(shown.first(), `a candidate for ${what}`).toBeVisible();
+  const all = region === null ? await shown.all() : await inRegionAll(shown, region);
+  expect(all.length, `a candidate for ${what} in region ${region}`).toBeGreaterThan(0);
+  const handles = await Promise.all(all.map((candidate) => candidate.elementHandle()));
+  const named = await anchors.filter({ visible: true }).elementHandles();
+  const hits = await all[0].evaluate((_, { named, name, handles }) => {
+    const squash = (text: string): string => text.replace(/\s+/gu, ' ').trim();
+    const matches = (text: string): boolean =>
+      typeof name === 'string' ? squash(text).toLowerCase().includes(squash(name).toLowerCase()) : name.test(squash(text));
+    const wrapper = (node: Node): boolean => {
+      if (!(node instanceof Element)) return false;
+      const role = node.getAttribute('role');
+      if (role !== null) return ['generic', 'none', 'presentation'].includes(role.trim());
+      const unnamed = !node.hasAttribute('aria-label') && !node.hasAttribute('aria-labelledby');
+      return ['div', 'span', 'b', 'i', 'u', 's', 'small', 'font', 'center'].includes(node.localName)
+        || (unnamed && ['section', 'form'].includes(node.localName));
+    };
+    const starts: Node[] = [...named];
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
+      if (node.parentElement?.checkVisibility({ visibilityProperty: true }) && matches(node.textContent ?? '')) starts.push(node);
+    }
+    const found = new Set<number>();
+    for (const start of starts) {
+      let at: Node | null = start;
+      search: while (at !== null) {
+        for (let sibling = at.nextSibling; sibling !== null; sibling = sibling.nextSibling) {
+          const inside = handles.flatMap((node, index) =>
+            node !== null && sibling.contains(node) && !node.contains(start) ? [index] : [],
+          );
+          if (inside.length > 0) {
+            for (const index of inside) found.add(index);
+            break search;
+          }
+        }
+        const parent: Node | null = at.parentNode;
+        const cell = at === start && parent instanceof Element && ['td', 'th'].includes(parent.localName);
+        at = parent !== null && (wrapper(parent) || cell) ? parent : null;
+      }
+    }
+    return [...found];
+  }, { named, name, handles });
+  expect(hits.length, `exactly one ${what}`).toBe(1);
+  return all[hits[0]];
 }
 "#;
 

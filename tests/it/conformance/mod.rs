@@ -402,11 +402,22 @@ fn quoted(text: &str) -> String {
     serde_json::to_string(text).expect("a string")
 }
 
-/// `cua codegen` for each of `references` from the app's catalog into a fresh spec directory
-/// inside the Playwright install, then `npx playwright test` against the live app with `env`;
-/// every spec must pass. `refused` are the capabilities codegen must refuse (each reason is
-/// checked to be there).
-fn generated_specs_pass(app: &App, references: &[&str], refused: &[&str], env: &[(&str, &str)]) {
+/// One run of generated specs against a conformance app.
+struct SpecRun<'s> {
+    /// Generated (with `flags`) and run; each must pass.
+    references: &'s [&'s str],
+    /// Refused by codegen without flags (each reason is checked to be there).
+    refused: &'s [&'s str],
+    /// Passed to `cua codegen`, e.g. `--allow-irreversible`.
+    flags: &'s [&'s str],
+    /// The spec's inputs (`CUA_INPUT_…`).
+    env: &'s [(&'s str, &'s str)],
+}
+
+/// `cua codegen` for each reference of `run` from the app's catalog into a fresh spec directory
+/// inside the Playwright install, then `npx playwright test` against the live app; every spec
+/// must pass. Returns each spec's outcome, with the outputs it read.
+fn generated_specs_pass(app: &App, run: &SpecRun<'_>) -> Vec<crate::codegen::Outcome> {
     use crate::codegen::{one_at_a_time, outcome, playwright_ci, run_playwright};
     let _one_at_a_time = one_at_a_time();
     let install = playwright_ci();
@@ -414,28 +425,29 @@ fn generated_specs_pass(app: &App, references: &[&str], refused: &[&str], env: &
         .prefix("conformance-")
         .tempdir_in(&install)
         .expect("a spec directory inside the install");
-    let codegen = |reference: &str, out: &std::path::Path| {
+    let codegen = |reference: &str, flags: &[&str], out: &std::path::Path| {
         Command::new(env!("CARGO_BIN_EXE_cua"))
             .current_dir(root())
             .args(["codegen", reference, "--catalog"])
             .arg(&app.catalog)
+            .args(flags)
             .arg("--out")
             .arg(out)
             .output()
             .expect("cua codegen runs")
     };
-    for reference in references {
+    for reference in run.references {
         let out = specs.path().join(format!("{reference}.spec.ts"));
-        let generated = codegen(reference, &out);
+        let generated = codegen(reference, run.flags, &out);
         assert!(
             generated.status.success(),
             "codegen {reference}: {}",
             String::from_utf8_lossy(&generated.stderr)
         );
     }
-    for reference in refused {
+    for reference in run.refused {
         let out = specs.path().join(format!("{reference}.refused.ts"));
-        let generated = codegen(reference, &out);
+        let generated = codegen(reference, &[], &out);
         assert_eq!(
             generated.status.code(),
             Some(1),
@@ -448,12 +460,12 @@ fn generated_specs_pass(app: &App, references: &[&str], refused: &[&str], env: &
         );
         assert!(!out.exists(), "nothing is written for a refused capability");
     }
-    let mut env: Vec<(&str, &str)> = env.to_vec();
+    let mut env: Vec<(&str, &str)> = run.env.to_vec();
     for (name, value) in &app.secrets {
         env.push((name, value));
     }
     let outcomes = run_playwright(&install, specs.path(), &app.base_url, &env);
-    for reference in references {
+    for reference in run.references {
         let file = format!("{reference}.spec.ts");
         let result = outcome(&outcomes, &file);
         assert!(
@@ -462,6 +474,15 @@ fn generated_specs_pass(app: &App, references: &[&str], refused: &[&str], env: &
             result.errors
         );
     }
+    outcomes
+}
+
+/// The outputs the spec generated from `reference` read.
+fn spec_outputs<'o>(
+    outcomes: &'o [crate::codegen::Outcome],
+    reference: &str,
+) -> &'o BTreeMap<String, String> {
+    &crate::codegen::outcome(outcomes, &format!("{reference}.spec.ts")).outputs
 }
 
 /// A demonstration on a conformance app, scripted through the recorder's API as an operator

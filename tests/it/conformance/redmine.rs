@@ -409,26 +409,85 @@ fn file_issue(subject: &str, description: &str) -> String {
         .clone()
 }
 
+/// Every Redmine capability as a generated Playwright spec, run against the live app; what the
+/// specs read is what the database holds, and what they change is there afterwards.
 #[test]
 fn generated_playwright_specs_pass_against_redmine() {
     let app = redmine();
+    // Reads: an issue filed through the API, found by its reference and shown by its number.
     let reference = unique("cua-spec").replace(' ', "-");
     let issue = file_issue(&unique("Spec lookup"), &reference);
-    assert!(!issue.is_empty());
-    super::generated_specs_pass(
+    let absent = unique("Spec absent");
+    let outcomes = super::generated_specs_pass(
         &app,
-        &[
-            "redmine.auth.sign_in@1.0.0",
-            "redmine.issue.find_by_reference@1.0.0",
-        ],
-        // Refused: a query naming a run's value, `text`-role reads beside labels, a regex name
-        // built from a value, a `date` control, an irreversible step (written only when asked).
-        &[
-            "redmine.category.check_absent@1.0.0",
-            "redmine.issue.show@1.0.0",
-            "redmine.issue.create@1.0.0",
-            "redmine.category.delete@1.0.0",
-        ],
-        &[("CUA_INPUT_REQUEST_REF", &reference)],
+        &super::SpecRun {
+            references: &[
+                "redmine.auth.sign_in@1.0.0",
+                "redmine.category.check_absent@1.0.0",
+                "redmine.issue.find_by_reference@1.0.0",
+                "redmine.issue.show@1.0.0",
+            ],
+            // Irreversible: written only when asked.
+            refused: &["redmine.category.delete@1.0.0"],
+            flags: &[],
+            env: &[
+                ("CUA_INPUT_REQUEST_REF", &reference),
+                ("CUA_INPUT_ISSUE_ID", &issue),
+                ("CUA_INPUT_NAME", &absent),
+            ],
+        },
     );
+    let truth = sql(&format!(
+        "SELECT i.subject, s.name, p.name FROM issues i \
+         JOIN issue_statuses s ON s.id = i.status_id JOIN enumerations p ON p.id = i.priority_id \
+         WHERE i.id = {issue};"
+    ));
+    let shown = super::spec_outputs(&outcomes, "redmine.issue.show@1.0.0");
+    assert_eq!(
+        [&shown["subject"], &shown["status"], &shown["priority"]],
+        [&truth[0][0], &truth[0][1], &truth[0][2]],
+        "the spec reads each value beside its own label"
+    );
+    assert_eq!(
+        super::spec_outputs(&outcomes, "redmine.issue.find_by_reference@1.0.0")["issue"],
+        issue
+    );
+
+    // Changes: a private issue filed through the form, and a category deleted behind a confirm().
+    let subject = unique("Spec filed");
+    let filed_ref = unique("cua-spec-filed").replace(' ', "-");
+    let category = unique("Spec category");
+    add_category(&category);
+    let outcomes = super::generated_specs_pass(
+        &app,
+        &super::SpecRun {
+            references: &[
+                "redmine.issue.create@1.0.0",
+                "redmine.category.delete@1.0.0",
+            ],
+            refused: &[],
+            flags: &["--allow-irreversible"],
+            env: &[
+                ("CUA_INPUT_SUBJECT", &subject),
+                ("CUA_INPUT_REQUEST_REF", &filed_ref),
+                ("CUA_INPUT_DUE_DATE", "2027-03-04"),
+                ("CUA_INPUT_NAME", &category),
+            ],
+        },
+    );
+    let filed = sql(&format!(
+        "SELECT id, is_private, due_date FROM issues WHERE subject = '{subject}';"
+    ));
+    assert_eq!(filed.len(), 1, "exactly one issue filed: {filed:?}");
+    assert_eq!(
+        (filed[0][1].as_str(), filed[0][2].as_str()),
+        ("1", "2027-03-04"),
+        "private, with the typed due date"
+    );
+    assert_eq!(
+        super::spec_outputs(&outcomes, "redmine.issue.create@1.0.0")["issue"],
+        format!("#{}", filed[0][0]),
+        "the number read from the notice is the filed issue's"
+    );
+    assert_eq!(categories_named(&category), 0, "the category is gone");
 }

@@ -271,6 +271,8 @@ fn option(name: &str) -> String {
 #[test]
 fn a_radio_named_by_today_and_a_select_save_the_settings_the_database_then_holds() {
     let app = wordpress();
+    // The generated spec of this capability saves the same settings.
+    let _settings = crate::codegen::exclusive("wordpress-settings");
     // Two different settings in turn, so each run changes something and is checked.
     for (format, day, start_of_week) in [("Y-m-d", "Monday", "1"), ("F j, Y", "Sunday", "0")] {
         let run = app.replay(
@@ -288,23 +290,72 @@ fn a_radio_named_by_today_and_a_select_save_the_settings_the_database_then_holds
     }
 }
 
+/// Every WordPress capability as a generated Playwright spec, run against the live app; what
+/// the specs read is what the database holds, and what they change is there afterwards.
 #[test]
 fn generated_playwright_specs_pass_against_wordpress() {
     let app = wordpress();
-    super::generated_specs_pass(
+    let user =
+        sql("SELECT ID, user_login, user_email FROM wp_users WHERE user_login = 'tom.okafor';");
+    // The examples: "Crypto Desk" is no category; "Loans" is one among look-alikes.
+    assert_eq!(categories_named("Crypto Desk"), 0);
+    let outcomes = super::generated_specs_pass(
         &app,
-        &["wordpress.auth.sign_in@1.0.0", "wordpress.user.show@1.0.0"],
-        // Refused: a query naming a run's value, `text`-role notices, a heading-inferred region
-        // in a predicate, a regex name built from a value, an irreversible step (written only
-        // when asked).
-        &[
-            "wordpress.category.check_absent@1.0.0",
-            "wordpress.category.create@1.0.0",
-            "wordpress.settings.date_format@1.0.0",
-            "wordpress.category.delete@1.0.0",
-        ],
-        &[],
+        &super::SpecRun {
+            references: &[
+                "wordpress.auth.sign_in@1.0.0",
+                "wordpress.category.check_absent@1.0.0",
+                "wordpress.category.find@1.0.0",
+                "wordpress.user.show@1.0.0",
+            ],
+            // Irreversible: written only when asked.
+            refused: &["wordpress.category.delete@1.0.0"],
+            flags: &[],
+            env: &[("CUA_INPUT_USER_ID", &user[0][0])],
+        },
     );
+    let shown = super::spec_outputs(&outcomes, "wordpress.user.show@1.0.0");
+    assert_eq!(shown["username"], user[0][1]);
+    assert_eq!(
+        super::spec_outputs(&outcomes, "wordpress.category.find@1.0.0")["slug"],
+        sql(
+            "SELECT t.slug FROM wp_terms t JOIN wp_term_taxonomy x ON x.term_id = t.term_id \
+             WHERE x.taxonomy = 'category' AND t.name = 'Loans';"
+        )[0][0],
+        "the row keyed by its exact name, not a look-alike's"
+    );
+
+    // Changes, in file order: a category added through the AJAX form, then deleted behind a
+    // confirm(); and the date settings saved. The settings are
+    // the same ones another test saves, so the two never run at once.
+    let _settings = crate::codegen::exclusive("wordpress-settings");
+    let name = unique("Spec category");
+    let slug = name.to_lowercase().replace(' ', "-");
+    let outcomes = super::generated_specs_pass(
+        &app,
+        &super::SpecRun {
+            references: &[
+                "wordpress.category.create@1.0.0",
+                "wordpress.category.delete@1.0.0",
+                "wordpress.settings.date_format@1.0.0",
+            ],
+            refused: &[],
+            flags: &["--allow-irreversible"],
+            env: &[
+                ("CUA_INPUT_NAME", &name),
+                ("CUA_INPUT_SLUG", &slug),
+                ("CUA_INPUT_DATE_FORMAT", "d/m/Y"),
+                ("CUA_INPUT_WEEK_STARTS_ON", "Saturday"),
+            ],
+        },
+    );
+    assert_eq!(
+        super::spec_outputs(&outcomes, "wordpress.category.create@1.0.0")["slug"],
+        slug
+    );
+    assert_eq!(categories_named(&name), 0, "created, then deleted");
+    assert_eq!(option("date_format"), "d/m/Y");
+    assert_eq!(option("start_of_week"), "6");
 }
 
 /// The path that needs no model, on WordPress: a demonstration through the recorder's API,

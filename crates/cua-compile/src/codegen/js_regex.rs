@@ -41,6 +41,44 @@ pub(crate) fn js_regex_source(pattern: &str) -> Result<String, String> {
     Ok(source)
 }
 
+/// Whether a character `stands_for` matches (a value's stand-in) appears inside a character
+/// class of `pattern`, where a value bound as literal text has no meaning.
+pub(crate) fn in_a_class(pattern: &str, stands_for: fn(char) -> bool) -> Result<bool, String> {
+    struct Finder {
+        stands_for: fn(char) -> bool,
+        found: bool,
+    }
+    impl ast::Visitor for Finder {
+        type Output = bool;
+        type Err = std::convert::Infallible;
+
+        fn finish(self) -> Result<bool, Self::Err> {
+            Ok(self.found)
+        }
+
+        fn visit_class_set_item_pre(&mut self, item: &ClassSetItem) -> Result<(), Self::Err> {
+            let literal = |literal: &ast::Literal| (self.stands_for)(literal.c);
+            self.found |= match item {
+                ClassSetItem::Literal(one) => literal(one),
+                ClassSetItem::Range(range) => literal(&range.start) || literal(&range.end),
+                _ => false,
+            };
+            Ok(())
+        }
+    }
+    let parsed = ast::parse::Parser::new()
+        .parse(pattern)
+        .map_err(|error| format!("{pattern:?} is not a valid regex: {}", error.kind()))?;
+    let Ok(found) = ast::visit(
+        &parsed,
+        Finder {
+            stands_for,
+            found: false,
+        },
+    );
+    Ok(found)
+}
+
 /// `\w` of the `regex` crate (Unicode, UTS #18), as class items.
 const WORD_ITEMS: &str = r"\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}";
 

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use cua_artifact::{
     Action, Anchor, AnchorRelation, Capability, CapabilityRef, MatchMode, NameMatch, NodeQuery,
-    NodeScope, Predicate, RawInputKind, TenantBinding,
+    NodeScope, Predicate, RawInputKind, TenantBinding, ValueExpr,
 };
 use cua_compile::CompileError;
 use cua_compile::codegen::{
@@ -220,36 +220,44 @@ fn inexpressible_steps_are_refused_naming_the_step_and_why() {
     );
     check_refused(
         |c| {
-            c.steps[0].precondition = Some(Predicate::NodeExists {
+            c.steps[2].precondition = Some(Predicate::MoneyPresent {
+                value: ValueExpr::String("$1.00".to_owned()),
                 query: NodeQuery {
-                    role: Some("textbox".to_owned()),
+                    role: Some("cell".to_owned()),
                     scope: Some(NodeScope {
                         frame: Some("content".to_owned()),
-                        region: Some("search_form".to_owned()),
+                        region: Some("summary".to_owned()),
                     }),
                     ..NodeQuery::default()
                 },
-                min_count: 1,
             });
         },
-        "step `enter_member_id` (precondition): the region `search_form` is inferred from headings",
+        "step `read_balance` (precondition): money_present in the region `summary`",
     );
     check_refused(
-        |c| c.steps[2].action.target_mut().unwrap().role = "text".to_owned(),
-        "step `read_balance` (action): the role `text` is not an ARIA role",
+        |c| c.steps[2].action.target_mut().unwrap().role = "labeltext".to_owned(),
+        "step `read_balance` (action): the role `labeltext` is neither an ARIA role",
     );
     check_refused(
         |c| {
             c.steps[2].precondition = Some(Predicate::NodeExists {
                 query: NodeQuery {
-                    name: Some("Savings Balance".to_owned()),
                     scope: content(),
                     ..NodeQuery::default()
                 },
                 min_count: 1,
             });
         },
-        "step `read_balance` (precondition): a node query without a role",
+        "step `read_balance` (precondition): a node query with neither a role nor a name",
+    );
+    check_refused(
+        |c| {
+            c.steps[2].action.target_mut().unwrap().name = Some(NameMatch {
+                value: "^[{$input: member_id}]$".to_owned(),
+                match_mode: MatchMode::Regex,
+            });
+        },
+        "step `read_balance` (action): a value inside a character class has no meaning",
     );
     check_refused(
         |c| c.steps[2].action.target_mut().unwrap().ordinal = Some(1),
@@ -267,11 +275,83 @@ fn inexpressible_steps_are_refused_naming_the_step_and_why() {
     );
 }
 
+/// What replay reads beyond ARIA roles, the spec reads too: a run of text, a date field, a node
+/// named by anything, nodes in a region, a regex built from an input, a name and an anchor
+/// together. The live apps' specs run these (tests/it/conformance); here, their translation.
+#[test]
+fn what_replay_reads_beyond_aria_roles_has_a_translation() {
+    let mut changed = capability("corebank.member.savings_balance@1.0.0");
+    // read_status: a run of text beside its label, in the summary region.
+    let status = changed.steps[3].action.target_mut().unwrap();
+    status.role = "text".to_owned();
+    status.scope = Some(NodeScope {
+        frame: Some("content".to_owned()),
+        region: Some("summary".to_owned()),
+    });
+    // read_as_of: a date field named by a regex built from the input.
+    let as_of = changed.steps[4].action.target_mut().unwrap();
+    as_of.role = "date".to_owned();
+    as_of.name = Some(NameMatch {
+        value: "^As of {$input: member_id}.$".to_owned(),
+        match_mode: MatchMode::Regex,
+    });
+    as_of.anchor = None;
+    // read_balance: a cell named by the member, standing in the row of the balance's label.
+    let balance = changed.steps[2].action.target_mut().unwrap();
+    balance.name = Some(NameMatch {
+        value: "{$input: member_id}".to_owned(),
+        match_mode: MatchMode::Exact,
+    });
+    balance.anchor = Some(Anchor {
+        relation: AnchorRelation::RowOf,
+        text: "Savings Balance".to_owned(),
+        match_mode: MatchMode::Normalized,
+    });
+    changed.steps[2].precondition = Some(Predicate::NodeHasValue {
+        query: NodeQuery {
+            role: Some("textbox".to_owned()),
+            name: Some("Member {$input: member_id}".to_owned()),
+            scope: Some(NodeScope {
+                frame: Some("content".to_owned()),
+                region: Some("member_search".to_owned()),
+            }),
+            ..NodeQuery::default()
+        },
+        value: ValueExpr::Input("member_id".parse().unwrap()),
+    });
+    changed.checkpoint = Predicate::NodeExists {
+        query: NodeQuery {
+            name: Some("Savings Balance".to_owned()),
+            scope: content(),
+            ..NodeQuery::default()
+        },
+        min_count: 1,
+    };
+    let spec = render(&changed.sealed(), &config()).text;
+    for expected in [
+        // A run of text: an element holding text of its own, beside the label, in its region.
+        "adjacentTo(anchors, anchorName, frame_content.locator('xpath=.//*[text()[normalize-space()]]'), 'summary',",
+        // A date field: Playwright's textbox of that input type.
+        ".and(frame_content.locator('input[type=\"date\"]'))",
+        // The input escaped into the pattern at run time (`.` as the regex crate reads it).
+        "{ name: new RegExp('^As of ' + regexText(INPUTS.member_id) + '[^\\\\n]$', 'u') }",
+        // The name and the anchor together: the named cell in the label's row.
+        ".filter({ has: named(page, anchorName) })",
+        "'cell', { name: exactName(INPUTS.member_id) })",
+        // A searchbox is a textbox to cua; the query's nodes are checked in their region.
+        "valuesOf(await inRegionAll(byRole(frame_content, 'textbox', { name: folded('Member ' + INPUTS.member_id) }), 'member_search'))",
+        // A node named by anything: its text, label, title or alternative text.
+        "named(frame_content, folded('Savings Balance'))",
+    ] {
+        assert!(spec.contains(expected), "{expected}\n---\n{spec}");
+    }
+}
+
 #[test]
 fn every_refusal_is_reported_at_once() {
     let mut changed = capability("corebank.member.savings_balance@1.0.0");
     changed.steps[1].postcondition = Some(Predicate::HttpStatusIn { codes: vec![200] });
-    changed.steps[3].action.target_mut().unwrap().role = "text".to_owned();
+    changed.steps[3].action.target_mut().unwrap().role = "labeltext".to_owned();
     changed.checkpoint = Predicate::NodeAbsent {
         query: NodeQuery {
             role: Some("cell".to_owned()),
@@ -468,7 +548,7 @@ fn a_name_built_from_an_input_is_matched_as_replay_binds_it() {
     let spec = render(&deep_link.sealed(), &config());
     assert!(
         spec.text
-            .contains("page.getByRole('cell', { name: INPUTS.member_id, exact: true })"),
+            .contains("byRole(page, 'cell', { name: exactName(INPUTS.member_id) })"),
         "{}",
         spec.text
     );
