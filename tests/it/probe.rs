@@ -49,6 +49,7 @@ fn sign_on_page(button: &str) -> UiSnapshot {
         parent,
         children: Vec::new(),
         css_hint: None,
+        labels: Vec::new(),
     };
     let mut nodes = vec![
         node(0, "document", "MemberDesk", 0, None),

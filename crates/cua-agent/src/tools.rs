@@ -217,7 +217,7 @@ fn target_schema() -> Value {
             "anchor": {
                 "type": "object",
                 "properties": {
-                    "relation": { "type": "string", "enum": ["row_of", "adjacent_to", "within_section", "labelled_by"] },
+                    "relation": { "type": "string", "enum": ["row_of", "adjacent_to", "within_section", "labelled_by", "beside_label"] },
                     "text": { "type": "string" }
                 },
                 "required": ["relation", "text"]
@@ -325,10 +325,11 @@ fn target(arguments: &Value) -> Result<TargetSpec, String> {
                 Some("adjacent_to") => AnchorRelation::AdjacentTo,
                 Some("within_section") => AnchorRelation::WithinSection,
                 Some("labelled_by") => AnchorRelation::LabelledBy,
+                Some("beside_label") => AnchorRelation::BesideLabel,
                 other => {
                     return Err(format!(
                         "anchor relation {other:?} is not one of row_of, adjacent_to, \
-                         within_section, labelled_by"
+                         within_section, labelled_by, beside_label"
                     ));
                 }
             };

@@ -160,8 +160,13 @@ pub enum AnchorRelation {
     AdjacentTo,
     /// Inside the section (table, or a heading's region) the anchor belongs to.
     WithinSection,
-    /// The control the anchor labels (`<label for>`, `aria-labelledby`).
+    /// The control the page says the anchor labels: a `<label for>` naming it, a `<label>`
+    /// around it, or its `aria-labelledby`. Only the page's own label relations count.
     LabelledBy,
+    /// The control whose visual label is the anchor: the nearest label cell or text before it
+    /// in its table row, or outside rows the sibling just before it. For legacy pages that put
+    /// a label beside a control without associating the two.
+    BesideLabel,
 }
 
 impl AnchorRelation {
@@ -172,6 +177,7 @@ impl AnchorRelation {
             Self::AdjacentTo => "adjacent_to",
             Self::WithinSection => "within_section",
             Self::LabelledBy => "labelled_by",
+            Self::BesideLabel => "beside_label",
         }
     }
 }

@@ -35,6 +35,9 @@ pub(crate) struct AxNode {
     pub(crate) value: Option<String>,
     pub(crate) backend: Option<i64>,
     pub(crate) properties: Vec<(String, Value)>,
+    /// The text of each element the DOM says labels this one (Chromium's `labelledby`
+    /// relation: `<label for>`, a wrapping `<label>`, `aria-labelledby`).
+    pub(crate) labels: Vec<String>,
 }
 
 impl AxNode {
@@ -86,6 +89,20 @@ impl AxNode {
                         .collect()
                 })
                 .unwrap_or_default(),
+            labels: node["properties"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|property| property["name"] == "labelledby")
+                .flat_map(|property| {
+                    property["value"]["relatedNodes"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                })
+                .filter_map(|related| related["text"].as_str().map(squash_whitespace))
+                .filter(|text| !text.is_empty())
+                .collect(),
         })
     }
 
@@ -321,6 +338,7 @@ pub(crate) fn stitch(frames: &[FrameInput], dom: &DomIndex) -> Stitched {
             parent,
             children: Vec::new(),
             css_hint: element.and_then(css_hint),
+            labels: node.labels.clone(),
             role,
             name,
         });
@@ -453,6 +471,7 @@ mod tests {
             value: None,
             backend: Some(backend),
             properties: vec![],
+            labels: vec![],
         }
     }
 

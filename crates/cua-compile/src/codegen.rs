@@ -8,7 +8,8 @@
 //!   type for a date field). Names match by cua's rules (`exactName`, `folded`, a part, a
 //!   regex; a run's values escaped into a regex at run time). A name and an anchor narrow each
 //!   other; `row_of` is the innermost row holding the anchor, `adjacent_to` the first sibling
-//!   after it that holds a candidate (`adjacentTo`), `labelled_by` `getByLabel`. An `identity`
+//!   after it that holds a candidate (`adjacentTo`, also for `beside_label`), `labelled_by`
+//!   `getByLabel`. An `identity`
 //!   check keys the target: the one row whose key cell holds the key (a key two rows hold
 //!   fails the test, as replay refuses it), and an `ordinal` is `.nth(i)` inside that row. CSS
 //!   hints are never written: they are an unverified cache of replay's, and a test that
@@ -949,8 +950,12 @@ impl<'c> SpecWriter<'c> {
                 let label = self.name_spec(anchor.match_mode, &anchor.text, scope)?;
                 lines.push(format!("const anchorName = {};", label.value));
                 match anchor.relation {
-                    AnchorRelation::AdjacentTo if descriptor.identity.is_none() => {
+                    AnchorRelation::AdjacentTo | AnchorRelation::BesideLabel
+                        if descriptor.identity.is_none() =>
+                    {
                         // Beside its label anywhere, not only in a table: the sibling after it.
+                        // (A visual label is the one just before its control: the same pair
+                        // read from the label's side.)
                         let anchors = self.named(&root, "anchorName");
                         lines.push(format!("const anchors = {anchors};"));
                         self.use_helper(Helper::AdjacentTo);
@@ -968,7 +973,9 @@ impl<'c> SpecWriter<'c> {
                         // Found already: a template that names no base.
                         (None, "adjacent".to_owned())
                     }
-                    AnchorRelation::RowOf | AnchorRelation::AdjacentTo => {
+                    AnchorRelation::RowOf
+                    | AnchorRelation::AdjacentTo
+                    | AnchorRelation::BesideLabel => {
                         let rows = innermost_rows(&root, &self.named("page", "anchorName"));
                         let mut inside = candidates;
                         if descriptor.role == "cell" {

@@ -328,6 +328,7 @@ mod tests {
                     parent: None,
                     children: Vec::new(),
                     css_hint: None,
+                    labels: Vec::new(),
                 })
                 .collect(),
         }

@@ -94,6 +94,11 @@ pub struct UiNode {
     /// cache for the `hint_cached` rung, never an identity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub css_hint: Option<String>,
+    /// The text of each element the page says labels this node (`<label for>`, a `<label>`
+    /// around it, `aria-labelledby`), whitespace squashed, in the page's order. What an anchor
+    /// `labelled_by` matches; empty when the page associates no label.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
 }
 
 /// One observation of a surface.
@@ -211,6 +216,7 @@ mod tests {
             parent,
             children: vec![],
             css_hint: None,
+            labels: vec![],
         }
     }
 

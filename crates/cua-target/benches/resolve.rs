@@ -155,6 +155,7 @@ impl Page {
             parent: parent.map(|parent| parent as u32),
             children: Vec::new(),
             css_hint: css,
+            labels: Vec::new(),
         });
         if let Some(parent) = parent {
             self.nodes[parent].children.push(index as u32);

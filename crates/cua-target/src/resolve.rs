@@ -112,7 +112,9 @@ impl Resolution {
 ///   the anchor (a `text` anchor that is the last child of a cell stands for its cell) that is,
 ///   or contains, a match; `within_section` inside the anchor's nearest table, or for a heading
 ///   the nodes after it up to the next heading within its parent, or else its parent;
-///   `labelled_by` the nodes whose label matches the anchor text. Deduplicated, in document order.
+///   `labelled_by` the nodes one of whose page-given labels ([`cua_snapshot::UiNode::labels`]) matches the
+///   anchor text; `beside_label` the nodes whose heuristic label ([`crate::label_of`]) does.
+///   Deduplicated, in document order.
 /// - **hint_cached**: nodes whose CSS hint equals `hints.css`, kept only if they also have the
 ///   role and scope and, when the descriptor has a name, the name matches by `name.match`, by
 ///   `fold`, or through the node's label. A dead hint finds nothing; a lying one is rejected.
@@ -666,12 +668,26 @@ impl<'i, 's> Query<'i, 's> {
                 reason: "no anchor",
             });
         };
-        if *relation == AnchorRelation::LabelledBy {
-            return Generated::from_candidates(
-                self.pool()
-                    .filter(|&node| self.label_matches(matcher, node))
-                    .collect(),
-            );
+        match relation {
+            AnchorRelation::LabelledBy => {
+                return Generated::from_candidates(
+                    self.pool()
+                        .filter(|&node| {
+                            self.index.node(node).is_some_and(|found| {
+                                found.labels.iter().any(|label| matcher.matches(label))
+                            })
+                        })
+                        .collect(),
+                );
+            }
+            AnchorRelation::BesideLabel => {
+                return Generated::from_candidates(
+                    self.pool()
+                        .filter(|&node| self.label_matches(matcher, node))
+                        .collect(),
+                );
+            }
+            AnchorRelation::RowOf | AnchorRelation::AdjacentTo | AnchorRelation::WithinSection => {}
         }
         let anchors = self.anchor_nodes();
         if anchors.is_empty() {
@@ -694,7 +710,7 @@ impl<'i, 's> Query<'i, 's> {
                     let section = self.section_of(anchor);
                     self.collect_relative(anchor, section, &mut found);
                 }
-                AnchorRelation::LabelledBy => {}
+                AnchorRelation::LabelledBy | AnchorRelation::BesideLabel => {}
             }
         }
         Generated::from_candidates(found.into_iter().collect())

@@ -2,6 +2,8 @@
 //! from an input, the category list's search keyed to the exact name among look-alikes, and an
 //! AJAX form that adds a category. The truth is the app's own MariaDB database.
 
+use std::process::Command;
+
 use super::{App, query, quoted, root, setting, unique};
 
 fn wordpress() -> App {
@@ -287,6 +289,101 @@ fn a_radio_named_by_today_and_a_select_save_the_settings_the_database_then_holds
         );
         assert_eq!(option("date_format"), format);
         assert_eq!(option("start_of_week"), start_of_week);
+    }
+}
+
+/// `labelled_by` on a page we did not write: WordPress's login form associates each label with
+/// its field (`<label for>`), so a target named by nothing but its label finds the field, types
+/// into it and reads it back; the same label as `beside_label` (the text before the field)
+/// finds the same field.
+#[test]
+fn a_field_found_only_through_the_label_the_page_associates_with_it() {
+    let app = wordpress();
+    for relation in ["labelled_by", "beside_label"] {
+        let draft = app
+            .scratch
+            .path()
+            .join(format!("wordpress.login.{relation}@1.0.0.yaml"));
+        std::fs::write(
+            &draft,
+            format!(
+                r#"schema: cua.capability/v1
+id: wordpress.login.{relation}
+version: 1.0.0
+title: Type a name into the login form and read it back
+description: Find the username field through its label alone ({relation}).
+surface:
+  kind: legacy_web
+  driver_capabilities: [semantic_tree]
+  app:
+    vendor: wordpress.org
+    product: WordPress
+    version_range: ">=6.1 <7"
+entrypoint:
+  url: "{{base_url}}/wp-login.php"
+inputs:
+  - name: user
+    type: string
+    description: What to type.
+    pattern: "^[a-z.]{{1,40}}$"
+    example: tom.okafor
+outputs:
+  - name: typed
+    type: string
+    description: What the field holds afterwards.
+    source: {{step: read_back}}
+steps:
+  - id: enter_user
+    description: Type into the field the label names.
+    action:
+      type: type
+      value: {{$input: user}}
+      target:
+        role: textbox
+        anchor: {{relation: {relation}, text: Username or Email Address, match: exact}}
+        recorded_strategy: structural_anchor
+    wait: {{for: snapshot_stable, timeout_ms: 3000}}
+    risk: safe
+  - id: read_back
+    description: Read the same field.
+    action:
+      type: extract
+      into: typed
+      target:
+        role: textbox
+        anchor: {{relation: {relation}, text: Username or Email Address, match: exact}}
+        recorded_strategy: structural_anchor
+    risk: safe
+checkpoint:
+  assert: node_exists
+  query: {{role: button, name: Log In}}
+escalation:
+  triggers: [target_ambiguous, target_not_found, checkpoint_failed, unexpected_state]
+  policy: fail_closed
+policy:
+  allowed_domains: ["{{base_url}}"]
+  allowed_actions: [navigate, type, extract]
+  max_steps: 4
+  max_duration_ms: 30000
+provenance:
+  notes: Written by the conformance test.
+"#
+            ),
+        )
+        .expect("the draft is written");
+        let sealed = Command::new(env!("CARGO_BIN_EXE_cua"))
+            .arg("seal")
+            .arg(&draft)
+            .output()
+            .expect("cua seal runs");
+        assert!(
+            sealed.status.success(),
+            "{}",
+            String::from_utf8_lossy(&sealed.stderr)
+        );
+        let run = app.replay(&draft.display().to_string(), &[("user", "ada.lovelace")]);
+        run.succeeded();
+        assert_eq!(run.output("typed"), "ada.lovelace", "{relation}");
     }
 }
 

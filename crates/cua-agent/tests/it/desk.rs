@@ -260,6 +260,7 @@ impl Tree {
             parent: parent.map(|parent| parent as u32),
             children: Vec::new(),
             css_hint: None,
+            labels: Vec::new(),
         });
         if let Some(parent) = parent {
             self.nodes[parent].children.push(index as u32);

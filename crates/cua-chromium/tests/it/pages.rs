@@ -220,3 +220,42 @@ async fn a_node_from_a_previous_document_is_gone() {
         "{missing:?}"
     );
 }
+
+/// A node's labels are the page's own label relations, read from the browser: `<label for>`, a
+/// `<label>` around the control, `aria-labelledby` (several, in order). Text that merely sits
+/// before a control labels nothing, and neither does a `<label for>` naming another control.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn labels_are_the_pages_label_relations() {
+    let site = Site::serve(vec![(
+        "/form",
+        Page::html(
+            r#"<html><head><title>Labels</title></head><body><main>
+            <label for="amount">Amount</label> <span>USD</span> <input id="amount">
+            <label>Memo <input id="memo"></label>
+            <span id="fee">Fee</span> <span id="waived">to waive</span>
+            <input id="charge" aria-labelledby="fee waived">
+            <p>Enter the Amount here</p> <input id="note" title="Note">
+            <label for="nowhere">Orphan</label>
+            </main></body></html>"#,
+        ),
+    )])
+    .await;
+    let surface = launch(&[site.entry()]).await;
+    let authority = Authority::new(&[site.entry()]);
+    goto(&surface, &authority, &site.url("/form")).await;
+    let snapshot = surface.observe().await.unwrap();
+    let labels = |name: &str| find(&snapshot, "textbox", name).labels.clone();
+    assert_eq!(labels("Amount"), ["Amount"]);
+    assert_eq!(labels("Memo"), ["Memo"]);
+    assert_eq!(labels("Fee to waive"), ["Fee", "to waive"]);
+    assert!(labels("Note").is_empty(), "{}", render(&snapshot));
+    assert!(
+        snapshot
+            .nodes
+            .iter()
+            .filter(|node| node.role != "textbox")
+            .all(|node| node.labels.is_empty()),
+        "only the controls are labelled:\n{}",
+        render(&snapshot)
+    );
+}

@@ -32,6 +32,7 @@ fn screen(nodes: &[(&str, &str, Option<&str>)]) -> UiSnapshot {
         parent: None,
         children: Vec::new(),
         css_hint: None,
+        labels: Vec::new(),
     }];
     for (index, (role, name, value)) in nodes.iter().enumerate() {
         all.push(UiNode {
@@ -49,6 +50,7 @@ fn screen(nodes: &[(&str, &str, Option<&str>)]) -> UiSnapshot {
             parent: Some(0),
             children: Vec::new(),
             css_hint: None,
+            labels: Vec::new(),
         });
         all[0].children.push(u32::try_from(index + 1).unwrap());
     }

@@ -66,6 +66,7 @@ pub(crate) fn review_page() -> UiSnapshot {
         parent,
         children: Vec::new(),
         css_hint: None,
+        labels: Vec::new(),
     };
     let mut nodes = vec![
         node(

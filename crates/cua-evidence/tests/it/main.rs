@@ -83,6 +83,7 @@ fn snapshot(member_number: &str) -> UiSnapshot {
         parent: (depth > 0).then_some(0),
         children: vec![],
         css_hint: None,
+        labels: Vec::new(),
     };
     let mut nodes = vec![
         node("content:/document[0]", "document", "Member Search", None, 0),

@@ -42,6 +42,7 @@ impl FakeSurface {
             parent,
             children: Vec::new(),
             css_hint: None,
+            labels: Vec::new(),
         };
         let mut nodes = vec![
             node("content:/document[0]", "document", "", 0, None),

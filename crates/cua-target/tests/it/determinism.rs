@@ -58,6 +58,7 @@ fn build(specs: &[NodeSpec]) -> UiSnapshot {
             parent: parent.map(|parent| parent as u32),
             children: Vec::new(),
             css_hint: HINTS[hint % HINTS.len()].map(str::to_owned),
+            labels: Vec::new(),
         });
         if let Some(parent) = parent {
             nodes[parent].children.push(position as u32);

@@ -14,7 +14,7 @@
 //! last line-head one level up. Within a line, `a > b | c` makes `b` and `c` children of `a`,
 //! and `>` nests to the right (`a > b > c | d` puts `c` and `d` under `b`). A node is a role,
 //! an optional quoted name, and attributes: `value=`, `css=`, `frame=`, `region=`,
-//! `states=a,b`. `frame` and `region` are inherited by descendants. Ids are structural paths
+//! `states=a,b`, and `label=` (a label the page associates with the node; repeatable). `frame` and `region` are inherited by descendants. Ids are structural paths
 //! counted per role, like a driver's: `content:/document[0]/table[0]/row[1]/cell[0]`.
 
 use cua_snapshot::{NodeId, UiNode, UiSnapshot};
@@ -109,7 +109,7 @@ impl Builder {
         let mut scope = parent
             .map(|parent| self.nodes[parent].scope.clone())
             .unwrap_or_default();
-        let (mut value, mut css, mut states) = (None, None, Vec::new());
+        let (mut value, mut css, mut states, mut labels) = (None, None, Vec::new(), Vec::new());
         while let Some(Token::Word(word)) = tokens.get(*position) {
             let Some((key, inline)) = word.split_once('=') else {
                 break;
@@ -132,6 +132,7 @@ impl Builder {
                 "frame" => scope.frame = Some(text),
                 "region" => scope.region = Some(text),
                 "states" => states = text.split(',').map(str::to_owned).collect(),
+                "label" => labels.push(text),
                 other => panic!("unknown attribute {other}"),
             }
         }
@@ -150,6 +151,7 @@ impl Builder {
             parent: parent.map(|parent| parent as u32),
             children: Vec::new(),
             css_hint: css,
+            labels,
         });
         if let Some(parent) = parent {
             self.nodes[parent].children.push(index as u32);

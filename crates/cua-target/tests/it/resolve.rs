@@ -183,11 +183,20 @@ fn structural_anchor_relations() {
         "{role: cell, anchor: {relation: within_section, text: Accounts}, ordinal: 8}",
         "structural_anchor content:/document[0]/table[1]/row[1]/cell[3] (15 candidates)",
     );
-    // labelled_by: the control whose label is the anchor text.
+    // beside_label: the control whose visual label (the cell before it) is the anchor text.
     check(
         &subaccount_form(false),
-        "{role: textbox, anchor: {relation: labelled_by, text: Initial Deposit}}",
+        "{role: textbox, anchor: {relation: beside_label, text: Initial Deposit}}",
         "structural_anchor content:/document[0]/table[0]/row[1]/cell[1]/textbox[0]",
+    );
+    // labelled_by needs the page's own label relation, which MemberDesk's form never makes.
+    assert!(
+        render(&resolve(
+            &subaccount_form(false),
+            &target("{role: textbox, anchor: {relation: labelled_by, text: Initial Deposit}}"),
+            &BoundValues::new(),
+        ))
+        .starts_with("error: no node matches"),
     );
     // An anchor that matches nothing says so.
     check(
@@ -197,6 +206,57 @@ fn structural_anchor_relations() {
          name); semantic_normalized: not applicable (no name); label_association: not applicable (no name); \
          structural_anchor: no node matches the anchor text; hint_cached: not applicable (no css hint); \
          ordinal_in_region: not applicable (the name or anchor matched nothing and there is no ordinal)",
+    );
+}
+
+/// `labelled_by` follows the page's label relations (`<label for>`, a wrapping `<label>`,
+/// `aria-labelledby`), never the text that happens to sit before a control; `beside_label` is
+/// that text. On a page where they differ, each finds its own control, and a label quoted in
+/// help text labels nothing.
+#[test]
+fn labelled_by_follows_the_page_and_beside_label_the_layout() {
+    let page = snapshot(
+        r#"
+document "Transfer"
+  text "Amount"
+  textbox "Amount" label="Amount"
+  paragraph > text "Fee"
+  textbox "Charge" label="Fee to waive" label="Charge"
+  paragraph > text "Enter the Amount to waive"
+  textbox "Note"
+"#,
+    );
+    check(
+        &page,
+        "{role: textbox, anchor: {relation: labelled_by, text: Fee to waive, match: exact}}",
+        "structural_anchor main:/document[0]/textbox[1]",
+    );
+    check(
+        &page,
+        "{role: textbox, anchor: {relation: labelled_by, text: Amount, match: exact}}",
+        "structural_anchor main:/document[0]/textbox[0]",
+    );
+    // The text before the note quotes "Amount"; the page labels the note with nothing.
+    check(
+        &page,
+        "{role: textbox, anchor: {relation: labelled_by, text: Amount, match: contains}}",
+        "structural_anchor main:/document[0]/textbox[0]",
+    );
+    let unlabelled = resolve(
+        &page,
+        &target("{role: textbox, anchor: {relation: labelled_by, text: Note}}"),
+        &BoundValues::new(),
+    );
+    assert!(
+        render(&unlabelled).starts_with("error: no node matches"),
+        "{}",
+        render(&unlabelled)
+    );
+    // The visual label of the second textbox is the paragraph before it.
+    check(
+        &page,
+        "{role: textbox, anchor: {relation: beside_label, text: Fee}}",
+        "structural_anchor main:/document[0]/textbox[1]",
     );
 }
 
@@ -494,7 +554,7 @@ fn northgate_relabels_fail_exact_and_resolve_through_the_overlay_anchor() {
     );
     check(
         &northgate_form,
-        "{role: textbox, name: {value: Initial Deposit}, anchor: {relation: labelled_by, text: Opening Deposit}, \
+        "{role: textbox, name: {value: Initial Deposit}, anchor: {relation: beside_label, text: Opening Deposit}, \
          hints: {css: 'input[name=initdep]'}, recorded_strategy: label_association}",
         "structural_anchor content:/document[0]/table[0]/row[1]/cell[1]/textbox[0] drifted",
     );
