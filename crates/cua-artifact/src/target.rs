@@ -79,8 +79,13 @@ impl TargetDescriptor {
             }
         }
         if let Some(identity) = &self.identity {
-            let column = identity.column.as_deref().unwrap_or("first cell");
-            text.push_str(&format!(" where row[{column}] = {}", identity.equals));
+            match identity.column.as_deref() {
+                Some(column) => {
+                    text.push_str(&format!(" where row[{column}] = {}", identity.equals));
+                }
+                // The key of its row, list item, article or definition.
+                None => text.push_str(&format!(" where its key = {}", identity.equals)),
+            }
         }
         text
     }

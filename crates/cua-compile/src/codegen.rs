@@ -242,6 +242,7 @@ enum Helper {
     Click,
     ByRole,
     Named,
+    Records,
 }
 
 impl Helper {
@@ -250,7 +251,7 @@ impl Helper {
             Self::PageText | Self::CellUnder | Self::ReadMoney => &[Self::Squash],
             Self::ValuesOf => &[Self::Squash, Self::ValueOf],
             Self::MoneyIn => &[Self::ReadMoney],
-            Self::KeyedRow => &[Self::Squash],
+            Self::KeyedRow => &[Self::Squash, Self::ByRole],
             Self::InRegion | Self::AdjacentTo => &[Self::InRegionAll],
             Self::ExactName => &[Self::Squash, Self::RegexText],
             _ => &[],
@@ -264,7 +265,7 @@ impl Helper {
             Self::ValuesOf | Self::ValueOf | Self::MoneyIn => &["Locator"],
             Self::InRegion | Self::InRegionAll => &["Locator"],
             Self::AdjacentTo | Self::Click => &["Locator"],
-            Self::ByRole | Self::Named => &["Page", "FrameLocator", "Locator"],
+            Self::ByRole | Self::Named | Self::Records => &["Page", "FrameLocator", "Locator"],
             Self::KeyedRow | Self::CellUnder => &["Page", "FrameLocator", "Locator"],
             _ => &[],
         }
@@ -294,6 +295,7 @@ impl Helper {
             Self::Click => HELPER_CLICK,
             Self::ByRole => HELPER_BY_ROLE,
             Self::Named => HELPER_NAMED,
+            Self::Records => HELPER_RECORDS,
         }
     }
 }
@@ -943,7 +945,7 @@ impl<'c> SpecWriter<'c> {
                 let rows = descriptor
                     .identity
                     .as_ref()
-                    .map(|_| innermost_rows(&root, &on("page", &candidates)));
+                    .map(|_| self.innermost_records(&root, &on("page", &candidates)));
                 (rows, candidates)
             }
             Some(anchor) => {
@@ -1075,8 +1077,18 @@ impl<'c> SpecWriter<'c> {
         format!("named({root}, {name})")
     }
 
-    /// The identity check as the one row of `rows` whose key cell holds the key: replay keys a
-    /// target by its row and refuses a key that two rows hold, and so does the spec.
+    /// The innermost records of `root` (rows, list items, articles, definitions) that hold a
+    /// node matching `inner` (a `page`-rooted locator, queried inside each): the record an
+    /// identity check reads its key on.
+    fn innermost_records(&mut self, root: &str, inner: &str) -> String {
+        self.use_helper(Helper::Records);
+        format!(
+            "records({root}){BREAK}.filter({{ has: {inner} }}){BREAK}.filter({{ hasNot: records(page).filter({{ has: {inner} }}) }})"
+        )
+    }
+
+    /// The identity check as the one record of `rows` whose key holds the key: replay keys a
+    /// target by its record and refuses a key that two records hold, and so does the spec.
     fn keyed_row(
         &mut self,
         root: &str,
@@ -1094,7 +1106,7 @@ impl<'c> SpecWriter<'c> {
         };
         let what = match &identity.column {
             Some(column) => format!("the {column:?} cell"),
-            None => "the first cell".to_owned(),
+            None => "the record's key".to_owned(),
         };
         let expected = self.value(&identity.equals, scope, false)?;
         let holds = match identity.match_mode {
@@ -1120,7 +1132,7 @@ impl<'c> SpecWriter<'c> {
             },
         };
         Ok(format!(
-            "await keyedRow(page, {root}, {rows}, {column}, {holds}, {})",
+            "await keyedRecord(page, {root}, {rows}, {column}, {holds}, {})",
             ts_string(&what)
         ))
     }
@@ -2159,24 +2171,53 @@ async function adjacentTo(
 "#;
 
 const HELPER_KEYED_ROW: &str = r#"/**
- * The one row of `rows` whose key cell (the cell under `column`, or the first cell) `holds` the
- * key: cua's identity check, which keys a target by its row and refuses a key two rows hold.
+ * The one record of `records` whose key `holds` the key: cua's identity check, which keys a target
+ * by its record and refuses a key two records hold. A row's key is the cell under `column` (or
+ * its first cell); a definition's, its term; a list item's or an article's, its first heading,
+ * else its first text.
  */
-async function keyedRow(
+async function keyedRecord(
   page: Page,
   scope: Page | FrameLocator,
-  rows: Locator,
+  records: Locator,
   column: string | null,
   holds: (text: string) => boolean,
   what: string,
 ): Promise<Locator> {
   const keyed: Locator[] = [];
-  for (const row of await rows.all()) {
-    const key = column === null ? row.getByRole('cell').first() : await cellUnder(page, scope, row, column);
-    if (holds(squash(await key.innerText()))) keyed.push(row);
+  for (const record of await records.all()) {
+    const row = await record.evaluate((element) => element.localName === 'tr' || element.getAttribute('role') === 'row');
+    let key: string | null = null;
+    if (row) {
+      const cell = column === null ? byRole(record, 'cell').first() : await cellUnder(page, scope, record, column);
+      key = await cell.innerText();
+    } else if (column === null) {
+      key = await record.evaluate((element) => {
+        const is = (node: Element, tag: string, role: string) => node.localName === tag || node.getAttribute('role') === role;
+        if (is(element, 'dd', 'definition')) {
+          let term = element.previousElementSibling;
+          while (term !== null && !is(term, 'dt', 'term')) term = term.previousElementSibling;
+          return term === null ? null : (term as HTMLElement).innerText;
+        }
+        const heading = element.querySelector('h1, h2, h3, h4, h5, h6, [role="heading"]');
+        if (heading !== null) return (heading as HTMLElement).innerText;
+        const walker = element.ownerDocument.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+        for (let text = walker.nextNode(); text !== null; text = walker.nextNode()) {
+          if ((text.textContent ?? '').trim() !== '') return text.textContent;
+        }
+        return null;
+      });
+    }
+    if (key !== null && holds(squash(key))) keyed.push(record);
   }
-  expect(keyed.length, `identity: exactly one row holds the key in ${what}`).toBe(1);
+  expect(keyed.length, `identity: exactly one record holds the key in ${what}`).toBe(1);
   return keyed[0];
+}
+"#;
+
+const HELPER_RECORDS: &str = r#"/** cua's records, the entries an identity check keys: table rows, list items, articles, definitions. */
+function records(scope: Page | FrameLocator | Locator): Locator {
+  return scope.getByRole('row').or(scope.getByRole('listitem')).or(scope.getByRole('article')).or(scope.getByRole('definition'));
 }
 "#;
 

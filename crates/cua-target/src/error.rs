@@ -48,10 +48,11 @@ pub enum TargetError {
         expected: String,
         found: Option<String>,
     },
-    /// More than one row of the chosen node's table holds the identity key, so the key does not
-    /// say which row the run is about: replay refuses rather than letting position decide.
+    /// More than one record of the chosen node's structure (rows of its table, items of its
+    /// list) holds the identity key, so the key does not say which record the run is about:
+    /// replay refuses rather than letting position decide.
     #[error(
-        "identity check on {target} is not unique: {count} rows hold {expected:?} in {key}: {}",
+        "identity check on {target} is not unique: {count} {records} hold {expected:?} in {key}: {}",
         render_candidates(rows, *count)
     )]
     IdentityNotUnique {
@@ -60,7 +61,9 @@ pub enum TargetError {
         key: String,
         expected: String,
         count: u32,
-        /// The first five rows holding the key, in document order.
+        /// What the records are, plural: `rows`, `list items`, `articles`, `definitions`.
+        records: &'static str,
+        /// The first five records holding the key, in document order.
         rows: Vec<CandidateSummary>,
     },
     /// The descriptor was recorded by the vision rung, which deterministic replay refuses.

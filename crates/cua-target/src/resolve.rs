@@ -15,7 +15,8 @@ use crate::bindings::{Bindings, bind_name, bind_target_text, bind_text};
 use crate::error::{CandidateSummary, RungAttempt, RungOutcome, TargetError};
 use crate::index::{SnapshotIndex, to_u32};
 use crate::structure::{
-    CONTAINER_ROLES, cell_text_indexed, key_cell, label_of_indexed, row_cells, table_rows,
+    CONTAINER_ROLES, cell_text_indexed, label_of_indexed, record_key, record_key_place, record_of,
+    row_cells, sibling_records,
 };
 use crate::text::{TextMatcher, fold_equals};
 
@@ -324,9 +325,10 @@ pub fn drift_score(resolutions: &[Resolution]) -> f64 {
 
 /// An identity check bound to the run: the key column, the expected text and its matcher.
 ///
-/// A key identifies a row only when no other row of the same table holds it: a look-alike row
-/// that shares the key is indistinguishable by it, so [`IdentityKey::unique`] refuses rather
-/// than letting document order decide.
+/// The key is read on the target's record ([`record_of`]: its table row, list item, article or
+/// definition). A key identifies a record only when no other record of the same structure holds
+/// it: a look-alike that shares the key is indistinguishable by it, so [`IdentityKey::unique`]
+/// refuses rather than letting document order decide.
 struct IdentityKey<'d> {
     column: Option<&'d str>,
     expected: String,
@@ -354,43 +356,36 @@ impl<'d> IdentityKey<'d> {
         })
     }
 
-    /// Where the key is read, for messages.
-    fn key(&self) -> String {
-        match self.column {
-            Some(column) => format!("the {column:?} cell of its row"),
-            None => "the first cell of its row".to_owned(),
-        }
+    /// Where the key of `record` is read, for messages.
+    fn key(&self, index: &SnapshotIndex<'_>, record: usize) -> String {
+        let role = index.node(record).map_or("row", |node| node.role.as_str());
+        record_key_place(role, self.column)
     }
 
-    /// The key cell of `row`: the cell under the key column, or the row's first cell.
-    fn key_cell(&self, index: &SnapshotIndex<'_>, row: usize) -> Option<usize> {
-        key_cell(index, row, self.column)
+    fn record_holds(&self, index: &SnapshotIndex<'_>, record: usize) -> bool {
+        record_key(index, record, self.column)
+            .is_some_and(|key| self.matcher.matches(&cell_text_indexed(index, key)))
     }
 
-    fn row_holds(&self, index: &SnapshotIndex<'_>, row: usize) -> bool {
-        self.key_cell(index, row)
-            .is_some_and(|cell| self.matcher.matches(&cell_text_indexed(index, cell)))
-    }
-
-    /// Whether the node's row holds the key.
+    /// Whether the node's record holds the key.
     fn holds_on(&self, index: &SnapshotIndex<'_>, node: usize) -> bool {
-        index
-            .row_of(node)
-            .is_some_and(|row| self.row_holds(index, row))
+        record_of(index, node).is_some_and(|record| self.record_holds(index, record))
     }
 
-    /// The refusal for a node whose row does not hold the key.
+    /// The refusal for a node whose record does not hold the key.
     fn mismatch(&self, index: &SnapshotIndex<'_>, node: usize) -> TargetError {
         let node_id = index
             .node(node)
             .map(|found| found.id.clone())
             .unwrap_or_else(|| NodeId::new(""));
-        let (key, found) = match index.row_of(node) {
-            None => ("the node's row (it is not inside one)".to_owned(), None),
-            Some(row) => (
-                self.key(),
-                self.key_cell(index, row)
-                    .map(|cell| cell_text_indexed(index, cell)),
+        let (key, found) = match record_of(index, node) {
+            None => (
+                "the node's record (it is in no row, list item, article or definition)".to_owned(),
+                None,
+            ),
+            Some(record) => (
+                self.key(index, record),
+                record_key(index, record, self.column).map(|key| cell_text_indexed(index, key)),
             ),
         };
         TargetError::IdentityMismatch {
@@ -401,7 +396,7 @@ impl<'d> IdentityKey<'d> {
         }
     }
 
-    /// Refuses when another row of the chosen node's table holds the key as well.
+    /// Refuses when another record of the chosen node's structure holds the key as well.
     fn unique(
         &self,
         index: &SnapshotIndex<'_>,
@@ -409,22 +404,20 @@ impl<'d> IdentityKey<'d> {
         chosen: usize,
         keyed: &[usize],
     ) -> Result<(), TargetError> {
-        // Every row that holds the key counts: those of the chosen node's table (a header row
-        // included: a key equal to a column title identifies nothing) and the row of every
-        // keyed candidate, wherever its table is, so a look-alike table earlier on the page
-        // cannot win by position.
+        // Every record that holds the key counts: those of the chosen node's structure (a
+        // header row included: a key equal to a column title identifies nothing) and the
+        // record of every keyed candidate, wherever it is, so a look-alike list or table
+        // earlier on the page cannot win by position.
         let mut holding: Vec<usize> = keyed
             .iter()
-            .filter_map(|&node| index.row_of(node))
+            .filter_map(|&node| record_of(index, node))
             .collect();
-        if let Some(table) = index
-            .row_of(chosen)
-            .and_then(|row| index.nearest_table(row))
-        {
+        let record = record_of(index, chosen);
+        if let Some(record) = record {
             holding.extend(
-                table_rows(index, table)
+                sibling_records(index, record)
                     .into_iter()
-                    .filter(|&row| self.row_holds(index, row)),
+                    .filter(|&sibling| self.record_holds(index, sibling)),
             );
         }
         holding.sort_unstable();
@@ -434,22 +427,35 @@ impl<'d> IdentityKey<'d> {
         }
         Err(TargetError::IdentityNotUnique {
             target: descriptor.describe(),
-            key: self.key(),
+            key: record.map_or_else(String::new, |record| self.key(index, record)),
             expected: self.expected.clone(),
             count: to_u32(holding.len()),
+            records: match record
+                .and_then(|record| index.node(record))
+                .map(|node| node.role.as_str())
+            {
+                Some("listitem") => "list items",
+                Some("article") => "articles",
+                Some("definition") => "definitions",
+                _ => "rows",
+            },
             rows: holding
                 .iter()
                 .take(5)
-                .filter_map(|&row| {
+                .filter_map(|&record| {
                     // A row's own name is usually empty: its cells say which row it is.
-                    let cells: Vec<String> = row_cells(index, row)
-                        .into_iter()
-                        .map(|cell| cell_text_indexed(index, cell))
-                        .collect();
-                    summarize(index, row).map(|summary| CandidateSummary {
-                        name: cells.join(" | "),
-                        ..summary
-                    })
+                    let name = if index.node(record).is_some_and(|node| node.role == "row") {
+                        row_cells(index, record)
+                            .into_iter()
+                            .map(|cell| cell_text_indexed(index, cell))
+                            .collect::<Vec<_>>()
+                            .join(" | ")
+                    } else {
+                        record_key(index, record, self.column)
+                            .map(|key| cell_text_indexed(index, key))
+                            .unwrap_or_default()
+                    };
+                    summarize(index, record).map(|summary| CandidateSummary { name, ..summary })
                 })
                 .collect(),
         })

@@ -208,6 +208,106 @@ pub(crate) fn column_cell(index: &SnapshotIndex<'_>, row: usize, header: &str) -
     row_cells(index, row).get(position).copied()
 }
 
+/// Roles of records: the entries of a repeated structure an identity check keys. A table row,
+/// a list item, an article (a card in a feed), a definition (a `<dd>`, keyed by its term).
+pub(crate) const RECORD_ROLES: [&str; 4] = ["row", "listitem", "article", "definition"];
+
+/// The record `node` belongs to: the node itself or its nearest ancestor whose role is one of
+/// [`RECORD_ROLES`]. A row inside a list item is the record of its cells.
+pub(crate) fn record_of(index: &SnapshotIndex<'_>, node: usize) -> Option<usize> {
+    let mut at = Some(node);
+    while let Some(current) = at {
+        if index
+            .node(current)
+            .is_some_and(|found| RECORD_ROLES.contains(&found.role.as_str()))
+        {
+            return Some(current);
+        }
+        at = index.parent(current);
+    }
+    None
+}
+
+/// The node holding `record`'s key for an identity check: a row's cell under `column` (or its
+/// first cell); a definition's term (the nearest `term` before it among its siblings); a list
+/// item's or an article's first heading, else its first run of text. A `column` names a table
+/// column, so it keys rows only.
+pub(crate) fn record_key(
+    index: &SnapshotIndex<'_>,
+    record: usize,
+    column: Option<&str>,
+) -> Option<usize> {
+    let role = index.node(record)?.role.as_str();
+    if role == "row" {
+        return key_cell(index, record, column);
+    }
+    if column.is_some() {
+        return None;
+    }
+    if role == "definition" {
+        let siblings = &index.node(index.parent(record)?)?.children;
+        let position = siblings
+            .iter()
+            .position(|&sibling| sibling as usize == record)?;
+        return siblings[..position]
+            .iter()
+            .rev()
+            .map(|&sibling| sibling as usize)
+            .find(|&sibling| index.node(sibling).is_some_and(|node| node.role == "term"));
+    }
+    let inside = record + 1..index.subtree_end(record);
+    inside
+        .clone()
+        .find(|&node| {
+            index
+                .node(node)
+                .is_some_and(|found| found.role == "heading")
+        })
+        .or_else(|| {
+            inside.clone().find(|&node| {
+                index.node(node).is_some_and(|found| found.role == "text")
+                    && !index.normalized_name(node).is_empty()
+            })
+        })
+}
+
+/// Where [`record_key`] reads the key of a record with `role`, for messages.
+pub(crate) fn record_key_place(role: &str, column: Option<&str>) -> String {
+    match (role, column) {
+        ("row", Some(column)) => format!("the {column:?} cell of its row"),
+        ("row", None) => "the first cell of its row".to_owned(),
+        (_, Some(column)) => format!("the {column:?} cell, but the node is in a {role}, not a row"),
+        ("definition", None) => "the term before its definition".to_owned(),
+        (role, None) => format!("the first heading (else the first text) of its {role}"),
+    }
+}
+
+/// The records `record` is one of: the rows of its table, or the records with its role among
+/// its parent's children (the items of one list, the definitions of one description list).
+pub(crate) fn sibling_records(index: &SnapshotIndex<'_>, record: usize) -> Vec<usize> {
+    let Some(node) = index.node(record) else {
+        return Vec::new();
+    };
+    if node.role == "row" {
+        return index
+            .nearest_table(record)
+            .map_or_else(|| vec![record], |table| table_rows(index, table));
+    }
+    let Some(parent) = index.parent(record).and_then(|parent| index.node(parent)) else {
+        return vec![record];
+    };
+    parent
+        .children
+        .iter()
+        .map(|&child| child as usize)
+        .filter(|&child| {
+            index
+                .node(child)
+                .is_some_and(|found| found.role == node.role)
+        })
+        .collect()
+}
+
 /// When `row` is a data row of a repeated structure, its table: a table whose first row is a
 /// header (at least two cells, every one named and none reading as a datum) followed by at
 /// least two more rows. Those rows look alike by design, so a target inside one needs an

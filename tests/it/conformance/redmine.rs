@@ -81,6 +81,46 @@ fn a_deep_link_built_from_the_input_reads_the_issue_the_database_holds() {
     );
 }
 
+/// Identity beyond tables: the activity feed is a description list, each entry a term (the
+/// issue's link) and a definition (the description's start). The definition whose term names
+/// the issue is read, as the database holds it; when a look-alike issue's term also holds the
+/// subject, the read is refused, never answered by position.
+#[test]
+fn an_activity_entry_is_keyed_by_its_term_and_a_look_alike_is_refused() {
+    let app = redmine();
+    let subject = unique("Feed entry");
+    let reference = unique("cua-feed").replace(' ', "-");
+    file_issue(&subject, &reference);
+    let run = app.replay(
+        "redmine.activity.read_entry@1.0.0",
+        &[("project", "member-services"), ("subject", &subject)],
+    );
+    run.succeeded();
+    let truth = sql(&format!(
+        "SELECT description FROM issues WHERE subject = '{subject}';"
+    ));
+    assert_eq!(run.output("excerpt"), truth[0][0]);
+
+    // A second issue whose subject begins with the first one's: both terms hold the key.
+    file_issue(
+        &format!("{subject} again"),
+        &unique("cua-feed-again").replace(' ', "-"),
+    );
+    let refused = app.replay(
+        "redmine.activity.read_entry@1.0.0",
+        &[("project", "member-services"), ("subject", &subject)],
+    );
+    assert_ne!(refused.status(), "success", "{:#}", refused.envelope);
+    assert!(
+        refused
+            .envelope
+            .to_string()
+            .contains("is not unique: 2 definitions hold"),
+        "{:#}",
+        refused.envelope
+    );
+}
+
 #[test]
 fn filing_an_issue_writes_exactly_one_row_and_its_reference_finds_it_again() {
     let app = redmine();
@@ -416,12 +456,14 @@ fn generated_playwright_specs_pass_against_redmine() {
     let app = redmine();
     // Reads: an issue filed through the API, found by its reference and shown by its number.
     let reference = unique("cua-spec").replace(' ', "-");
-    let issue = file_issue(&unique("Spec lookup"), &reference);
+    let lookup = unique("Spec lookup");
+    let issue = file_issue(&lookup, &reference);
     let absent = unique("Spec absent");
     let outcomes = super::generated_specs_pass(
         &app,
         &super::SpecRun {
             references: &[
+                "redmine.activity.read_entry@1.0.0",
                 "redmine.auth.sign_in@1.0.0",
                 "redmine.category.check_absent@1.0.0",
                 "redmine.issue.find_by_reference@1.0.0",
@@ -434,6 +476,7 @@ fn generated_playwright_specs_pass_against_redmine() {
                 ("CUA_INPUT_REQUEST_REF", &reference),
                 ("CUA_INPUT_ISSUE_ID", &issue),
                 ("CUA_INPUT_NAME", &absent),
+                ("CUA_INPUT_SUBJECT", &lookup),
             ],
         },
     );
@@ -451,6 +494,11 @@ fn generated_playwright_specs_pass_against_redmine() {
     assert_eq!(
         super::spec_outputs(&outcomes, "redmine.issue.find_by_reference@1.0.0")["issue"],
         issue
+    );
+    assert_eq!(
+        super::spec_outputs(&outcomes, "redmine.activity.read_entry@1.0.0")["excerpt"],
+        reference,
+        "the feed entry keyed by its term"
     );
 
     // Changes: a private issue filed through the form, and a category deleted behind a confirm().

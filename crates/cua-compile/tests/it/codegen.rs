@@ -144,7 +144,8 @@ fn transfer_funds_is_refused_unless_irreversible_steps_are_allowed() {
     let spec = render(&transfer, &allowed);
     assert_no_css(&transfer, &spec);
     assert!(
-        spec.text.contains("await keyedRow(page, frame_content, ")
+        spec.text
+            .contains("await keyedRecord(page, frame_content, ")
             && spec
                 .text
                 .contains("'Account', (text) => text === squash(INPUTS.from_account)"),

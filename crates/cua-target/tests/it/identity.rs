@@ -127,8 +127,8 @@ fn an_identity_check_that_cannot_find_its_key_refuses() {
     check(
         &detail,
         "{role: link, name: {value: New Search}, identity: {equals: '12345'}}",
-        "error: identity check failed on content:/document[0]/link[2]: expected \"12345\" in the node's row (it is \
-         not inside one), found nothing",
+        "error: identity check failed on content:/document[0]/link[2]: expected \"12345\" in the node's record (it \
+         is in no row, list item, article or definition), found nothing",
     );
     check(
         &detail,
@@ -308,4 +308,90 @@ document
         "Call Member Services today"
     );
     assert_eq!(cell_text(&page, position("cell")), "C-12345-02");
+}
+
+/// Beyond tables: a list item is keyed by its heading (else its first text), an article (a card)
+/// likewise, a definition by its term. Position breaks a tie only among the records that hold
+/// the key, and a look-alike record that holds it too is refused, not chosen by order.
+#[test]
+fn list_items_cards_and_definitions_carry_identity() {
+    let page = snapshot(
+        r#"
+document "Activity"
+  list
+    listitem > heading "Issue #51" | text "Filed by Ada" | link "Open"
+    listitem > heading "Issue #5" | text "Filed by Bob" | link "Open"
+    listitem > text "Issue #7" | link "Open"
+  article > heading "Branch Hours" | paragraph > text "Open 9 to 5" | button "Edit"
+  article > heading "Branch Closures" | paragraph > text "Closed Monday" | button "Edit"
+  list
+    term "Bug #51: Card not arriving"
+    definition > text "cua-ref-1" | link "Ada"
+    term "Bug #52: Card not arriving again"
+    definition > text "cua-ref-2" | link "Bob"
+"#,
+    );
+    let bindings = inputs(&[
+        ("issue", "Issue #5"),
+        ("seven", "Issue #7"),
+        ("card", "Branch Closures"),
+        ("bug", "Bug #52: Card not arriving again"),
+    ]);
+    // The item whose heading is exactly the key, not the one whose heading starts with it.
+    check_with(
+        &page,
+        "{role: link, name: {value: Open}, identity: {equals: {$input: issue}, match: exact}}",
+        &bindings,
+        "semantic_exact main:/document[0]/list[0]/listitem[1]/link[0] identity verified",
+    );
+    // An item with no heading is keyed by its first text.
+    check_with(
+        &page,
+        "{role: link, name: {value: Open}, identity: {equals: {$input: seven}, match: exact}}",
+        &bindings,
+        "semantic_exact main:/document[0]/list[0]/listitem[2]/link[0] identity verified",
+    );
+    // A card by its heading; the ordinal counts among the keyed candidates only.
+    check_with(
+        &page,
+        "{role: text, ordinal: 0, identity: {equals: {$input: card}, match: exact}}",
+        &bindings,
+        "ordinal_in_region main:/document[0]/article[1]/paragraph[0]/text[0] identity verified",
+    );
+    // A definition by its term.
+    check_with(
+        &page,
+        "{role: text, ordinal: 0, identity: {equals: {$input: bug}, match: exact}}",
+        &bindings,
+        "ordinal_in_region main:/document[0]/list[1]/definition[1]/text[0] identity verified",
+    );
+    // A key two items hold (a part of both headings) identifies neither.
+    check_with(
+        &page,
+        "{role: link, ordinal: 0, identity: {equals: 'Issue #5', match: contains}}",
+        &bindings,
+        "error: identity check on link #0 where its key = \"Issue #5\" is not unique: 2 list items hold \
+         \"Issue #5\" in the first heading (else the first text) of its listitem: \
+         main:/document[0]/list[0]/listitem[0] listitem \"Issue #51\"; \
+         main:/document[0]/list[0]/listitem[1] listitem \"Issue #5\"",
+    );
+    // Without an ordinal, two keyed candidates are simply ambiguous.
+    assert!(
+        render(&cua_target::resolve(
+            &page,
+            &target(
+                "{role: link, name: {value: Open}, identity: {equals: 'Issue #5', match: contains}}"
+            ),
+            &bindings,
+        ))
+        .starts_with("error: 2 candidates for link"),
+    );
+    // A column names a table column: it keys no list item.
+    check_with(
+        &page,
+        "{role: link, name: {value: Open}, identity: {column: Issue, equals: {$input: issue}}}",
+        &bindings,
+        "error: identity check failed on main:/document[0]/list[0]/listitem[0]/link[0]: expected \"Issue #5\" in \
+         the \"Issue\" cell, but the node is in a listitem, not a row, found nothing",
+    );
 }
