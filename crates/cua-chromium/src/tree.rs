@@ -89,20 +89,7 @@ impl AxNode {
                         .collect()
                 })
                 .unwrap_or_default(),
-            labels: node["properties"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|property| property["name"] == "labelledby")
-                .flat_map(|property| {
-                    property["value"]["relatedNodes"]
-                        .as_array()
-                        .cloned()
-                        .unwrap_or_default()
-                })
-                .filter_map(|related| related["text"].as_str().map(squash_whitespace))
-                .filter(|text| !text.is_empty())
-                .collect(),
+            labels: labels(node),
         })
     }
 
@@ -112,6 +99,41 @@ impl AxNode {
             .find(|(key, _)| key == name)
             .map(|(_, value)| value)
     }
+}
+
+/// The labels the page gives an AX node (Chromium's `labelledby` relation): each `<label>` is
+/// one label; the elements `aria-labelledby` names (those with an `idref`) make one label
+/// together, in their order, as a screen reader announces it.
+fn labels(node: &Value) -> Vec<String> {
+    let related: Vec<&Value> = node["properties"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|property| property["name"] == "labelledby")
+        .flat_map(|property| {
+            property["value"]["relatedNodes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+        })
+        .collect();
+    let text = |related: &&Value| related["text"].as_str().map(squash_whitespace);
+    let by_reference: Vec<String> = related
+        .iter()
+        .filter(|related| related.get("idref").is_some())
+        .filter_map(text)
+        .filter(|text| !text.is_empty())
+        .collect();
+    let mut labels: Vec<String> = related
+        .iter()
+        .filter(|related| related.get("idref").is_none())
+        .filter_map(text)
+        .filter(|text| !text.is_empty())
+        .collect();
+    if !by_reference.is_empty() {
+        labels.push(by_reference.join(" "));
+    }
+    labels
 }
 
 /// One frame's input to the stitcher, in frame-tree pre-order (the main frame first).

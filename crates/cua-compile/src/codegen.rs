@@ -9,10 +9,10 @@
 //!   regex; a run's values escaped into a regex at run time). A name and an anchor narrow each
 //!   other; `row_of` is the innermost row holding the anchor, `adjacent_to` the first sibling
 //!   after it that holds a candidate (`adjacentTo`, also for `beside_label`), `labelled_by`
-//!   `getByLabel`. An `identity`
-//!   check keys the target: the one row whose key cell holds the key (a key two rows hold
-//!   fails the test, as replay refuses it), and an `ordinal` is `.nth(i)` inside that row. CSS
-//!   hints are never written: they are an unverified cache of replay's, and a test that
+//!   `getByLabel`. An `identity` check keys the target: the one record (row, list item,
+//!   article, definition) whose key holds the key (a key two records hold fails the test, as
+//!   replay refuses it), and an `ordinal` is `.nth(i)` inside that record, counted in its
+//!   region. CSS hints are never written: they are an unverified cache of replay's, and a test that
 //!   followed one would pass on a control that only looks right. A region is checked on each
 //!   candidate element (`inRegionAll`: its innermost landmark, then the last heading inside it),
 //!   as cua's snapshot infers it.
@@ -233,7 +233,7 @@ enum Helper {
     CellUnder,
     ReadMoney,
     MoneyIn,
-    KeyedRow,
+    KeyedRecord,
     InRegion,
     InRegionAll,
     UrlValue,
@@ -243,6 +243,7 @@ enum Helper {
     ByRole,
     Named,
     Records,
+    OwnText,
 }
 
 impl Helper {
@@ -251,7 +252,7 @@ impl Helper {
             Self::PageText | Self::CellUnder | Self::ReadMoney => &[Self::Squash],
             Self::ValuesOf => &[Self::Squash, Self::ValueOf],
             Self::MoneyIn => &[Self::ReadMoney],
-            Self::KeyedRow => &[Self::Squash, Self::ByRole],
+            Self::KeyedRecord => &[Self::Squash, Self::ByRole],
             Self::InRegion | Self::AdjacentTo => &[Self::InRegionAll],
             Self::ExactName => &[Self::Squash, Self::RegexText],
             _ => &[],
@@ -264,9 +265,9 @@ impl Helper {
             Self::PageText => &["Page"],
             Self::ValuesOf | Self::ValueOf | Self::MoneyIn => &["Locator"],
             Self::InRegion | Self::InRegionAll => &["Locator"],
-            Self::AdjacentTo | Self::Click => &["Locator"],
+            Self::AdjacentTo | Self::Click | Self::OwnText => &["Locator"],
             Self::ByRole | Self::Named | Self::Records => &["Page", "FrameLocator", "Locator"],
-            Self::KeyedRow | Self::CellUnder => &["Page", "FrameLocator", "Locator"],
+            Self::KeyedRecord | Self::CellUnder => &["Page", "FrameLocator", "Locator"],
             _ => &[],
         }
     }
@@ -286,7 +287,7 @@ impl Helper {
             Self::CellUnder => HELPER_CELL_UNDER,
             Self::ReadMoney => HELPER_READ_MONEY,
             Self::MoneyIn => HELPER_MONEY_IN,
-            Self::KeyedRow => HELPER_KEYED_ROW,
+            Self::KeyedRecord => HELPER_KEYED_RECORD,
             Self::InRegion => HELPER_IN_REGION,
             Self::InRegionAll => HELPER_IN_REGION_ALL,
             Self::UrlValue => HELPER_URL_VALUE,
@@ -296,6 +297,7 @@ impl Helper {
             Self::ByRole => HELPER_BY_ROLE,
             Self::Named => HELPER_NAMED,
             Self::Records => HELPER_RECORDS,
+            Self::OwnText => HELPER_OWN_TEXT,
         }
     }
 }
@@ -851,6 +853,10 @@ impl<'c> SpecWriter<'c> {
                 let read = if VALUE_ROLES.contains(&target.role.as_str()) {
                     self.use_helper(Helper::ValueOf);
                     "valueOf(target)"
+                } else if target.role == "text" {
+                    // A run of text: the element's own text, not its children's.
+                    self.use_helper(Helper::OwnText);
+                    "ownText(target)"
                 } else {
                     "target.innerText()"
                 };
@@ -903,10 +909,11 @@ impl<'c> SpecWriter<'c> {
 
     /// A target as a locator, with its identity check when it has one.
     ///
-    /// With a name, the name decides (the first rung of replay's ladder; the anchor is its
-    /// fallback, which a test does not take). Without one, the anchor's row does. A target
-    /// with an identity check is found inside the one row whose key cell holds the key
-    /// (`.nth(i)` inside it, when it has an ordinal).
+    /// A name and an anchor narrow each other (the named candidates standing where the anchor
+    /// says); the anchor alone decides only without a name, since a test never takes replay's
+    /// fallback for a renamed control. A target with an identity check is found inside the one
+    /// record whose key holds the key (`.nth(i)` inside it, counted in its region, when it has
+    /// an ordinal).
     fn target(
         &mut self,
         descriptor: &TargetDescriptor,
@@ -939,7 +946,7 @@ impl<'c> SpecWriter<'c> {
         // target relative to its row (or to the root). A name and an anchor are both
         // constraints, as in replay: the named nodes standing where the anchor says.
         let mut lines = Vec::new();
-        let candidates = self.by_role(&root, &descriptor.role, name.as_ref())?;
+        let candidates = self.by_role(&descriptor.role, name.as_ref())?;
         let (rows, inside) = match &descriptor.anchor {
             None => {
                 let rows = descriptor
@@ -997,7 +1004,7 @@ impl<'c> SpecWriter<'c> {
                         }
                         (
                             None,
-                            format!("{candidates}.and({root}.getByLabel(anchorName))"),
+                            format!("{candidates}.and(page.getByLabel(anchorName))"),
                         )
                     }
                     AnchorRelation::WithinSection => {
@@ -1012,26 +1019,56 @@ impl<'c> SpecWriter<'c> {
             }
         };
 
+        let region = descriptor
+            .scope
+            .as_ref()
+            .and_then(|scope| scope.region.as_ref());
         let locator = match (&descriptor.identity, rows) {
             (Some(identity), Some(rows)) => {
                 lines.push(format!(
-                    "const row = {};",
-                    self.keyed_row(&root, &rows, identity, scope)?
+                    "const record = {};",
+                    self.keyed_record(&root, &rows, identity, scope)?
                 ));
-                match descriptor.ordinal {
-                    Some(ordinal) => format!("{}.nth({ordinal})", on("row", &inside)),
-                    None => on("row", &inside),
+                match (descriptor.ordinal, region) {
+                    // The n-th run of text of the record, as replay counts text nodes (the
+                    // element holding it stands for it).
+                    (Some(ordinal), None) if descriptor.role == "text" && name.is_none() => {
+                        format!(
+                            "record.locator('xpath=(descendant::text()[normalize-space()])[{}]/..')",
+                            u64::from(ordinal) + 1
+                        )
+                    }
+                    (Some(_), _) if descriptor.role == "text" => {
+                        return Err(
+                            "a run of text counted by position within a region or among named \
+                             runs: Playwright finds elements, not runs of text"
+                                .to_owned(),
+                        );
+                    }
+                    // Replay counts the ordinal among the candidates in the region.
+                    (Some(ordinal), Some(region)) => {
+                        self.use_helper(Helper::InRegionAll);
+                        lines.push(format!(
+                            "const inRegionCandidates = await inRegionAll({}, {});",
+                            on("record", &inside),
+                            ts_string(region)
+                        ));
+                        lines.push(format!(
+                            "expect(inRegionCandidates.length, 'candidate #{ordinal} in region {}').toBeGreaterThan({ordinal});",
+                            comment_text(region)
+                        ));
+                        format!("inRegionCandidates[{ordinal}]")
+                    }
+                    (Some(ordinal), None) => format!("{}.nth({ordinal})", on("record", &inside)),
+                    (None, _) => on("record", &inside),
                 }
             }
             (_, Some(rows)) => on(&rows, &inside),
             (_, None) => on(&root, &inside),
         };
-        let locator = match descriptor
-            .scope
-            .as_ref()
-            .and_then(|scope| scope.region.as_ref())
-        {
-            Some(region) => {
+        let counted_in_region = descriptor.identity.is_some() && descriptor.ordinal.is_some();
+        let locator = match region {
+            Some(region) if !counted_in_region => {
                 self.use_helper(Helper::InRegion);
                 lines.push(format!(
                     "const regional = await inRegion({locator}, {});",
@@ -1039,19 +1076,14 @@ impl<'c> SpecWriter<'c> {
                 ));
                 "regional".to_owned()
             }
-            None => locator,
+            _ => locator,
         };
         Ok(TargetCode { lines, locator })
     }
 
-    /// How a locator (in frame `root`) finds `role` named by `name`: a template where
+    /// How a locator finds `role` named by `name`: a template where
     /// [`BASE`] stands for that locator (`␂.getByRole(…)`, `byRole(␂, …)`). Fill it with [`on`].
-    fn by_role(
-        &mut self,
-        root: &str,
-        role: &str,
-        name: Option<&NameSpec>,
-    ) -> Result<String, String> {
+    fn by_role(&mut self, role: &str, name: Option<&NameSpec>) -> Result<String, String> {
         let option = name.map_or_else(String::new, NameSpec::option);
         Ok(match role_locator(role)? {
             RoleLocator::Aria(role) => format!("{BASE}.getByRole({}{option})", ts_string(role)),
@@ -1059,8 +1091,10 @@ impl<'c> SpecWriter<'c> {
                 self.use_helper(Helper::ByRole);
                 format!("byRole({BASE}, {}{option})", ts_string(role))
             }
+            // `.and()` matches its argument in the receiver's own document: `page.` is only
+            // its spelling there (a frame locator is refused inside it).
             RoleLocator::Field(kind) => format!(
-                "{BASE}.getByRole('textbox'{option}){BREAK}.and({root}.locator({}))",
+                "{BASE}.getByRole('textbox'{option}){BREAK}.and(page.locator({}))",
                 ts_string(&format!("input[type=\"{kind}\"]"))
             ),
             RoleLocator::Text => match name {
@@ -1082,21 +1116,19 @@ impl<'c> SpecWriter<'c> {
     /// identity check reads its key on.
     fn innermost_records(&mut self, root: &str, inner: &str) -> String {
         self.use_helper(Helper::Records);
-        format!(
-            "records({root}){BREAK}.filter({{ has: {inner} }}){BREAK}.filter({{ hasNot: records(page).filter({{ has: {inner} }}) }})"
-        )
+        innermost(&format!("records({root})"), "records(page)", inner)
     }
 
     /// The identity check as the one record of `rows` whose key holds the key: replay keys a
     /// target by its record and refuses a key that two records hold, and so does the spec.
-    fn keyed_row(
+    fn keyed_record(
         &mut self,
         root: &str,
         rows: &str,
         identity: &IdentityCheck,
         scope: ValueScope,
     ) -> Result<String, String> {
-        self.use_helper(Helper::KeyedRow);
+        self.use_helper(Helper::KeyedRecord);
         let column = match &identity.column {
             Some(column) => {
                 self.use_helper(Helper::CellUnder);
@@ -1110,7 +1142,10 @@ impl<'c> SpecWriter<'c> {
         };
         let expected = self.value(&identity.equals, scope, false)?;
         let holds = match identity.match_mode {
-            MatchMode::Exact => format!("(text) => text === squash({expected})"),
+            MatchMode::Exact => {
+                self.use_helper(Helper::ExactName);
+                format!("(text) => exactName({expected}).test(text)")
+            }
             MatchMode::Normalized => {
                 self.use_helper(Helper::Folded);
                 format!("(text) => folded({expected}).test(text)")
@@ -1206,9 +1241,18 @@ impl<'c> SpecWriter<'c> {
             pattern.push(slot);
             values.push((slot, self.value(&value, scope, false)?));
         }
-        if js_regex::in_a_class(&pattern, is_placeholder)? {
+        let found = js_regex::stand_ins(&pattern, is_placeholder)?;
+        if found.in_a_class {
             return Err(
                 "a value inside a character class has no meaning as literal text".to_owned(),
+            );
+        }
+        // Each value stands exactly once; another private-use character (an escape such as
+        // `\x{E000}`) would be taken for one.
+        if found.literals != values.len() {
+            return Err(
+                "the pattern holds a private-use character, which the translation reserves"
+                    .to_owned(),
             );
         }
         let mut rest = js_regex::js_regex_source(&pattern)?;
@@ -1262,11 +1306,11 @@ impl<'c> SpecWriter<'c> {
         match &query.role {
             Some(role) => {
                 if names.is_empty() {
-                    found.push(on(&root, &self.by_role(&root, role, None)?));
+                    found.push(on(&root, &self.by_role(role, None)?));
                 }
                 for name in names {
                     let name = NameSpec { value: name };
-                    found.push(on(&root, &self.by_role(&root, role, Some(&name))?));
+                    found.push(on(&root, &self.by_role(role, Some(&name))?));
                 }
             }
             None => {
@@ -1781,8 +1825,18 @@ fn count(query: &QueryCode) -> String {
 /// locator, queried inside each row). Layout tables nest rows inside rows; the innermost row
 /// is the one a label and its control share.
 fn innermost_rows(root: &str, inner: &str) -> String {
+    innermost(
+        &format!("{root}{BREAK}.getByRole('row')"),
+        "page.getByRole('row')",
+        inner,
+    )
+}
+
+/// The elements of `outer` that hold a node matching `inner` and hold no element of `nested`
+/// (the same kind, `page.`-rooted) that holds one too.
+fn innermost(outer: &str, nested: &str, inner: &str) -> String {
     format!(
-        "{root}{BREAK}.getByRole('row'){BREAK}.filter({{ has: {inner} }}){BREAK}.filter({{ hasNot: page.getByRole('row') }})"
+        "{outer}{BREAK}.filter({{ has: {inner} }}){BREAK}.filter({{ hasNot: {nested}.filter({{ has: {inner} }}) }})"
     )
 }
 
@@ -1909,6 +1963,7 @@ const HELPER_FOLDED: &str = r#"/** cua's `normalized` match: the same letters an
 function folded(text: string): RegExp {
   const gap = '[^\\p{Alphabetic}\\p{N}]*';
   const words = text.match(/[\p{Alphabetic}\p{N}]+/gu) ?? [];
+  if (words.length === 0) throw new Error(`${JSON.stringify(text)} has no letters or digits to match, so it names nothing`);
   return new RegExp(`^${gap}${words.join(gap)}${gap}$`, 'iu');
 }
 "#;
@@ -1916,6 +1971,7 @@ function folded(text: string): RegExp {
 const HELPER_EXACT_NAME: &str = r#"/** cua's `exact` match: the same name once whitespace is squashed and a trailing label colon or required marker dropped; case counts. */
 function exactName(text: string): RegExp {
   const name = squash(text).replace(/[\s:*]+$/u, '');
+  if (name === '') throw new Error(`${JSON.stringify(text)} is empty once squashed, so it names nothing`);
   return new RegExp(`^${regexText(name)}[\\s:*]*$`, 'u');
 }
 "#;
@@ -1924,6 +1980,7 @@ const HELPER_FOLDED_PART: &str = r#"/** cua's `name_contains`: the letters and d
 function foldedPart(text: string): RegExp {
   const gap = '[^\\p{Alphabetic}\\p{N}]*';
   const words = text.match(/[\p{Alphabetic}\p{N}]+/gu) ?? [];
+  if (words.length === 0) throw new Error(`${JSON.stringify(text)} has no letters or digits to match, so it names nothing`);
   return new RegExp(words.join(gap), 'iu');
 }
 "#;
@@ -2170,11 +2227,11 @@ async function adjacentTo(
 }
 "#;
 
-const HELPER_KEYED_ROW: &str = r#"/**
+const HELPER_KEYED_RECORD: &str = r#"/**
  * The one record of `records` whose key `holds` the key: cua's identity check, which keys a target
  * by its record and refuses a key two records hold. A row's key is the cell under `column` (or
- * its first cell); a definition's, its term; a list item's or an article's, its first heading,
- * else its first text.
+ * its first cell); a definition's, its term; a list item's or an article's, its own first
+ * heading or run of text.
  */
 async function keyedRecord(
   page: Page,
@@ -2199,11 +2256,20 @@ async function keyedRecord(
           while (term !== null && !is(term, 'dt', 'term')) term = term.previousElementSibling;
           return term === null ? null : (term as HTMLElement).innerText;
         }
-        const heading = element.querySelector('h1, h2, h3, h4, h5, h6, [role="heading"]');
-        if (heading !== null) return (heading as HTMLElement).innerText;
-        const walker = element.ownerDocument.createTreeWalker(element, NodeFilter.SHOW_TEXT);
-        for (let text = walker.nextNode(); text !== null; text = walker.nextNode()) {
-          if ((text.textContent ?? '').trim() !== '') return text.textContent;
+        // Its own first heading or run of text, whichever comes first: never one inside a nested
+        // record, a hidden element or an aria-hidden one.
+        const nested = 'tr, li, article, dd, [role="row"], [role="listitem"], [role="article"], [role="definition"]';
+        const walker = element.ownerDocument.createTreeWalker(element, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
+          acceptNode: (node) =>
+            node instanceof Element &&
+            node !== element &&
+            (node.matches(nested) || !node.checkVisibility({ visibilityProperty: true }) || node.getAttribute('aria-hidden') === 'true')
+              ? NodeFilter.FILTER_REJECT
+              : NodeFilter.FILTER_ACCEPT,
+        });
+        for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
+          if (node instanceof Element && node.matches('h1, h2, h3, h4, h5, h6, [role="heading"]')) return (node as HTMLElement).innerText;
+          if (node.nodeType === Node.TEXT_NODE && (node.textContent ?? '').trim() !== '') return node.textContent;
         }
         return null;
       });
@@ -2212,6 +2278,14 @@ async function keyedRecord(
   }
   expect(keyed.length, `identity: exactly one record holds the key in ${what}`).toBe(1);
   return keyed[0];
+}
+"#;
+
+const HELPER_OWN_TEXT: &str = r#"/** A run of text as cua reads it: the element's own text, without its children's. */
+async function ownText(element: Locator): Promise<string> {
+  return element.evaluate((node) =>
+    [...node.childNodes].filter((child) => child.nodeType === Node.TEXT_NODE).map((child) => child.textContent ?? '').join(' '),
+  );
 }
 "#;
 

@@ -8,15 +8,15 @@ use cua_artifact::{
     AnchorRelation, IdentityCheck, MatchMode, ResolutionRecord, ResolutionStrategy,
     TargetDescriptor, ValueExpr,
 };
-use cua_snapshot::{NodeId, UiSnapshot, fold, normalize_role};
+use cua_snapshot::{NodeId, UiSnapshot, fold, normalize_role, squash_whitespace};
 use serde::Serialize;
 
 use crate::bindings::{Bindings, bind_name, bind_target_text, bind_text};
 use crate::error::{CandidateSummary, RungAttempt, RungOutcome, TargetError};
 use crate::index::{SnapshotIndex, to_u32};
 use crate::structure::{
-    CONTAINER_ROLES, cell_text_indexed, label_of_indexed, record_key, record_key_place, record_of,
-    row_cells, sibling_records,
+    CONTAINER_ROLES, LABEL_ROLES, cell_text_indexed, label_of_indexed, record_key,
+    record_key_place, record_of, row_cells, sibling_records,
 };
 use crate::text::{TextMatcher, fold_equals};
 
@@ -90,12 +90,14 @@ impl Resolution {
 /// somewhere else, and the result is a refusal. When no node matches the anchor text, the name
 /// alone decides.
 ///
-/// An `identity` check keys the target by its row: the deciding rung's candidates are narrowed
-/// to those whose row's key cell (the cell under `identity.column`, or the row's first cell)
-/// matches the bound value, and the ordinal counts among those. When none does, the result is
-/// [`TargetError::IdentityMismatch`] (a weaker rung is never tried). When another row of the
-/// chosen node's table holds the same key, the key does not identify the row and the result is
-/// [`TargetError::IdentityNotUnique`], whatever the ordinal says.
+/// An `identity` check keys the target by its record (its table row, list item, article or
+/// definition): the deciding rung's candidates are narrowed to those whose record's key (a
+/// row's cell under `identity.column` or its first cell, a definition's term, a list item's or
+/// article's own first heading or run of text) matches the bound value, and the ordinal counts
+/// among those. When none does, the result is [`TargetError::IdentityMismatch`] (a weaker rung
+/// is never tried). When another record of the chosen node's structure holds the same key, the
+/// key does not identify the record and the result is [`TargetError::IdentityNotUnique`],
+/// whatever the ordinal says.
 ///
 /// What each rung matches (role is always compared after `normalize_role`; scope means every
 /// frame/region the descriptor gives equals the node's):
@@ -237,7 +239,7 @@ pub fn resolve_with<B: Bindings + ?Sized>(
                 continue;
             }
         };
-        // An identity check keys the target: only candidates on a row whose key cell holds the
+        // An identity check keys the target: only candidates in a record whose key holds the
         // bound value are candidates at all, and the ordinal counts among those.
         let keyed = match &identity {
             Some(identity) => {
@@ -297,6 +299,17 @@ pub fn resolve_with<B: Bindings + ?Sized>(
     Err(TargetError::NotFound {
         target: descriptor.describe(),
         tried,
+    })
+}
+
+/// Whether the node reads as a field's label: a cell, text or label whose text ends with a
+/// colon (`Start date:`, `Member Number:*`).
+fn reads_as_label(index: &SnapshotIndex<'_>, node: usize) -> bool {
+    index.node(node).is_some_and(|found| {
+        LABEL_ROLES.contains(&found.role.as_str())
+            && squash_whitespace(&found.name)
+                .trim_end_matches(|c: char| c == '*' || c.is_whitespace())
+                .ends_with(':')
     })
 }
 
@@ -625,6 +638,18 @@ impl<'i, 's> Query<'i, 's> {
         })
     }
 
+    /// Whether `node` is labelled by the anchor's text under a label relation: `labelled_by`
+    /// by one of the labels the page gives it, `beside_label` by its heuristic label.
+    fn labelled(&self, relation: AnchorRelation, matcher: &TextMatcher, node: usize) -> bool {
+        match relation {
+            AnchorRelation::LabelledBy => self
+                .index
+                .node(node)
+                .is_some_and(|found| found.labels.iter().any(|label| matcher.matches(label))),
+            _ => self.label_matches(matcher, node),
+        }
+    }
+
     fn label_matches(&self, matcher: &TextMatcher, node: usize) -> bool {
         label_of_indexed(self.index, node)
             .is_some_and(|label| matcher.matches_node(self.index, label))
@@ -674,26 +699,15 @@ impl<'i, 's> Query<'i, 's> {
                 reason: "no anchor",
             });
         };
-        match relation {
-            AnchorRelation::LabelledBy => {
-                return Generated::from_candidates(
-                    self.pool()
-                        .filter(|&node| {
-                            self.index.node(node).is_some_and(|found| {
-                                found.labels.iter().any(|label| matcher.matches(label))
-                            })
-                        })
-                        .collect(),
-                );
-            }
-            AnchorRelation::BesideLabel => {
-                return Generated::from_candidates(
-                    self.pool()
-                        .filter(|&node| self.label_matches(matcher, node))
-                        .collect(),
-                );
-            }
-            AnchorRelation::RowOf | AnchorRelation::AdjacentTo | AnchorRelation::WithinSection => {}
+        if matches!(
+            relation,
+            AnchorRelation::LabelledBy | AnchorRelation::BesideLabel
+        ) {
+            return Generated::from_candidates(
+                self.pool()
+                    .filter(|&node| self.labelled(*relation, matcher, node))
+                    .collect(),
+            );
         }
         let anchors = self.anchor_nodes();
         if anchors.is_empty() {
@@ -746,8 +760,13 @@ impl<'i, 's> Query<'i, 's> {
         let Some((relation, matcher)) = &self.anchor else {
             return false;
         };
-        if *relation == AnchorRelation::LabelledBy {
-            return self.pool().any(|node| self.label_matches(matcher, node));
+        if matches!(
+            relation,
+            AnchorRelation::LabelledBy | AnchorRelation::BesideLabel
+        ) {
+            return self
+                .pool()
+                .any(|node| self.labelled(*relation, matcher, node));
         }
         self.anchor_nodes().iter().any(|&node| {
             let described = self.has_role_and_scope(node)
@@ -816,8 +835,15 @@ impl<'i, 's> Query<'i, 's> {
         else {
             return;
         };
+        // A label's value slot may be empty, and the accessibility tree drops an empty element:
+        // then the next thing after "Start date:" is the label "Due date:". Reading on would
+        // answer with the wrong field, so another label ends the search.
+        let label_anchor = reads_as_label(self.index, anchor);
         for &sibling in &siblings[position + 1..] {
             let sibling = sibling as usize;
+            if label_anchor && reads_as_label(self.index, sibling) {
+                return;
+            }
             let matches: Vec<usize> = (sibling..self.index.subtree_end(sibling))
                 .filter(|&node| self.has_role_and_scope(node))
                 .collect();

@@ -230,8 +230,8 @@ pub(crate) fn record_of(index: &SnapshotIndex<'_>, node: usize) -> Option<usize>
 
 /// The node holding `record`'s key for an identity check: a row's cell under `column` (or its
 /// first cell); a definition's term (the nearest `term` before it among its siblings); a list
-/// item's or an article's first heading, else its first run of text. A `column` names a table
-/// column, so it keys rows only.
+/// item's or an article's own first heading or run of text, whichever comes first (never one
+/// inside a nested record). A `column` names a table column, so it keys rows only.
 pub(crate) fn record_key(
     index: &SnapshotIndex<'_>,
     record: usize,
@@ -255,20 +255,26 @@ pub(crate) fn record_key(
             .map(|&sibling| sibling as usize)
             .find(|&sibling| index.node(sibling).is_some_and(|node| node.role == "term"));
     }
-    let inside = record + 1..index.subtree_end(record);
-    inside
-        .clone()
-        .find(|&node| {
-            index
-                .node(node)
-                .is_some_and(|found| found.role == "heading")
-        })
-        .or_else(|| {
-            inside.clone().find(|&node| {
-                index.node(node).is_some_and(|found| found.role == "text")
-                    && !index.normalized_name(node).is_empty()
-            })
-        })
+    // The record's own first heading or run of text, whichever comes first: a nested record
+    // (a reply, an item of an inner list) keys itself, not this one, and a list marker's
+    // bullet is no key.
+    let mut node = record + 1;
+    let end = index.subtree_end(record);
+    while node < end {
+        let Some(found) = index.node(node) else {
+            break;
+        };
+        if RECORD_ROLES.contains(&found.role.as_str()) || found.role == "listmarker" {
+            node = index.subtree_end(node);
+            continue;
+        }
+        let text = found.role == "text" && !index.normalized_name(node).is_empty();
+        if found.role == "heading" || text {
+            return Some(node);
+        }
+        node += 1;
+    }
+    None
 }
 
 /// Where [`record_key`] reads the key of a record with `role`, for messages.
@@ -278,7 +284,7 @@ pub(crate) fn record_key_place(role: &str, column: Option<&str>) -> String {
         ("row", None) => "the first cell of its row".to_owned(),
         (_, Some(column)) => format!("the {column:?} cell, but the node is in a {role}, not a row"),
         ("definition", None) => "the term before its definition".to_owned(),
-        (role, None) => format!("the first heading (else the first text) of its {role}"),
+        (role, None) => format!("the first heading or text of its {role}"),
     }
 }
 

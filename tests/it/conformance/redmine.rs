@@ -2,6 +2,8 @@
 //! an input, a form with selects, a checkbox and a date that files an issue, the list filtered
 //! through a URL to find it again. The truth is the app's own SQLite database.
 
+use std::process::Command;
+
 use super::{App, query, quoted, setting, unique};
 
 fn redmine() -> App {
@@ -121,6 +123,128 @@ fn an_activity_entry_is_keyed_by_its_term_and_a_look_alike_is_refused() {
     );
 }
 
+/// An empty field on Redmine's issue page: its value `<div>` is empty, the accessibility tree
+/// drops it, and the next thing after "Due date:" is the label "% Done:". The read beside the
+/// label is refused rather than answered with that label; once the issue has a due date, the
+/// same capability reads it.
+#[test]
+fn an_empty_field_beside_its_label_is_refused_never_read_from_the_next_label() {
+    let app = redmine();
+    let issue = file_issue(
+        &unique("Empty due date"),
+        &unique("cua-empty").replace(' ', "-"),
+    );
+    let draft = app.scratch.path().join("redmine.issue.due_date@1.0.0.yaml");
+    std::fs::write(
+        &draft,
+        r#"schema: cua.capability/v1
+id: redmine.issue.due_date
+version: 1.0.0
+title: Read an issue's due date
+description: Read the value beside the "Due date" label.
+surface:
+  kind: legacy_web
+  driver_capabilities: [semantic_tree]
+  app:
+    vendor: redmine.org
+    product: Redmine
+    version_range: ">=5.0 <6"
+entrypoint:
+  url: "{base_url}/issues/{$input: issue_id}"
+inputs:
+  - name: issue_id
+    type: string
+    description: The issue number.
+    pattern: "^[1-9][0-9]{0,8}$"
+    example: "3"
+outputs:
+  - name: due_date
+    type: string
+    description: The due date as the page prints it.
+    source: {step: read_due_date}
+steps:
+  - id: read_due_date
+    description: Read the value beside its label.
+    action:
+      type: extract
+      into: due_date
+      target:
+        role: text
+        anchor: {relation: adjacent_to, text: Due date}
+        recorded_strategy: structural_anchor
+    risk: safe
+checkpoint:
+  assert: node_exists
+  query: {role: heading, name_matches: '^[A-Za-z ]+ #[0-9]+$'}
+recovery:
+  - id: signed_out
+    description: The session is gone; sign in.
+    detect:
+      assert: all_of
+      of:
+        - {assert: node_exists, query: {role: button, name: Login}}
+        - {assert: node_exists, query: {role: textbox, name: Login}}
+    remedy:
+      - type: run_capability
+        capability: redmine.auth.sign_in@1.0.0
+    max_attempts: 1
+    backoff: none
+    scope: named_steps
+    steps: [read_due_date]
+escalation:
+  triggers: [target_ambiguous, target_not_found, checkpoint_failed, unexpected_state, recovery_exhausted]
+  policy: fail_closed
+policy:
+  allowed_domains: ["{base_url}"]
+  allowed_actions: [navigate, type, click, extract]
+  max_steps: 6
+  max_duration_ms: 30000
+provenance:
+  notes: Written by the conformance test.
+"#,
+    )
+    .expect("the draft is written");
+    let sealed = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .arg("seal")
+        .arg(&draft)
+        .output()
+        .expect("cua seal runs");
+    assert!(
+        sealed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sealed.stderr)
+    );
+    let reference = draft.display().to_string();
+
+    let empty = app.replay(&reference, &[("issue_id", &issue)]);
+    assert_ne!(empty.status(), "success", "{:#}", empty.envelope);
+    assert!(
+        !empty.envelope.to_string().contains("% Done"),
+        "the next label is never the answer: {:#}",
+        empty.envelope
+    );
+
+    set_due_date(&issue, "2027-02-03");
+    let filled = app.replay(&reference, &[("issue_id", &issue)]);
+    filled.succeeded();
+    // Redmine prints the date and how far off it is: "02/03/2027 (Due in about 2 months)".
+    assert!(
+        filled.output("due_date").starts_with("02/03/2027"),
+        "{:#}",
+        filled.envelope
+    );
+}
+
+/// Sets an issue's due date through Redmine's own REST API.
+fn set_due_date(issue: &str, date: &str) {
+    let body = format!(r#"{{"issue":{{"due_date":"{date}"}}}}"#);
+    assert_eq!(
+        api("PUT", &format!("/issues/{issue}.json"), &body),
+        Ok(204),
+        "Redmine's API set the due date of #{issue}"
+    );
+}
+
 #[test]
 fn filing_an_issue_writes_exactly_one_row_and_its_reference_finds_it_again() {
     let app = redmine();
@@ -236,8 +360,18 @@ fn a_refused_form_files_nothing_and_is_never_reported_as_a_success() {
 
 /// Files an issue category through Redmine's own REST API, for a test to delete.
 fn add_category(name: &str) {
-    let port: u16 = setting("REDMINE_PORT").parse().expect("a port");
     let body = format!(r#"{{"issue_category":{{"name":"{name}"}}}}"#);
+    let status = api(
+        "POST",
+        "/projects/member-services/issue_categories.json",
+        &body,
+    );
+    assert_eq!(status, Ok(201), "Redmine's API filed the category {name}");
+}
+
+/// A request to Redmine's own REST API as its administrator; the HTTP status.
+fn api(method: &str, path: &str, body: &str) -> Result<u16, String> {
+    let port: u16 = setting("REDMINE_PORT").parse().expect("a port");
     let credentials = base64::Engine::encode(
         &base64::engine::general_purpose::STANDARD,
         format!(
@@ -247,13 +381,12 @@ fn add_category(name: &str) {
         ),
     );
     let request = format!(
-        "POST /projects/member-services/issue_categories.json HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
          Authorization: Basic {credentials}\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    let status = super::http_request(port, &request);
-    assert_eq!(status, Ok(201), "Redmine's API filed the category {name}");
+    super::http_request(port, &request)
 }
 
 fn categories_named(name: &str) -> usize {
@@ -420,26 +553,11 @@ fn an_eval_against_the_database_truth_finds_no_wrong_answer() {
 
 /// Files an issue through Redmine's own REST API with this description; its number.
 fn file_issue(subject: &str, description: &str) -> String {
-    let port: u16 = setting("REDMINE_PORT").parse().expect("a port");
     let body = format!(
         r#"{{"issue":{{"project_id":"member-services","subject":"{subject}","description":"{description}"}}}}"#
     );
-    let credentials = base64::Engine::encode(
-        &base64::engine::general_purpose::STANDARD,
-        format!(
-            "{}:{}",
-            setting("REDMINE_ADMIN_USER"),
-            setting("REDMINE_ADMIN_PASSWORD")
-        ),
-    );
-    let request = format!(
-        "POST /issues.json HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
-         Authorization: Basic {credentials}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
     assert_eq!(
-        super::http_request(port, &request),
+        api("POST", "/issues.json", &body),
         Ok(201),
         "Redmine's API filed {subject}"
     );

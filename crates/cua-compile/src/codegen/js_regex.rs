@@ -41,24 +41,34 @@ pub(crate) fn js_regex_source(pattern: &str) -> Result<String, String> {
     Ok(source)
 }
 
-/// Whether a character `stands_for` matches (a value's stand-in) appears inside a character
-/// class of `pattern`, where a value bound as literal text has no meaning.
-pub(crate) fn in_a_class(pattern: &str, stands_for: fn(char) -> bool) -> Result<bool, String> {
+/// Where the characters `stands_for` matches (values' stand-ins) appear in `pattern`: how many
+/// stand as literals outside any class, and whether one is inside a character class, where a
+/// value bound as literal text has no meaning.
+pub(crate) fn stand_ins(pattern: &str, stands_for: fn(char) -> bool) -> Result<StandIns, String> {
     struct Finder {
         stands_for: fn(char) -> bool,
-        found: bool,
+        found: StandIns,
     }
     impl ast::Visitor for Finder {
-        type Output = bool;
+        type Output = StandIns;
         type Err = std::convert::Infallible;
 
-        fn finish(self) -> Result<bool, Self::Err> {
+        fn finish(self) -> Result<StandIns, Self::Err> {
             Ok(self.found)
+        }
+
+        fn visit_pre(&mut self, node: &Ast) -> Result<(), Self::Err> {
+            if let Ast::Literal(literal) = node
+                && (self.stands_for)(literal.c)
+            {
+                self.found.literals += 1;
+            }
+            Ok(())
         }
 
         fn visit_class_set_item_pre(&mut self, item: &ClassSetItem) -> Result<(), Self::Err> {
             let literal = |literal: &ast::Literal| (self.stands_for)(literal.c);
-            self.found |= match item {
+            self.found.in_a_class |= match item {
                 ClassSetItem::Literal(one) => literal(one),
                 ClassSetItem::Range(range) => literal(&range.start) || literal(&range.end),
                 _ => false,
@@ -73,10 +83,19 @@ pub(crate) fn in_a_class(pattern: &str, stands_for: fn(char) -> bool) -> Result<
         &parsed,
         Finder {
             stands_for,
-            found: false,
+            found: StandIns::default(),
         },
     );
     Ok(found)
+}
+
+/// What [`stand_ins`] found.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StandIns {
+    /// Stand-ins as literals outside classes.
+    pub(crate) literals: usize,
+    /// Whether any stand-in is inside a character class.
+    pub(crate) in_a_class: bool,
 }
 
 /// `\w` of the `regex` crate (Unicode, UTS #18), as class items.

@@ -148,7 +148,7 @@ fn transfer_funds_is_refused_unless_irreversible_steps_are_allowed() {
             .contains("await keyedRecord(page, frame_content, ")
             && spec
                 .text
-                .contains("'Account', (text) => text === squash(INPUTS.from_account)"),
+                .contains("'Account', (text) => exactName(INPUTS.from_account).test(text)"),
         "the balance is read in the one row whose Account cell holds the from account"
     );
     insta::assert_snapshot!("transfer_funds_spec", spec.text);
@@ -333,7 +333,7 @@ fn what_replay_reads_beyond_aria_roles_has_a_translation() {
         // A run of text: an element holding text of its own, beside the label, in its region.
         "adjacentTo(anchors, anchorName, frame_content.locator('xpath=.//*[text()[normalize-space()]]'), 'summary',",
         // A date field: Playwright's textbox of that input type.
-        ".and(frame_content.locator('input[type=\"date\"]'))",
+        ".and(page.locator('input[type=\"date\"]'))",
         // The input escaped into the pattern at run time (`.` as the regex crate reads it).
         "{ name: new RegExp('^As of ' + regexText(INPUTS.member_id) + '[^\\\\n]$', 'u') }",
         // The name and the anchor together: the named cell in the label's row.

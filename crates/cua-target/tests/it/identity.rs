@@ -321,7 +321,7 @@ document "Activity"
   list
     listitem > heading "Issue #51" | text "Filed by Ada" | link "Open"
     listitem > heading "Issue #5" | text "Filed by Bob" | link "Open"
-    listitem > text "Issue #7" | link "Open"
+    listitem > listmarker "•" | text "Issue #7" | link "Open"
   article > heading "Branch Hours" | paragraph > text "Open 9 to 5" | button "Edit"
   article > heading "Branch Closures" | paragraph > text "Closed Monday" | button "Edit"
   list
@@ -344,7 +344,8 @@ document "Activity"
         &bindings,
         "semantic_exact main:/document[0]/list[0]/listitem[1]/link[0] identity verified",
     );
-    // An item with no heading is keyed by its first text.
+    // An item with no heading is keyed by its first text (its bullet, Chromium's list marker,
+    // is no key).
     check_with(
         &page,
         "{role: link, name: {value: Open}, identity: {equals: {$input: seven}, match: exact}}",
@@ -371,7 +372,7 @@ document "Activity"
         "{role: link, ordinal: 0, identity: {equals: 'Issue #5', match: contains}}",
         &bindings,
         "error: identity check on link #0 where its key = \"Issue #5\" is not unique: 2 list items hold \
-         \"Issue #5\" in the first heading (else the first text) of its listitem: \
+         \"Issue #5\" in the first heading or text of its listitem: \
          main:/document[0]/list[0]/listitem[0] listitem \"Issue #51\"; \
          main:/document[0]/list[0]/listitem[1] listitem \"Issue #5\"",
     );
@@ -385,6 +386,25 @@ document "Activity"
             &bindings,
         ))
         .starts_with("error: 2 candidates for link"),
+    );
+    // A heading planted inside an item's reply keys the reply, never the item around it.
+    let planted = snapshot(
+        r#"
+document "Thread"
+  list
+    listitem > text "Issue #7" | link "Open"
+      list > listitem > heading "Issue #9"
+"#,
+    );
+    let nine = cua_target::resolve(
+        &planted,
+        &target("{role: link, name: {value: Open}, identity: {equals: 'Issue #9', match: exact}}"),
+        &bindings,
+    );
+    assert!(
+        render(&nine).starts_with("error: identity check failed"),
+        "{}",
+        render(&nine)
     );
     // A column names a table column: it keys no list item.
     check_with(

@@ -252,11 +252,67 @@ document "Transfer"
         "{}",
         render(&unlabelled)
     );
+    // A name and a label relation narrow each other: "Amount" is not the field the page labels
+    // "Fee to waive", so the named field is refused as standing outside the anchor.
+    let outside = resolve(
+        &page,
+        &target(
+            "{role: textbox, name: {value: Amount}, anchor: {relation: labelled_by, text: Fee to waive}}",
+        ),
+        &BoundValues::new(),
+    );
+    assert!(
+        render(&outside).starts_with("error: no node matches"),
+        "{}",
+        render(&outside)
+    );
+    check(
+        &page,
+        "{role: textbox, name: {value: Charge}, anchor: {relation: labelled_by, text: Fee to waive}}",
+        "semantic_exact main:/document[0]/textbox[1]",
+    );
     // The visual label of the second textbox is the paragraph before it.
     check(
         &page,
         "{role: textbox, anchor: {relation: beside_label, text: Fee}}",
         "structural_anchor main:/document[0]/textbox[1]",
+    );
+}
+
+/// A label whose value is empty: the page's empty value element never reaches the snapshot, so
+/// the next thing after "Start date:" is the label "Due date:". Reading it would answer with
+/// the wrong field; the read is refused instead, and the filled field still reads.
+#[test]
+fn an_empty_value_beside_its_label_is_refused_never_read_from_the_next_field() {
+    let page = snapshot(
+        r#"
+document "Issue"
+  text "Status:"
+  text "New"
+  text "Start date:"
+  text "Due date:"
+  text "2027-01-15"
+"#,
+    );
+    check(
+        &page,
+        "{role: text, anchor: {relation: adjacent_to, text: Status}}",
+        "structural_anchor main:/document[0]/text[1]",
+    );
+    check(
+        &page,
+        "{role: text, anchor: {relation: adjacent_to, text: Due date}}",
+        "structural_anchor main:/document[0]/text[4]",
+    );
+    let empty = resolve(
+        &page,
+        &target("{role: text, anchor: {relation: adjacent_to, text: Start date}}"),
+        &BoundValues::new(),
+    );
+    assert!(
+        render(&empty).starts_with("error: no node matches"),
+        "{}",
+        render(&empty)
     );
 }
 
