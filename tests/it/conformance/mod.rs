@@ -110,6 +110,24 @@ impl App {
         self.catalog = approved;
     }
 
+    /// Writes `yaml` as the capability `file_name` in the scratch directory and seals it with
+    /// `cua seal`; the path to replay.
+    fn sealed_draft(&self, file_name: &str, yaml: &str) -> String {
+        let draft = self.scratch.path().join(file_name);
+        std::fs::write(&draft, yaml).expect("the draft is written");
+        let sealed = Command::new(env!("CARGO_BIN_EXE_cua"))
+            .arg("seal")
+            .arg(&draft)
+            .output()
+            .expect("cua seal runs");
+        assert!(
+            sealed.status.success(),
+            "{}",
+            String::from_utf8_lossy(&sealed.stderr)
+        );
+        draft.display().to_string()
+    }
+
     /// `cua replay <capability> --format json` with the inputs given; the envelope and the
     /// exit code.
     fn replay(&self, reference: &str, inputs: &[(&str, &str)]) -> Replay {

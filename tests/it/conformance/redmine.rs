@@ -2,8 +2,6 @@
 //! an input, a form with selects, a checkbox and a date that files an issue, the list filtered
 //! through a URL to find it again. The truth is the app's own SQLite database.
 
-use std::process::Command;
-
 use super::{App, query, quoted, setting, unique};
 
 fn redmine() -> App {
@@ -134,9 +132,8 @@ fn an_empty_field_beside_its_label_is_refused_never_read_from_the_next_label() {
         &unique("Empty due date"),
         &unique("cua-empty").replace(' ', "-"),
     );
-    let draft = app.scratch.path().join("redmine.issue.due_date@1.0.0.yaml");
-    std::fs::write(
-        &draft,
+    let reference = app.sealed_draft(
+        "redmine.issue.due_date@1.0.0.yaml",
         r#"schema: cua.capability/v1
 id: redmine.issue.due_date
 version: 1.0.0
@@ -202,19 +199,7 @@ policy:
 provenance:
   notes: Written by the conformance test.
 "#,
-    )
-    .expect("the draft is written");
-    let sealed = Command::new(env!("CARGO_BIN_EXE_cua"))
-        .arg("seal")
-        .arg(&draft)
-        .output()
-        .expect("cua seal runs");
-    assert!(
-        sealed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sealed.stderr)
     );
-    let reference = draft.display().to_string();
 
     let empty = app.replay(&reference, &[("issue_id", &issue)]);
     assert_ne!(empty.status(), "success", "{:#}", empty.envelope);

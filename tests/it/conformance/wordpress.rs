@@ -2,8 +2,6 @@
 //! from an input, the category list's search keyed to the exact name among look-alikes, and an
 //! AJAX form that adds a category. The truth is the app's own MariaDB database.
 
-use std::process::Command;
-
 use super::{App, query, quoted, root, setting, unique};
 
 fn wordpress() -> App {
@@ -300,13 +298,9 @@ fn a_radio_named_by_today_and_a_select_save_the_settings_the_database_then_holds
 fn a_field_found_only_through_the_label_the_page_associates_with_it() {
     let app = wordpress();
     for relation in ["labelled_by", "beside_label"] {
-        let draft = app
-            .scratch
-            .path()
-            .join(format!("wordpress.login.{relation}@1.0.0.yaml"));
-        std::fs::write(
-            &draft,
-            format!(
+        let draft = app.sealed_draft(
+            &format!("wordpress.login.{relation}@1.0.0.yaml"),
+            &format!(
                 r#"schema: cua.capability/v1
 id: wordpress.login.{relation}
 version: 1.0.0
@@ -369,19 +363,8 @@ provenance:
   notes: Written by the conformance test.
 "#
             ),
-        )
-        .expect("the draft is written");
-        let sealed = Command::new(env!("CARGO_BIN_EXE_cua"))
-            .arg("seal")
-            .arg(&draft)
-            .output()
-            .expect("cua seal runs");
-        assert!(
-            sealed.status.success(),
-            "{}",
-            String::from_utf8_lossy(&sealed.stderr)
         );
-        let run = app.replay(&draft.display().to_string(), &[("user", "ada.lovelace")]);
+        let run = app.replay(&draft, &[("user", "ada.lovelace")]);
         run.succeeded();
         assert_eq!(run.output("typed"), "ada.lovelace", "{relation}");
     }
