@@ -101,37 +101,35 @@ impl AxNode {
     }
 }
 
-/// The labels the page gives an AX node (Chromium's `labelledby` relation): each `<label>` is
-/// one label; the elements `aria-labelledby` names (those with an `idref`) make one label
-/// together, in their order, as a screen reader announces it.
+/// The labels the page gives an AX node, from the sources of its accessible name: each
+/// `<label>` (`for` it, or around it) is one label; the elements `aria-labelledby` names make
+/// one label together, in their order, as a screen reader announces it.
 fn labels(node: &Value) -> Vec<String> {
-    let related: Vec<&Value> = node["properties"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|property| property["name"] == "labelledby")
-        .flat_map(|property| {
-            property["value"]["relatedNodes"]
-                .as_array()
-                .into_iter()
-                .flatten()
-        })
-        .collect();
-    let text = |related: &&Value| related["text"].as_str().map(squash_whitespace);
-    let by_reference: Vec<String> = related
-        .iter()
-        .filter(|related| related.get("idref").is_some())
-        .filter_map(text)
-        .filter(|text| !text.is_empty())
-        .collect();
-    let mut labels: Vec<String> = related
-        .iter()
-        .filter(|related| related.get("idref").is_none())
-        .filter_map(text)
-        .filter(|text| !text.is_empty())
-        .collect();
-    if !by_reference.is_empty() {
-        labels.push(by_reference.join(" "));
+    let texts = |related: &Value| -> Vec<String> {
+        related["relatedNodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|related| related["text"].as_str().map(squash_whitespace))
+            .filter(|text| !text.is_empty())
+            .collect()
+    };
+    let mut labels = Vec::new();
+    for source in node["name"]["sources"].as_array().into_iter().flatten() {
+        if source["type"] != "relatedElement" {
+            continue;
+        }
+        if source["attribute"] == "aria-labelledby" {
+            let joined = texts(&source["attributeValue"]).join(" ");
+            if !joined.is_empty() {
+                labels.push(joined);
+            }
+        } else if matches!(
+            source["nativeSource"].as_str(),
+            Some("labelfor" | "labelwrapped")
+        ) {
+            labels.extend(texts(&source["nativeSourceValue"]));
+        }
     }
     labels
 }

@@ -244,6 +244,7 @@ enum Helper {
     Named,
     Records,
     OwnText,
+    TextRun,
 }
 
 impl Helper {
@@ -265,7 +266,7 @@ impl Helper {
             Self::PageText => &["Page"],
             Self::ValuesOf | Self::ValueOf | Self::MoneyIn => &["Locator"],
             Self::InRegion | Self::InRegionAll => &["Locator"],
-            Self::AdjacentTo | Self::Click | Self::OwnText => &["Locator"],
+            Self::AdjacentTo | Self::Click | Self::OwnText | Self::TextRun => &["Locator"],
             Self::ByRole | Self::Named | Self::Records => &["Page", "FrameLocator", "Locator"],
             Self::KeyedRecord | Self::CellUnder => &["Page", "FrameLocator", "Locator"],
             _ => &[],
@@ -298,6 +299,7 @@ impl Helper {
             Self::Named => HELPER_NAMED,
             Self::Records => HELPER_RECORDS,
             Self::OwnText => HELPER_OWN_TEXT,
+            Self::TextRun => HELPER_TEXT_RUN,
         }
     }
 }
@@ -853,6 +855,12 @@ impl<'c> SpecWriter<'c> {
                 let read = if VALUE_ROLES.contains(&target.role.as_str()) {
                     self.use_helper(Helper::ValueOf);
                     "valueOf(target)"
+                } else if target.role == "text"
+                    && target.ordinal.is_some()
+                    && target.identity.is_some()
+                {
+                    // The run itself, as `textRun` found it.
+                    "Promise.resolve(run.text)"
                 } else if target.role == "text" {
                     // A run of text: the element's own text, not its children's.
                     self.use_helper(Helper::OwnText);
@@ -1032,16 +1040,21 @@ impl<'c> SpecWriter<'c> {
                 match (descriptor.ordinal, region) {
                     // The n-th run of text of the record, as replay counts text nodes (the
                     // element holding it stands for it).
-                    (Some(ordinal), None) if descriptor.role == "text" && name.is_none() => {
-                        format!(
-                            "record.locator('xpath=(descendant::text()[normalize-space()])[{}]/..')",
-                            u64::from(ordinal) + 1
-                        )
+                    // The n-th run of text of the record, counted as replay counts text nodes
+                    // (`textRun`); the element holding it stands for it in an action.
+                    (Some(ordinal), None)
+                        if descriptor.role == "text"
+                            && name.is_none()
+                            && descriptor.anchor.is_none() =>
+                    {
+                        self.use_helper(Helper::TextRun);
+                        lines.push(format!("const run = await textRun(record, {ordinal});"));
+                        "run.holder".to_owned()
                     }
                     (Some(_), _) if descriptor.role == "text" => {
                         return Err(
-                            "a run of text counted by position within a region or among named \
-                             runs: Playwright finds elements, not runs of text"
+                            "a run of text counted by position within a region, among named runs \
+                             or beside an anchor: Playwright finds elements, not runs of text"
                                 .to_owned(),
                         );
                     }
@@ -1054,8 +1067,8 @@ impl<'c> SpecWriter<'c> {
                             ts_string(region)
                         ));
                         lines.push(format!(
-                            "expect(inRegionCandidates.length, 'candidate #{ordinal} in region {}').toBeGreaterThan({ordinal});",
-                            comment_text(region)
+                            "expect(inRegionCandidates.length, {}).toBeGreaterThan({ordinal});",
+                            ts_string(&format!("candidate #{ordinal} in region {region}"))
                         ));
                         format!("inRegionCandidates[{ordinal}]")
                     }
@@ -2202,11 +2215,16 @@ async function adjacentTo(
     for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
       if (node.parentElement?.checkVisibility({ visibilityProperty: true }) && matches(node.textContent ?? '')) starts.push(node);
     }
+    // A label's value may be empty, its element dropped from the accessibility tree: then
+    // another label ends the search, as in replay.
+    const label = (node: Node): boolean => /:$/u.test(squash(node.textContent ?? '').replace(/[\s*]+$/u, ''));
     const found = new Set<number>();
     for (const start of starts) {
+      const labelled = label(start);
       let at: Node | null = start;
       search: while (at !== null) {
         for (let sibling = at.nextSibling; sibling !== null; sibling = sibling.nextSibling) {
+          if (labelled && label(sibling)) break search;
           const inside = handles.flatMap((node, index) =>
             node !== null && sibling.contains(node) && !node.contains(start) ? [index] : [],
           );
@@ -2286,6 +2304,45 @@ async function ownText(element: Locator): Promise<string> {
   return element.evaluate((node) =>
     [...node.childNodes].filter((child) => child.nodeType === Node.TEXT_NODE).map((child) => child.textContent ?? '').join(' '),
   );
+}
+"#;
+
+const HELPER_TEXT_RUN: &str = r#"/**
+ * The `n`-th run of text of `record` as cua's snapshot counts them: shown, not in a `<select>`,
+ * a script or an aria-hidden element, and not blank once squashed. Its text, and the element
+ * holding it.
+ */
+async function textRun(record: Locator, n: number): Promise<{ text: string; holder: Locator }> {
+  const found = await record.evaluate((element, n) => {
+    const walker = element.ownerDocument.createTreeWalker(element, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
+      acceptNode: (node) =>
+        node instanceof Element &&
+        (node.matches('select, script, style, template') ||
+          !node.checkVisibility({ visibilityProperty: true }) ||
+          node.getAttribute('aria-hidden') === 'true')
+          ? NodeFilter.FILTER_REJECT
+          : NodeFilter.FILTER_ACCEPT,
+    });
+    let seen = 0;
+    for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
+      if (node.nodeType !== Node.TEXT_NODE) continue;
+      const text = (node.textContent ?? '').replace(/\s+/gu, ' ').trim();
+      if (text === '') continue;
+      if (seen === n) {
+        const holder = node.parentElement;
+        const path: number[] = [];
+        for (let at = holder; at !== null && at !== element; at = at.parentElement) {
+          path.unshift([...(at.parentElement?.children ?? [])].indexOf(at) + 1);
+        }
+        return { text, path };
+      }
+      seen += 1;
+    }
+    return null;
+  }, n);
+  expect(found, `run of text #${n} of its record`).not.toBeNull();
+  const steps = found!.path.map((position) => `*[${position}]`).join('/');
+  return { text: found!.text, holder: steps === '' ? record : record.locator(`xpath=./${steps}`) };
 }
 "#;
 

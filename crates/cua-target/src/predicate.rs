@@ -366,7 +366,17 @@ impl<'e, 's, B: Bindings + ?Sized> Evaluator<'e, 's, B> {
 
     /// The nodes a query selects, in document order.
     fn matching(&self, query: &NodeQuery) -> Result<Vec<usize>, TargetError> {
-        let bind = |template: &str| bind_name(template, self.bindings, false).map(|n| fold(&n));
+        // A run's value with no letters or digits folds to nothing, and nothing is part of every
+        // name: refused, as an empty bound name is, never a query that selects anything.
+        let bind = |template: &str| -> Result<String, TargetError> {
+            let folded = fold(&bind_name(template, self.bindings, false)?);
+            if folded.is_empty() && template.contains("{$") {
+                return Err(TargetError::EmptyBoundName {
+                    template: template.to_owned(),
+                });
+            }
+            Ok(folded)
+        };
         let name = query.name.as_deref().map(bind).transpose()?;
         let contains = query.name_contains.as_deref().map(bind).transpose()?;
         let pattern = query

@@ -760,13 +760,17 @@ impl<'i, 's> Query<'i, 's> {
         let Some((relation, matcher)) = &self.anchor else {
             return false;
         };
+        // A label relation is shown when a candidate is labelled so, or when its text is on the
+        // screen at all (as any anchor's): a label that labels none of them does not let the
+        // name decide alone.
         if matches!(
             relation,
             AnchorRelation::LabelledBy | AnchorRelation::BesideLabel
-        ) {
-            return self
-                .pool()
-                .any(|node| self.labelled(*relation, matcher, node));
+        ) && self
+            .pool()
+            .any(|node| self.labelled(*relation, matcher, node))
+        {
+            return true;
         }
         self.anchor_nodes().iter().any(|&node| {
             let described = self.has_role_and_scope(node)

@@ -257,7 +257,9 @@ pub(crate) fn record_key(
     }
     // The record's own first heading or run of text, whichever comes first: a nested record
     // (a reply, an item of an inner list) keys itself, not this one, and a list marker's
-    // bullet is no key.
+    // bullet is no key. Not "a heading anywhere first": the record's own content (a comment, a
+    // description) could plant one, while what leads the record is its title or a badge, and a
+    // badge as the key fails the check rather than passing it.
     let mut node = record + 1;
     let end = index.subtree_end(record);
     while node < end {

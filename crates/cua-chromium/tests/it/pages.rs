@@ -230,7 +230,8 @@ async fn labels_are_the_pages_label_relations() {
         "/form",
         Page::html(
             r#"<html><head><title>Labels</title></head><body><main>
-            <label for="amount">Amount</label> <span>USD</span> <input id="amount">
+            <label for="amount" id="l1">Amount</label> <span>USD</span> <input id="amount">
+            <label for="amount" id="l2">in dollars</label>
             <label>Memo <input id="memo"></label>
             <span id="fee">Fee</span> <span id="waived">to waive</span>
             <input id="charge" aria-labelledby="fee waived">
@@ -245,7 +246,8 @@ async fn labels_are_the_pages_label_relations() {
     goto(&surface, &authority, &site.url("/form")).await;
     let snapshot = surface.observe().await.unwrap();
     let labels = |name: &str| find(&snapshot, "textbox", name).labels.clone();
-    assert_eq!(labels("Amount"), ["Amount"]);
+    // Two <label for> elements (with ids) are two labels, never one joined name.
+    assert_eq!(labels("Amount in dollars"), ["Amount", "in dollars"]);
     assert_eq!(labels("Memo"), ["Memo"]);
     // The elements aria-labelledby names make one label, as a screen reader announces it.
     assert_eq!(labels("Fee to waive"), ["Fee to waive"]);

@@ -348,6 +348,45 @@ fn what_replay_reads_beyond_aria_roles_has_a_translation() {
     }
 }
 
+/// An ordinal counts among the keyed candidates in the region, as replay counts it; a run of
+/// text is counted as the snapshot counts text nodes; artifact text in a message is escaped.
+#[test]
+fn ordinals_count_in_their_region_and_among_runs_of_text() {
+    let mut changed = capability("corebank.member.savings_balance@1.0.0");
+    let identity = cua_artifact::IdentityCheck {
+        column: None,
+        equals: ValueExpr::Input("member_id".parse().unwrap()),
+        match_mode: MatchMode::Exact,
+    };
+    let region = "x');process.exit(1);('";
+    let balance = changed.steps[2].action.target_mut().unwrap();
+    balance.anchor = None;
+    balance.ordinal = Some(1);
+    balance.identity = Some(identity.clone());
+    balance.scope = Some(NodeScope {
+        frame: Some("content".to_owned()),
+        region: Some(region.to_owned()),
+    });
+    let status = changed.steps[3].action.target_mut().unwrap();
+    status.role = "text".to_owned();
+    status.anchor = None;
+    status.ordinal = Some(2);
+    status.identity = Some(identity);
+    let spec = render(&changed.sealed(), &config()).text;
+    for expected in [
+        "const inRegionCandidates = await inRegionAll(",
+        &format!(
+            "expect(inRegionCandidates.length, {}).toBeGreaterThan(1);",
+            ts_string(&format!("candidate #1 in region {region}"))
+        ),
+        "const target = inRegionCandidates[1];",
+        "const run = await textRun(record, 2);",
+        "outputs.account_status = squash(await Promise.resolve(run.text));",
+    ] {
+        assert!(spec.contains(expected), "{expected}\n---\n{spec}");
+    }
+}
+
 #[test]
 fn every_refusal_is_reported_at_once() {
     let mut changed = capability("corebank.member.savings_balance@1.0.0");

@@ -222,4 +222,15 @@ fn a_query_name_bound_to_nothing_is_refused_not_matched_everywhere() {
         &inputs(&[("part", " ")]),
         "error: the name \"{$input: part}\" is empty once its values are bound; a run's value never stands for an unnamed control",
     );
+    // A value with no letters or digits folds to nothing, which is part of every name.
+    check(
+        "{assert: node_exists, query: {name_contains: '{$input: part}'}}",
+        &inputs(&[("part", "--")]),
+        "error: the name \"{$input: part}\" is empty once its values are bound; a run's value never stands for an unnamed control",
+    );
+    check(
+        "{assert: node_absent, query: {role: cell, name: 'Ref {$input: part}'}}",
+        &inputs(&[("part", "#")]),
+        "true",
+    );
 }

@@ -271,6 +271,20 @@ document "Transfer"
         "{role: textbox, name: {value: Charge}, anchor: {relation: labelled_by, text: Fee to waive}}",
         "semantic_exact main:/document[0]/textbox[1]",
     );
+    // Text on the screen that the page makes no label of does not let the name decide alone:
+    // the note is not labelled by the help text before it.
+    let beside_none = resolve(
+        &page,
+        &target(
+            "{role: textbox, name: {value: Note}, anchor: {relation: labelled_by, text: Enter the Amount to waive}}",
+        ),
+        &BoundValues::new(),
+    );
+    assert!(
+        render(&beside_none).starts_with("error: no node matches"),
+        "{}",
+        render(&beside_none)
+    );
     // The visual label of the second textbox is the paragraph before it.
     check(
         &page,
