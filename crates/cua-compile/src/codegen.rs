@@ -2168,8 +2168,10 @@ const HELPER_CLICK: &str = r#"/**
  * focused first, as a keyboard user reaches it; then clicked where it shows.
  */
 async function click(target: Locator): Promise<void> {
-  await target.scrollIntoViewIfNeeded();
+  // Scrolled and measured in one call: a form the page re-renders may replace the element
+  // between two calls, and `click()` below finds it again.
   const shown = await target.evaluate((element) => {
+    element.scrollIntoView({ block: 'nearest', inline: 'nearest' });
     const box = element.getBoundingClientRect();
     return box.width > 0 && box.height > 0 && box.right > 0 && box.bottom > 0 && box.left < innerWidth && box.top < innerHeight;
   });
