@@ -16,7 +16,7 @@ use crate::error::{CandidateSummary, RungAttempt, RungOutcome, TargetError};
 use crate::index::{SnapshotIndex, to_u32};
 use crate::structure::{
     CONTAINER_ROLES, LABEL_ROLES, cell_text_indexed, label_of_indexed, record_key,
-    record_key_place, record_of, row_cells, sibling_records,
+    record_key_place, record_of, records_called, row_cells, sibling_records,
 };
 use crate::text::{TextMatcher, fold_equals};
 
@@ -443,15 +443,11 @@ impl<'d> IdentityKey<'d> {
             key: record.map_or_else(String::new, |record| self.key(index, record)),
             expected: self.expected.clone(),
             count: to_u32(holding.len()),
-            records: match record
-                .and_then(|record| index.node(record))
-                .map(|node| node.role.as_str())
-            {
-                Some("listitem") => "list items",
-                Some("article") => "articles",
-                Some("definition") => "definitions",
-                _ => "rows",
-            },
+            records: records_called(
+                record
+                    .and_then(|record| index.node(record))
+                    .map_or("row", |node| node.role.as_str()),
+            ),
             rows: holding
                 .iter()
                 .take(5)

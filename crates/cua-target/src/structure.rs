@@ -208,18 +208,37 @@ pub(crate) fn column_cell(index: &SnapshotIndex<'_>, row: usize, header: &str) -
     row_cells(index, row).get(position).copied()
 }
 
-/// Roles of records: the entries of a repeated structure an identity check keys. A table row,
-/// a list item, an article (a card in a feed), a definition (a `<dd>`, keyed by its term).
-pub(crate) const RECORD_ROLES: [&str; 4] = ["row", "listitem", "article", "definition"];
+/// Roles of records, the entries of a repeated structure an identity check keys, with what
+/// several of them are called: a table row, a list item, an article (a card in a feed), a
+/// definition (a `<dd>`, keyed by its term).
+const RECORDS: [(&str, &str); 4] = [
+    ("row", "rows"),
+    ("listitem", "list items"),
+    ("article", "articles"),
+    ("definition", "definitions"),
+];
+
+/// Whether `role` is a record's.
+fn is_record_role(role: &str) -> bool {
+    RECORDS.iter().any(|(record, _)| *record == role)
+}
+
+/// What several records with `role` are called, for messages (`rows` for anything else).
+pub(crate) fn records_called(role: &str) -> &'static str {
+    RECORDS
+        .iter()
+        .find(|(record, _)| *record == role)
+        .map_or("rows", |(_, plural)| plural)
+}
 
 /// The record `node` belongs to: the node itself or its nearest ancestor whose role is one of
-/// [`RECORD_ROLES`]. A row inside a list item is the record of its cells.
+/// the record roles. A row inside a list item is the record of its cells.
 pub(crate) fn record_of(index: &SnapshotIndex<'_>, node: usize) -> Option<usize> {
     let mut at = Some(node);
     while let Some(current) = at {
         if index
             .node(current)
-            .is_some_and(|found| RECORD_ROLES.contains(&found.role.as_str()))
+            .is_some_and(|found| is_record_role(&found.role))
         {
             return Some(current);
         }
@@ -266,7 +285,7 @@ pub(crate) fn record_key(
         let Some(found) = index.node(node) else {
             break;
         };
-        if RECORD_ROLES.contains(&found.role.as_str()) || found.role == "listmarker" {
+        if is_record_role(&found.role) || found.role == "listmarker" {
             node = index.subtree_end(node);
             continue;
         }

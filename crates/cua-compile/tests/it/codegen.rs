@@ -260,6 +260,21 @@ fn inexpressible_steps_are_refused_naming_the_step_and_why() {
         },
         "step `read_balance` (action): a value inside a character class has no meaning",
     );
+    // A private-use character of the pattern's own, raw or escaped, would be taken for a value.
+    for pattern in [
+        "^\u{e000}{$input: member_id}$",
+        r"^\x{E000}{$input: member_id}$",
+    ] {
+        check_refused(
+            |c| {
+                c.steps[2].action.target_mut().unwrap().name = Some(NameMatch {
+                    value: pattern.to_owned(),
+                    match_mode: MatchMode::Regex,
+                });
+            },
+            "step `read_balance` (action): the pattern holds a private-use character",
+        );
+    }
     check_refused(
         |c| c.steps[2].action.target_mut().unwrap().ordinal = Some(1),
         "step `read_balance` (action): an ordinal without an identity check",
