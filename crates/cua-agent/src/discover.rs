@@ -38,10 +38,10 @@ use std::time::{Duration, Instant};
 
 use cua_artifact::{Action, Actor, Capability, Identifier, RunKind, RunStatus, ValueExpr};
 use cua_evidence::{
-    Authorize, BlockedRequest, Dispatch, EvidenceBus, Intent, LlmCall, Note, Observe, Resolve,
-    RunEnd, RunStart, SecretResolver, Wait,
+    EvidenceBus, LlmCall, Note, Observe, Resolve, RunEnd, RunStart, SecretResolver, Wait,
 };
-use cua_policy::{ActionRequest, Lease, PolicyEngine, ResolvedTarget, SurfaceAction};
+use cua_gate::{Gate, Passed, Request};
+use cua_policy::{Lease, PolicyEngine, ResolvedTarget, SurfaceAction};
 use cua_snapshot::UiSnapshot;
 use cua_surface::{SurfaceDriver, WaitCondition, WaitOutcome};
 use cua_target::{
@@ -753,8 +753,8 @@ impl<D: SurfaceDriver, L: LlmPort> Discovery<'_, D, L> {
         Ok((result, stop))
     }
 
-    /// Resolve → authorize → dispatch → evidence, in that order, as the agent. Nothing reaches
-    /// the surface that the policy engine did not grant.
+    /// Resolves the target, then passes the gate as the agent: nothing reaches the surface that
+    /// the policy engine did not grant under the lease as it stands at the dispatch.
     async fn chokepoint(
         &self,
         session: &mut Session,
@@ -762,7 +762,6 @@ impl<D: SurfaceDriver, L: LlmPort> Discovery<'_, D, L> {
         action: SurfaceAction,
         declared_risk: Option<cua_artifact::RiskTier>,
     ) -> Result<Passage, AgentError> {
-        let kind = action.kind();
         let (resolved, node_id, descriptor) = match &target {
             None => (None, None, None),
             Some(spec) => match self.resolve(session, spec, None)? {
@@ -781,121 +780,56 @@ impl<D: SurfaceDriver, L: LlmPort> Discovery<'_, D, L> {
                 Err(reason) => return Ok(Passage::Failed { reason }),
             },
         };
-        let assessment = self.policy.assess(kind, resolved.as_ref(), declared_risk);
-        let decision = self.policy.authorize(
-            &session.lease,
-            ActionRequest {
-                actor: Actor::Agent,
-                epoch: session.lease.epoch,
-                action,
-                target: resolved.clone(),
-                declared_risk,
-            },
-        );
-        let authorized = match decision {
-            Ok(authorized) => {
-                self.bus.emit(
-                    Actor::Agent,
-                    session.lease.epoch,
-                    Authorize {
-                        step: None,
-                        decision_id: authorized.decision_id().to_owned(),
-                        granted: true,
-                        action_type: kind,
-                        risk: authorized.risk(),
-                        signals: authorized.assessment().signals.clone(),
-                        reason: authorized.assessment().reason.clone(),
-                        denial: None,
-                        approval: None,
-                        node_id: resolved.as_ref().map(|target| target.node_id.clone()),
-                    },
-                )?;
-                authorized
-            }
-            Err(denial) => {
-                let assessment = denial.assessment.clone().unwrap_or(assessment);
-                self.bus.emit(
-                    Actor::Agent,
-                    session.lease.epoch,
-                    Authorize {
-                        step: None,
-                        decision_id: denial.decision_id.clone(),
-                        granted: false,
-                        action_type: kind,
-                        risk: assessment.tier,
-                        signals: assessment.signals.clone(),
-                        reason: denial.reason.clone(),
-                        denial: Some(denial.code.as_str().to_owned()),
-                        approval: None,
-                        node_id: resolved.as_ref().map(|target| target.node_id.clone()),
-                    },
-                )?;
+        let request = Request {
+            target: resolved,
+            declared_risk,
+            ..Request::new(Actor::Agent, session.lease.epoch, action)
+        };
+        let lease = || session.lease;
+        let gate = Gate::new(self.policy, Some(self.bus), &lease);
+        let passed = gate
+            .pass(
+                request,
+                |authorized| self.driver.dispatch(authorized),
+                || self.driver.take_blocked_requests(),
+            )
+            .await?;
+        let Passed { ticket, outcome } = match passed {
+            Ok(passed) => passed,
+            Err(refusal) => {
+                let (decision_id, code, reason) = match refusal {
+                    cua_gate::Refusal::Denied { denial, .. } => {
+                        (denial.decision_id, denial.code.as_str(), denial.reason)
+                    }
+                    cua_gate::Refusal::Withheld {
+                        decision_id, why, ..
+                    } => (decision_id, "policy_denied", why.reason().to_owned()),
+                    cua_gate::Refusal::Stale {
+                        decision_id, lease, ..
+                    } => (
+                        decision_id,
+                        "lease_lost",
+                        format!(
+                            "the session moved to epoch {} before the action was dispatched",
+                            lease.epoch
+                        ),
+                    ),
+                };
                 return Ok(Passage::Refused {
-                    decision_id: denial.decision_id,
-                    code: denial.code.as_str().to_owned(),
-                    reason: denial.reason,
+                    decision_id,
+                    code: code.to_owned(),
+                    reason,
                     node_id,
                     descriptor,
                 });
             }
         };
-        let decision_id = authorized.decision_id().to_owned();
-        // Write-ahead: the agent's mutation is durable in the trace before it leaves.
-        if Intent::required(authorized.risk(), false) {
-            self.bus.emit(
-                Actor::Agent,
-                session.lease.epoch,
-                Intent::of_run(
-                    self.bus.run_id().as_str(),
-                    None,
-                    &decision_id,
-                    kind,
-                    authorized.risk(),
-                ),
-            )?;
-        }
-        let dispatched = self.driver.dispatch(authorized).await;
-        let blocked = self.driver.take_blocked_requests();
-        let (ok, navigated, http_status, duration_ms, message) = match &dispatched {
-            Ok(receipt) => (
-                receipt.ok,
-                receipt.navigated,
-                receipt.http_status,
-                receipt.duration_ms,
-                receipt.message.clone(),
-            ),
-            Err(error) => (false, false, None, 0, error.to_string()),
-        };
-        self.bus.emit(
-            Actor::Agent,
-            session.lease.epoch,
-            Dispatch {
-                step: None,
-                decision_id: decision_id.clone(),
-                action_type: kind,
-                node_id: resolved.as_ref().map(|target| target.node_id.clone()),
-                refused: false,
-                ok,
-                navigated,
-                http_status,
-                duration_ms,
-                message: message.clone(),
-                reason: None,
-                expected_epoch: None,
-            },
-        )?;
-        for request in blocked {
-            self.bus.emit(
-                Actor::System,
-                0,
-                BlockedRequest {
-                    url: request.url,
-                    reason: request.reason,
-                    navigation: request.resource_type == "Document",
-                    resource_type: Some(request.resource_type),
-                },
-            )?;
-        }
+        let decision_id = ticket.decision_id;
+        let dispatched = outcome;
+        let navigated = dispatched.as_ref().is_ok_and(|receipt| receipt.navigated);
+        let message = dispatched
+            .as_ref()
+            .map_or_else(ToString::to_string, |receipt| receipt.message.clone());
         match dispatched {
             Ok(receipt) if receipt.ok => Ok(Passage::Dispatched {
                 decision_id,

@@ -33,8 +33,9 @@ use cua_artifact::{
     RunKind, RunStatus, Step, StepOverride, TargetDescriptor, TargetOverride, TenantBinding,
     TenantBindingSchema, TenantId,
 };
-use cua_evidence::{Authorize, EvidenceBus, LlmCall, Note, Observe, Resolve, RunEnd, RunStart};
-use cua_policy::{ActionRequest, Lease, PolicyEngine, ResolvedTarget, SurfaceAction};
+use cua_evidence::{EvidenceBus, LlmCall, Note, Observe, Resolve, RunEnd, RunStart};
+use cua_gate::{Gate, Request as GateRequest};
+use cua_policy::{Lease, PolicyEngine, ResolvedTarget, SurfaceAction};
 use cua_replay::{INVOCATION_TENANT, PreparedCapability, ReplayReport};
 use cua_snapshot::UiSnapshot;
 use cua_surface::SurfaceDriver;
@@ -613,73 +614,28 @@ impl<D: SurfaceDriver, L: LlmPort> Assistant<'_, D, L> {
                 error.to_string(),
             )
         })?;
-        let assessment = engine.assess(action, Some(&resolved), Some(step.risk));
-        let node_id = resolved.node_id.clone();
-        let decision = engine.authorize(
-            lease,
-            ActionRequest {
-                actor: Actor::Agent,
-                epoch: lease.epoch,
-                action: surface_action,
-                target: Some(resolved),
-                declared_risk: Some(step.risk),
-            },
-        );
-        match decision {
-            Ok(authorized) => {
-                let decision_id = authorized.decision_id().to_owned();
-                self.bus
-                    .emit(
-                        Actor::Agent,
-                        lease.epoch,
-                        Authorize {
-                            step: Some(step.id.clone()),
-                            decision_id: decision_id.clone(),
-                            granted: true,
-                            action_type: action,
-                            risk: authorized.risk(),
-                            signals: authorized.assessment().signals.clone(),
-                            reason: authorized.assessment().reason.clone(),
-                            denial: None,
-                            approval: None,
-                            node_id: Some(node_id),
-                        },
-                    )
-                    .map_err(evidence_refusal)?;
-                // Judged, not performed: the deterministic continuation dispatches the step.
-                drop(authorized);
-                Ok(Some(decision_id))
-            }
-            Err(denial) => {
-                let assessment = denial.assessment.clone().unwrap_or(assessment);
-                self.bus
-                    .emit(
-                        Actor::Agent,
-                        lease.epoch,
-                        Authorize {
-                            step: Some(step.id.clone()),
-                            decision_id: denial.decision_id.clone(),
-                            granted: false,
-                            action_type: action,
-                            risk: assessment.tier,
-                            signals: assessment.signals.clone(),
-                            reason: denial.reason.clone(),
-                            denial: Some(denial.code.as_str().to_owned()),
-                            approval: None,
-                            node_id: Some(node_id),
-                        },
-                    )
-                    .map_err(evidence_refusal)?;
-                Err(Refusal::new(
-                    "policy_denied",
-                    FailureCode::PolicyDenied,
-                    format!(
-                        "the policy refuses the proposal as the agent ({}): {}",
-                        denial.code.as_str(),
-                        denial.reason
-                    ),
-                ))
-            }
+        let request = GateRequest {
+            step: Some(step.id.clone()),
+            target: Some(resolved),
+            declared_risk: Some(step.risk),
+            ..GateRequest::new(Actor::Agent, lease.epoch, surface_action)
+        };
+        let lease = || *lease;
+        let judged = Gate::new(&engine, Some(self.bus), &lease)
+            .judge(request)
+            .map_err(evidence_refusal)?;
+        match judged {
+            // Judged, not performed: the deterministic continuation dispatches the step.
+            Ok(decision_id) => Ok(Some(decision_id)),
+            Err(denial) => Err(Refusal::new(
+                "policy_denied",
+                FailureCode::PolicyDenied,
+                format!(
+                    "the policy refuses the proposal as the agent ({}): {}",
+                    denial.code.as_str(),
+                    denial.reason
+                ),
+            )),
         }
     }
 

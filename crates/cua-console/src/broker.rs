@@ -30,12 +30,12 @@ use std::time::Duration;
 
 use cua_artifact::{Actor, CapabilityRef, RunStatus};
 use cua_evidence::{
-    Authorize, BlockedRequest, Dispatch, EvidenceBus, Intent, LeaseTransition as EventTransition,
-    Note, Observe, Redactor, Resolve, RunEnd,
+    EvidenceBus, LeaseTransition as EventTransition, Note, Observe, Redactor, Resolve, RunEnd,
 };
+use cua_gate::{Gate, Passed, Refusal, Request, Ticket};
 use cua_policy::{
-    ActionRequest, AuthorizationContext, DenialCode, Lease, LeaseOperation, LeaseState,
-    LeaseTransition, PolicyEngine, RawInput, ResolvedTarget, SurfaceAction,
+    DenialCode, Lease, LeaseOperation, LeaseState, LeaseTransition, PolicyEngine, RawInput,
+    ResolvedTarget, SurfaceAction,
 };
 use cua_replay::{EscalationRequest, EscalationSink, Handback, HandbackFuture};
 use cua_snapshot::{NodeId, UiSnapshot};
@@ -1087,53 +1087,28 @@ impl Broker {
         confirmed: bool,
         note: &mut serde_json::Map<String, Value>,
     ) -> Result<GestureAnswer, ConsoleError> {
-        let kind = action.kind();
-        let node_id = target.as_ref().map(|target| target.node_id.clone());
         let described = target
             .as_ref()
             .map(|target| session.redactor.redact_text(&describe(target)));
-        let lease = session.lease();
-        let decision = session.engine.authorize_with(
-            &lease,
-            ActionRequest {
-                actor: Actor::Human,
-                epoch,
-                action,
-                target,
-                declared_risk: None,
-            },
-            &AuthorizationContext {
-                confirmed,
-                ..AuthorizationContext::default()
-            },
-        );
-        let authorized = match decision {
-            Err(denial) => {
-                let risk = denial
-                    .assessment
-                    .as_ref()
-                    .map(|assessment| assessment.tier)
-                    .unwrap_or_default();
-                session.emit(
-                    Actor::Human,
-                    epoch,
-                    Authorize {
-                        step: None,
-                        decision_id: denial.decision_id.clone(),
-                        granted: false,
-                        action_type: kind,
-                        risk,
-                        signals: denial
-                            .assessment
-                            .as_ref()
-                            .map(|assessment| assessment.signals.clone())
-                            .unwrap_or_default(),
-                        reason: denial.reason.clone(),
-                        denial: Some(denial.code.as_str().to_owned()),
-                        approval: None,
-                        node_id,
-                    },
-                )?;
+        let request = Request {
+            target,
+            confirmed_by: confirmed.then(|| operator.to_owned()),
+            ..Request::new(Actor::Human, epoch, action)
+        };
+        let bus = session.bus();
+        let lease = || session.lease();
+        let now_ms = || self.clock.now_ms();
+        let gate = Gate::new(&session.engine, bus.as_deref(), &lease).with_hold_clock(&now_ms);
+        let passed = gate
+            .pass(
+                request,
+                |authorized| session.surface.dispatch(authorized),
+                || session.surface.take_blocked_requests(),
+            )
+            .await?;
+        let Passed { ticket, outcome } = match passed {
+            Ok(passed) => passed,
+            Err(Refusal::Denied { denial, risk }) => {
                 note.insert("outcome".into(), json!("refused"));
                 note.insert("decision_id".into(), json!(denial.decision_id));
                 note.insert("reason".into(), json!(denial.reason));
@@ -1161,38 +1136,7 @@ impl Broker {
                     epoch,
                 });
             }
-            Ok(authorized) => authorized,
-        };
-        let decision_id = authorized.decision_id().to_owned();
-        let risk = authorized.risk();
-        session.emit(
-            Actor::Human,
-            epoch,
-            Authorize {
-                step: None,
-                decision_id: decision_id.clone(),
-                granted: true,
-                action_type: kind,
-                risk,
-                signals: authorized.assessment().signals.clone(),
-                reason: if confirmed {
-                    format!(
-                        "{}; confirmed by {operator}",
-                        authorized.assessment().reason
-                    )
-                } else {
-                    authorized.assessment().reason.clone()
-                },
-                denial: None,
-                approval: None,
-                node_id: node_id.clone(),
-            },
-        )?;
-        // Write-ahead: a human's mutation is announced durably before it leaves the process,
-        // in the attached run's trace (with no run attached there is nowhere to announce it),
-        // and before the last lease check, so nothing slow stands between it and the dispatch.
-        if Intent::required(risk, false) {
-            let Some(bus) = session.bus() else {
+            Err(Refusal::Withheld { risk, .. }) => {
                 return Err(ConsoleError::Conflict {
                     reason: format!(
                         "a {} action needs a run's evidence for its write-ahead intent, and this \
@@ -1200,76 +1144,23 @@ impl Broker {
                         risk.as_str()
                     ),
                 });
-            };
-            bus.emit(
-                Actor::Human,
-                epoch,
-                Intent::of_run(bus.run_id().as_str(), None, &decision_id, kind, risk),
-            )?;
-        }
-        // The hold may have run out or been swept while the decision was made.
-        let current = session.lease();
-        if !current.permits_at(Actor::Human, epoch, self.clock.now_ms()) {
-            session.emit(
-                Actor::Human,
-                epoch,
-                Dispatch::refused(
-                    None,
-                    &decision_id,
-                    kind,
-                    node_id,
-                    "stale lease epoch",
-                    Some(current.epoch),
-                ),
-            )?;
-            return Err(ConsoleError::Conflict {
-                reason: format!(
-                    "the session moved to epoch {} before the action was dispatched",
-                    current.epoch
-                ),
-            });
-        }
-        let dispatched = session.surface.dispatch(authorized).await;
-        let (ok, navigated, http_status, duration_ms, message) = match &dispatched {
-            Ok(receipt) => (
-                receipt.ok,
-                receipt.navigated,
-                receipt.http_status,
-                receipt.duration_ms,
-                receipt.message.clone(),
-            ),
-            Err(error) => (false, false, None, 0, error.to_string()),
+            }
+            Err(Refusal::Stale { lease, .. }) => {
+                return Err(ConsoleError::Conflict {
+                    reason: format!(
+                        "the session moved to epoch {} before the action was dispatched",
+                        lease.epoch
+                    ),
+                });
+            }
         };
-        session.emit(
-            Actor::Human,
-            epoch,
-            Dispatch {
-                step: None,
-                decision_id: decision_id.clone(),
-                action_type: kind,
-                node_id,
-                refused: false,
-                ok,
-                navigated,
-                http_status,
-                duration_ms,
-                message: message.clone(),
-                reason: None,
-                expected_epoch: None,
-            },
-        )?;
-        for blocked in session.surface.take_blocked_requests() {
-            session.emit(
-                Actor::System,
-                0,
-                BlockedRequest {
-                    url: blocked.url,
-                    reason: blocked.reason,
-                    navigation: blocked.resource_type == "Document",
-                    resource_type: Some(blocked.resource_type),
-                },
-            )?;
-        }
+        let Ticket {
+            decision_id, risk, ..
+        } = ticket;
+        let (ok, navigated, message) = match &outcome {
+            Ok(receipt) => (receipt.ok, receipt.navigated, receipt.message.clone()),
+            Err(error) => (false, false, error.to_string()),
+        };
         if let Some(handoff) = lock(&session.handoff).as_mut() {
             handoff.actions += 1;
         }

@@ -552,6 +552,19 @@ pub struct BlockedRequest {
     pub resource_type: Option<String>,
 }
 
+impl BlockedRequest {
+    /// A request the surface refused to fetch, with the resource type as the surface named it
+    /// (a `Document` is a frame's navigation).
+    pub fn refused(url: String, reason: String, resource_type: String) -> Self {
+        Self {
+            navigation: resource_type.eq_ignore_ascii_case("document"),
+            url,
+            reason,
+            resource_type: Some(resource_type),
+        }
+    }
+}
+
 /// `run_end`: how the run ended, with everything its result holds, so the run record can be
 /// projected from the trace alone. Output values and outcome data pass through the redactor
 /// like every payload: a sensitive output is masked by its name.

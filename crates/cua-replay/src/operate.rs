@@ -16,11 +16,11 @@
 use std::collections::BTreeMap;
 
 use cua_artifact::{
-    Actor, CommandCall, EffectVerdict, FailureCode, HttpCall, HttpMethod, OutputName, Step,
-    Template, TemplatePart, TemplateRef, ValueExpr, ValueType,
+    CommandCall, EffectVerdict, FailureCode, HttpCall, HttpMethod, OutputName, Step, Template,
+    TemplatePart, TemplateRef, ValueExpr, ValueType,
 };
-use cua_evidence::Dispatch;
-use cua_policy::{AuthorizedAction, CommandInvocation, HttpRequest, SurfaceAction};
+use cua_gate::{Cleared, Sent};
+use cua_policy::{CommandInvocation, HttpRequest, SurfaceAction};
 use cua_route::{AttemptOutcome, DispatchPhase, ProviderClaim, ProviderFailure, RecoveryEdge};
 use cua_surface::SurfaceDriver;
 use serde_json::Value;
@@ -52,7 +52,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         let url = bound
             .as_ref()
             .map_or_else(|_| String::new(), |request| request.url.clone());
-        let authorized = self.admit(
+        let Cleared { authorized, ticket } = self.admit(
             frame,
             tally,
             position,
@@ -60,9 +60,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             mutates,
             bound.map(SurfaceAction::Http),
         )?;
-        let decision_id = authorized.decision_id().to_owned();
-        let risk = authorized.risk();
-        let epoch = authorized.lease_epoch();
+        let decision_id = ticket.decision_id.clone();
+        let risk = ticket.risk;
         // The step walks its route's recovery graph: `open` sends the request once; a failure
         // settles the walk, and only the edge the route offers next (a retry of a read after a
         // retryable failure: same provider, same authorized request, same target) sends again.
@@ -81,30 +80,36 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             if !walk.take(RecoveryEdge::Retry) {
                 break result;
             }
-            self.emit_operator_dispatch(
-                epoch,
-                position,
-                &decision_id,
-                kind,
-                false,
-                None,
-                0,
-                format!("attempt {attempts}: {error}; the route retries the same request"),
+            self.record_sent(
+                frame,
+                &ticket,
+                Sent {
+                    ok: false,
+                    navigated: false,
+                    http_status: None,
+                    duration_ms: 0,
+                    message: format!(
+                        "attempt {attempts}: {error}; the route retries the same request"
+                    ),
+                },
+                Vec::new(),
             )?;
         };
         self.mark_mutation(tally, &position.id, risk, false);
         let response = match sent {
             Ok(response) => response,
             Err(error) => {
-                self.emit_operator_dispatch(
-                    epoch,
-                    position,
-                    &decision_id,
-                    kind,
-                    false,
-                    None,
-                    0,
-                    error.to_string(),
+                self.record_sent(
+                    frame,
+                    &ticket,
+                    Sent {
+                        ok: false,
+                        navigated: false,
+                        http_status: None,
+                        duration_ms: 0,
+                        message: error.to_string(),
+                    },
+                    Vec::new(),
                 )?;
                 let (verdict, reason) = failed_dispatch_verdict(
                     &error,
@@ -122,15 +127,17 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             }
         };
         let expected = call.expect_status.contains(&response.status);
-        self.emit_operator_dispatch(
-            epoch,
-            position,
-            &decision_id,
-            kind,
-            expected,
-            Some(response.status),
-            response.duration_ms,
-            format!("{} {url} answered {}", method.as_str(), response.status),
+        self.record_sent(
+            frame,
+            &ticket,
+            Sent {
+                ok: expected,
+                navigated: false,
+                http_status: Some(response.status),
+                duration_ms: response.duration_ms,
+                message: format!("{} {url} answered {}", method.as_str(), response.status),
+            },
+            Vec::new(),
         )?;
         let settled = cua_route::EffectVerdict::from_http(route_method(method), response.status);
         let verdict = artifact_verdict(&settled);
@@ -206,10 +213,10 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 timeout_ms: call.timeout_ms,
             })
         });
-        let authorized = self.admit(frame, tally, position, step, mutates, bound)?;
-        let decision_id = authorized.decision_id().to_owned();
-        let risk = authorized.risk();
-        let epoch = authorized.lease_epoch();
+        let Cleared { authorized, ticket } =
+            self.admit(frame, tally, position, step, mutates, bound)?;
+        let decision_id = ticket.decision_id.clone();
+        let risk = ticket.risk;
         tally.fresh = None;
         // A command is sent once, whatever it does: its route never retries.
         let mut walk = RouteWalk::start(&frame.routes[position.index as usize]);
@@ -220,15 +227,17 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         let output = match ran {
             Ok(output) => output,
             Err(error) => {
-                self.emit_operator_dispatch(
-                    epoch,
-                    position,
-                    &decision_id,
-                    kind,
-                    false,
-                    None,
-                    0,
-                    error.to_string(),
+                self.record_sent(
+                    frame,
+                    &ticket,
+                    Sent {
+                        ok: false,
+                        navigated: false,
+                        http_status: None,
+                        duration_ms: 0,
+                        message: error.to_string(),
+                    },
+                    Vec::new(),
                 )?;
                 let (verdict, reason) = failed_dispatch_verdict(
                     &error,
@@ -258,15 +267,17 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             (false, Some(code)) => format!("`{}` exited with {code}", call.executable),
             (false, None) => format!("`{}` was ended by a signal", call.executable),
         };
-        self.emit_operator_dispatch(
-            epoch,
-            position,
-            &decision_id,
-            kind,
-            expected,
-            None,
-            output.duration_ms,
-            message.clone(),
+        self.record_sent(
+            frame,
+            &ticket,
+            Sent {
+                ok: expected,
+                navigated: false,
+                http_status: None,
+                duration_ms: output.duration_ms,
+                message: message.clone(),
+            },
+            Vec::new(),
         )?;
         let document = parse_json(&output.stdout, "the command's stdout");
         let claim = document
@@ -498,7 +509,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         step: &Step,
         mutates: bool,
         bound: Result<SurfaceAction, Stop>,
-    ) -> Result<AuthorizedAction, Halt> {
+    ) -> Result<Cleared, Halt> {
         let action = bound.map_err(|stop| {
             self.refuse_operator_step(frame, tally, position, step, mutates, stop)
         })?;
@@ -552,43 +563,6 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             Ok(()) => stop.into(),
             Err(error) => error.into(),
         }
-    }
-
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the fields of one dispatch event"
-    )]
-    fn emit_operator_dispatch(
-        &self,
-        epoch: u64,
-        position: &Position,
-        decision_id: &str,
-        kind: cua_artifact::ActionKind,
-        ok: bool,
-        http_status: Option<u16>,
-        duration_ms: u64,
-        message: String,
-    ) -> Result<(), cua_evidence::EvidenceError> {
-        self.bus
-            .emit(
-                Actor::Automation,
-                epoch,
-                Dispatch {
-                    step: Some(position.id.clone()),
-                    decision_id: decision_id.to_owned(),
-                    action_type: kind,
-                    node_id: None,
-                    refused: false,
-                    ok,
-                    navigated: false,
-                    http_status,
-                    duration_ms,
-                    message,
-                    reason: None,
-                    expected_epoch: None,
-                },
-            )
-            .map(drop)
     }
 }
 

@@ -11,12 +11,10 @@ use cua_artifact::{
     OutcomeResult, Predicate, RecoveryRule, RecoveryScope, ResolutionDebug, ResolutionStrategy,
     RiskTier, Step, StepId, TargetDescriptor, ValueExpr, WaitCondition,
 };
-use cua_evidence::{
-    Authorize, BlockedRequest, Classify, Dispatch, Effect, Intent, Observe, Resolve, Verify, Wait,
-};
+use cua_evidence::{BlockedRequest, Classify, Effect, Observe, Resolve, Verify, Wait};
+use cua_gate::{Cleared, Gate, IntentKey, Refusal, Request as GateRequest, Sent, Ticket};
 use cua_policy::{
-    ActionRequest, AuthorizationContext, AuthorizedAction, DenialCode, ResolvedTarget,
-    ScrollDirection, SurfaceAction,
+    AuthorizationContext, DenialCode, ResolvedTarget, ScrollDirection, SurfaceAction,
 };
 use cua_snapshot::UiSnapshot;
 use cua_surface::{DispatchReceipt, SurfaceDriver, WaitOutcome};
@@ -848,10 +846,10 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         }
     }
 
-    /// Authorizes one action (lease, allowlist, risk, approval) and emits `authorize`; for a
-    /// mutation writes its durable `intent`; then checks the lease again right before the
-    /// caller dispatches. Every operator passes here: the browser, the HTTP client and the
-    /// command runner.
+    /// Passes one action through the gate as automation (lease, allowlist, risk, approval, the
+    /// write-ahead intent of a mutation, the lease again) and maps a refusal to the stop it
+    /// ends the run on. Every operator passes here: the browser, the HTTP client, the command
+    /// runner and the screenshot.
     pub(crate) fn authorize_action(
         &self,
         frame: &Frame<'_>,
@@ -860,60 +858,47 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         action: SurfaceAction,
         target: Option<ResolvedTarget>,
         declared: Declared,
-    ) -> Result<AuthorizedAction, DispatchFailure> {
-        let declared_risk = declared.risk;
+    ) -> Result<Cleared, DispatchFailure> {
         let kind = action.kind();
         if self.config.interrupt.is_raised() {
             return Err(DispatchFailure::Refused {
                 stop: interrupted(step.map_or("the entrypoint", StepId::as_str)),
                 decision_id: String::new(),
-                risk: declared_risk.unwrap_or_default(),
+                risk: declared.risk.unwrap_or_default(),
             });
         }
-        let node_id = target.as_ref().map(|target| target.node_id.clone());
-        let lease = self.current_lease();
-        let decision = frame.engine.authorize_with(
-            &lease,
-            ActionRequest {
-                actor: Actor::Automation,
-                epoch: tally.epoch,
-                action,
-                target,
-                declared_risk,
-            },
-            &AuthorizationContext {
+        let request = GateRequest {
+            step: step.cloned(),
+            target,
+            declared_risk: declared.risk,
+            declared_mutation: declared.mutates,
+            context: AuthorizationContext {
                 confirmed: false,
                 grant: frame.grant.clone(),
             },
-        );
-        let authorized = match decision {
-            Err(denial) => {
-                let risk = denial
-                    .assessment
-                    .as_ref()
-                    .map(|assessment| assessment.tier)
-                    .or(declared_risk)
-                    .unwrap_or_default();
-                self.bus.emit(
-                    Actor::Automation,
-                    tally.epoch,
-                    Authorize {
-                        step: step.cloned(),
-                        decision_id: denial.decision_id.clone(),
-                        granted: false,
-                        action_type: kind,
-                        risk,
-                        signals: denial
-                            .assessment
-                            .as_ref()
-                            .map(|assessment| assessment.signals.clone())
-                            .unwrap_or_default(),
-                        reason: denial.reason.clone(),
-                        denial: Some(denial.code.as_str().to_owned()),
-                        approval: None,
-                        node_id,
-                    },
-                )?;
+            intent: Some(IntentKey {
+                row: tally.attempt.row,
+                attempt: tally.attempt.attempt,
+                idempotency_key: tally.attempt.idempotency_key.clone(),
+                remedy: frame.remedy.then(|| frame.reference.clone()),
+            }),
+            read_only: self.config.read_only,
+            ..GateRequest::new(Actor::Automation, tally.epoch, action)
+        };
+        let lease = || self.current_lease();
+        let refusal = match Gate::new(&frame.engine, Some(self.bus), &lease).clear(request)? {
+            Ok(cleared) => {
+                if cleared.ticket.mutation {
+                    tally
+                        .intents
+                        .push((step.cloned(), cleared.ticket.decision_id.clone()));
+                }
+                return Ok(cleared);
+            }
+            Err(refusal) => refusal,
+        };
+        let (stop, decision_id, risk) = match refusal {
+            Refusal::Denied { denial, risk } => {
                 let code = match denial.code {
                     DenialCode::LeaseLost => FailureCode::LeaseLost,
                     DenialCode::NavigationBlocked => FailureCode::NavigationBlocked,
@@ -921,136 +906,62 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                         FailureCode::PolicyDenied
                     }
                 };
-                return Err(DispatchFailure::Refused {
-                    stop: Stop::new(
-                        code,
-                        format!("policy refused `{}`: {}", kind.as_str(), denial.reason),
-                    ),
-                    decision_id: denial.decision_id,
-                    risk,
-                });
+                let reason = format!("policy refused `{}`: {}", kind.as_str(), denial.reason);
+                (Stop::new(code, reason), denial.decision_id, risk)
             }
-            Ok(authorized) => authorized,
-        };
-        let decision_id = authorized.decision_id().to_owned();
-        let risk = authorized.risk();
-        self.bus.emit(
-            Actor::Automation,
-            authorized.lease_epoch(),
-            Authorize {
-                step: step.cloned(),
-                decision_id: decision_id.clone(),
-                granted: true,
-                action_type: kind,
-                risk,
-                signals: authorized.assessment().signals.clone(),
-                reason: authorized.assessment().reason.clone(),
-                denial: None,
-                approval: (risk == RiskTier::Irreversible)
-                    .then(|| frame.grant.approved_under().map(str::to_owned))
-                    .flatten(),
-                node_id: node_id.clone(),
-            },
-        )?;
-        let mutation = Intent::required(risk, declared.mutates);
-        if mutation && self.config.read_only {
-            let reason = "a read-only run (a reconciliation) may dispatch no mutation";
-            self.refuse_at_dispatch(step, &authorized, kind, node_id, reason, None)?;
-            return Err(DispatchFailure::Refused {
-                stop: Stop::new(
-                    FailureCode::PolicyDenied,
-                    format!(
-                        "`{}` is assessed {}: {reason}",
-                        kind.as_str(),
-                        risk.as_str()
-                    ),
-                ),
+            Refusal::Withheld {
                 decision_id,
                 risk,
-            });
-        }
-        // Write-ahead: a mutation is announced, durably, before it can leave the process, so a
-        // crash after this line leaves it in doubt, never unrecorded. It is written before the
-        // last lease check, so nothing slow stands between that check and the dispatch.
-        if mutation {
-            self.bus.emit(
-                Actor::Automation,
-                authorized.lease_epoch(),
-                Intent {
-                    step: step.cloned(),
-                    decision_id: decision_id.clone(),
-                    action_type: kind,
+                why,
+            } => {
+                let reason = format!(
+                    "`{}` is assessed {}: {}",
+                    kind.as_str(),
+                    risk.as_str(),
+                    why.reason()
+                );
+                (
+                    Stop::new(FailureCode::PolicyDenied, reason),
+                    decision_id,
                     risk,
-                    row: tally.attempt.row,
-                    attempt: tally.attempt.attempt,
-                    idempotency_key: tally.attempt.idempotency_key.clone(),
-                    remedy: frame.remedy.then(|| frame.reference.clone()),
-                },
-            )?;
-        }
-        // The session may have changed hands since the decision: check it again right at the
-        // dispatch, so an operator's claim always wins over an action already authorized. The
-        // refused `dispatch` settles the intent as never dispatched.
-        let lease = self.current_lease();
-        if !lease.permits(authorized.actor(), authorized.lease_epoch()) {
-            self.refuse_at_dispatch(
-                step,
-                &authorized,
-                kind,
-                node_id,
-                "stale lease epoch",
-                Some(lease.epoch),
-            )?;
-            return Err(DispatchFailure::Refused {
-                stop: Stop::new(
-                    FailureCode::LeaseLost,
-                    format!(
-                        "the session passed to {} (epoch {}) before `{}` was dispatched",
-                        lease.holder.as_str(),
-                        lease.epoch,
-                        kind.as_str()
-                    ),
-                ),
+                )
+            }
+            Refusal::Stale {
                 decision_id,
                 risk,
-            });
-        }
-        if mutation {
-            tally.intents.push((step.cloned(), decision_id.clone()));
-        }
-        Ok(authorized)
+                lease,
+            } => {
+                let reason = format!(
+                    "the session passed to {} (epoch {}) before `{}` was dispatched",
+                    lease.holder.as_str(),
+                    lease.epoch,
+                    kind.as_str()
+                );
+                (Stop::new(FailureCode::LeaseLost, reason), decision_id, risk)
+            }
+        };
+        Err(DispatchFailure::Refused {
+            stop,
+            decision_id,
+            risk,
+        })
     }
 
-    /// Records that an authorized action was refused right at its dispatch (nothing left the
-    /// process).
-    fn refuse_at_dispatch(
+    /// Records what a port reported for a cleared action, and the requests the browser
+    /// blocked meanwhile.
+    pub(crate) fn record_sent(
         &self,
-        step: Option<&StepId>,
-        authorized: &AuthorizedAction,
-        kind: ActionKind,
-        node_id: Option<cua_snapshot::NodeId>,
-        reason: &str,
-        expected_epoch: Option<u64>,
+        frame: &Frame<'_>,
+        ticket: &Ticket,
+        sent: Sent,
+        blocked: Vec<cua_surface::BlockedRequest>,
     ) -> Result<(), cua_evidence::EvidenceError> {
-        self.bus
-            .emit(
-                Actor::Automation,
-                authorized.lease_epoch(),
-                Dispatch::refused(
-                    step.cloned(),
-                    authorized.decision_id(),
-                    kind,
-                    node_id,
-                    reason,
-                    expected_epoch,
-                ),
-            )
-            .map(|_| ())
+        let lease = || self.current_lease();
+        Gate::new(&frame.engine, Some(self.bus), &lease).record(ticket, sent, blocked)
     }
 
-    /// The chokepoint every browser action passes: authorize (lease, allowlist, risk,
-    /// approval), the lease again at the dispatch, then the surface. Emits `authorize` and
-    /// `dispatch`.
+    /// The chokepoint every browser action passes: the gate, then the surface, then the
+    /// record of what it reported.
     pub(crate) async fn chokepoint(
         &self,
         frame: &Frame<'_>,
@@ -1060,9 +971,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         target: Option<ResolvedTarget>,
         declared_risk: Option<RiskTier>,
     ) -> Result<Dispatched, DispatchFailure> {
-        let kind = action.kind();
-        let node_id = target.as_ref().map(|target| target.node_id.clone());
-        let authorized = self.authorize_action(
+        let Cleared { authorized, ticket } = self.authorize_action(
             frame,
             tally,
             step,
@@ -1073,59 +982,28 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 mutates: false,
             },
         )?;
-        let decision_id = authorized.decision_id().to_owned();
-        let risk = authorized.risk();
-        let epoch = authorized.lease_epoch();
         tally.fresh = None;
         let outcome = self.driver.dispatch(authorized).await;
         tally.dispatches += 1;
+        self.record_sent(
+            frame,
+            &ticket,
+            Sent::from(&outcome),
+            self.driver.take_blocked_requests(),
+        )?;
+        let Ticket {
+            decision_id,
+            risk,
+            kind,
+            ..
+        } = ticket;
         match outcome {
-            Ok(receipt) => {
-                self.bus.emit(
-                    Actor::Automation,
-                    epoch,
-                    Dispatch {
-                        step: step.cloned(),
-                        decision_id: decision_id.clone(),
-                        action_type: kind,
-                        node_id,
-                        refused: false,
-                        ok: receipt.ok,
-                        navigated: receipt.navigated,
-                        http_status: receipt.http_status,
-                        duration_ms: receipt.duration_ms,
-                        message: receipt.message.clone(),
-                        reason: None,
-                        expected_epoch: None,
-                    },
-                )?;
-                self.drain_blocked()?;
-                Ok(Dispatched {
-                    decision_id,
-                    risk,
-                    receipt,
-                })
-            }
+            Ok(receipt) => Ok(Dispatched {
+                decision_id,
+                risk,
+                receipt,
+            }),
             Err(error) => {
-                self.bus.emit(
-                    Actor::Automation,
-                    epoch,
-                    Dispatch {
-                        step: step.cloned(),
-                        decision_id: decision_id.clone(),
-                        action_type: kind,
-                        node_id,
-                        refused: false,
-                        ok: false,
-                        navigated: false,
-                        http_status: None,
-                        duration_ms: 0,
-                        message: error.to_string(),
-                        reason: None,
-                        expected_epoch: None,
-                    },
-                )?;
-                self.drain_blocked()?;
                 let reached = !matches!(
                     error,
                     cua_surface::SurfaceError::NodeGone { .. }
@@ -1539,16 +1417,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// Requests the surface refused (off the allowlist) go to the evidence.
     pub(crate) fn drain_blocked(&self) -> Result<(), cua_evidence::EvidenceError> {
         for blocked in self.driver.take_blocked_requests() {
-            self.bus.emit(
-                Actor::System,
-                0,
-                BlockedRequest {
-                    navigation: blocked.resource_type.eq_ignore_ascii_case("document"),
-                    url: blocked.url,
-                    reason: blocked.reason,
-                    resource_type: Some(blocked.resource_type),
-                },
-            )?;
+            let event = BlockedRequest::refused(blocked.url, blocked.reason, blocked.resource_type);
+            self.bus.emit(Actor::System, 0, event)?;
         }
         Ok(())
     }
