@@ -221,9 +221,10 @@ pub(crate) struct ReplayArgs {
     /// Apply `tenants/<TENANT>/<capability id>.yaml` to the capability.
     #[arg(long)]
     pub(crate) tenant: Option<String>,
-    /// Bind `{base_url}` (e.g. http://127.0.0.1:8811).
-    #[arg(long, value_name = "URL")]
-    pub(crate) base_url: Option<String>,
+    /// Bind `{base_url}` to an origin (e.g. http://127.0.0.1:8811): scheme, host, optional
+    /// port, nothing after.
+    #[arg(long, value_name = "ORIGIN")]
+    pub(crate) base_url: Option<cua_artifact::Origin>,
     /// Opt in to irreversible steps (an approval pinned to the content hash is needed too).
     #[arg(long)]
     pub(crate) allow_irreversible: bool,
@@ -598,9 +599,10 @@ pub(crate) struct McpArgs {
     /// The policy file.
     #[arg(long, value_name = "FILE", default_value = "config/policy.yaml")]
     pub(crate) policy: std::path::PathBuf,
-    /// Bind `{base_url}` (e.g. http://127.0.0.1:8811) through a substitution-only binding.
-    #[arg(long, value_name = "URL")]
-    pub(crate) base_url: Option<String>,
+    /// Bind `{base_url}` to an origin (e.g. http://127.0.0.1:8811) through a substitution-only
+    /// binding: scheme, host, optional port, nothing after.
+    #[arg(long, value_name = "ORIGIN")]
+    pub(crate) base_url: Option<cua_artifact::Origin>,
     /// Serve the capabilities as bound (and approved) for this tenant.
     #[arg(long)]
     pub(crate) tenant: Option<String>,

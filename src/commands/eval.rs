@@ -219,7 +219,7 @@ async fn run_suite(
             fixture.base_url(),
             format!("fixture {}", suite.fixture.as_deref().unwrap_or_default()),
         ),
-        (None, Some(url)) => (url.clone(), format!("application at {url}")),
+        (None, Some(url)) => (url.to_string(), format!("application at {url}")),
         (None, None) => {
             return Err(Failure::invalid(format!(
                 "{}: no fixture and no base_url",

@@ -283,6 +283,28 @@ fn serve_refuses_a_non_loopback_address_unless_allowed() {
 }
 
 #[test]
+fn mcp_and_serve_refuse_a_base_url_that_is_not_an_origin_before_starting() {
+    for command in ["mcp", "serve"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_cua"))
+            .args([command, "--base-url", "http://127.0.0.1:8811/admin?next=/"])
+            .current_dir(repository())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("cua runs");
+        assert_eq!(output.status.code(), Some(2), "cua {command}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(
+                "invalid origin `http://127.0.0.1:8811/admin?next=/`: must be a scheme, a host \
+                 and an optional port with nothing after (found `/`)"
+            ),
+            "cua {command}: {stderr}"
+        );
+        assert!(output.stdout.is_empty(), "cua {command} served nothing");
+    }
+}
+
+#[test]
 fn serve_and_console_take_the_same_access_flags() {
     // The two flags' lines of `--help`, spacing normalized (clap aligns columns per command).
     let help = |command: &str| {

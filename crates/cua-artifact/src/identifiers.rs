@@ -237,6 +237,79 @@ validated_string!(
     "a tenant, lowercase words joined by `-`"
 );
 
+/// Where an application is served: `http` or `https`, a host (a name, an IPv4 address or a
+/// bracketed IPv6 address) and an optional port, with nothing after: no path, query, fragment
+/// or credentials. What `{base_url}` binds to, so a capability's URLs are this origin's.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Origin(String);
+
+impl Origin {
+    /// Parses an origin such as `http://127.0.0.1:8811`.
+    pub fn parse(text: &str) -> Result<Self, ArtifactError> {
+        let invalid = |reason: &str| Err(ArtifactError::invalid_name("origin", text, reason));
+        let Some(rest) = text
+            .strip_prefix("http://")
+            .or_else(|| text.strip_prefix("https://"))
+        else {
+            return invalid("must start with http:// or https://");
+        };
+        if let Some(extra) = rest.find(['/', '?', '#', '@', '\\']) {
+            return invalid(&format!(
+                "must be a scheme, a host and an optional port with nothing after (found `{}`)",
+                &rest[extra..extra + 1]
+            ));
+        }
+        let (host, port) = match rest.strip_prefix('[') {
+            Some(bracketed) => {
+                let Some((address, after)) = bracketed.split_once(']') else {
+                    return invalid("an IPv6 host needs its closing `]`");
+                };
+                if address.is_empty()
+                    || !address
+                        .chars()
+                        .all(|c| c.is_ascii_hexdigit() || matches!(c, ':' | '.'))
+                {
+                    return invalid("the bracketed host is not an IPv6 address");
+                }
+                match after {
+                    "" => (address, None),
+                    _ => match after.strip_prefix(':') {
+                        Some(port) => (address, Some(port)),
+                        None => return invalid("only `:PORT` may follow the host"),
+                    },
+                }
+            }
+            None => match rest.split_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (rest, None),
+            },
+        };
+        let bracketed = rest.starts_with('[');
+        let label = |label: &str| {
+            !label.is_empty()
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        };
+        if !bracketed && !host.split('.').all(label) {
+            return invalid("the host must be dot-separated letters, digits and `-`");
+        }
+        if let Some(port) = port
+            && !(port.chars().all(|c| c.is_ascii_digit())
+                && port.parse::<u16>().is_ok_and(|port| port > 0))
+        {
+            return invalid("the port must be a number from 1 to 65535");
+        }
+        Ok(Self(text.to_owned()))
+    }
+}
+
+validated_string!(
+    Origin,
+    "^https?://([A-Za-z0-9.-]+|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?$",
+    "an origin: http or https, a host and an optional port, nothing after"
+);
+
 /// A content hash: `blake3:` and 64 lowercase hex digits.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ContentHash(String);
@@ -555,6 +628,52 @@ mod tests {
         ] {
             assert!(CapabilityId::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn origins() {
+        for good in [
+            "http://127.0.0.1:8811",
+            "https://members.example-fcu.test",
+            "http://localhost",
+            "http://[::1]:38082",
+            "http://[fe80::1]",
+        ] {
+            assert!(Origin::parse(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "127.0.0.1:8811",
+            "ftp://example.test",
+            "http://",
+            "http://example.test/",
+            "http://example.test/admin",
+            "http://example.test?next=/",
+            "http://example.test#top",
+            "http://user:pw@example.test",
+            "http://evil.test\\@example.test",
+            "http://example.test:0",
+            "http://example.test:65536",
+            "http://example.test:80a",
+            "http://example.test:",
+            "http://-example.test",
+            "http://example..test",
+            "http://exa mple.test",
+            "http://[::1",
+            "http://[::1]x",
+            "http://[zz::1]",
+            "HTTP://example.test",
+        ] {
+            assert!(Origin::parse(bad).is_err(), "{bad}");
+        }
+        let error = Origin::parse("http://example.test/admin")
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid origin `http://example.test/admin`: must be a scheme, a host and an \
+             optional port with nothing after (found `/`)"
+        );
     }
 
     #[test]

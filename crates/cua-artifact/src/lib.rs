@@ -49,8 +49,8 @@ pub use document::{
 pub use error::{ArtifactError, YamlError, YamlErrorKind};
 pub use hash::{SealState, canonical_json};
 pub use identifiers::{
-    CapabilityId, CapabilityRef, ContentHash, Identifier, InputName, OutputName, SecretName,
-    SemVer, StepId, TenantId,
+    CapabilityId, CapabilityRef, ContentHash, Identifier, InputName, Origin, OutputName,
+    SecretName, SemVer, StepId, TenantId,
 };
 pub use lint::lint_capability;
 pub use policy::{

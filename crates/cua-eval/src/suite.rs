@@ -50,7 +50,7 @@ pub struct EvalSuite {
     pub fixture: Option<String>,
     /// An application that is already running, instead of a fixture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_url: Option<String>,
+    pub base_url: Option<cua_artifact::Origin>,
     /// Capabilities replayed once before the measured runs and never scored, so that every
     /// measured run starts from the same application state (a signed-in session).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -244,7 +244,7 @@ async fn replay<F: SurfaceFactory>(
     let loader = CatalogCapabilities {
         catalog: &shared.catalog,
         tenant: config.tenant.as_ref(),
-        base_url: config.base_url.as_deref(),
+        base_url: config.base_url.as_ref().map(cua_artifact::Origin::as_str),
     };
     let replayer = Replayer {
         driver: surface,

@@ -35,7 +35,7 @@ pub struct McpConfig {
     /// The tenant whose bindings apply (and whose approvals count).
     pub tenant: Option<TenantId>,
     /// Binds `{base_url}` through a substitution-only binding.
-    pub base_url: Option<String>,
+    pub base_url: Option<cua_artifact::Origin>,
     /// Where each call's run directory is written.
     pub evidence_dir: PathBuf,
     /// The environment `{$secret: …}` values are resolved from (the policy's prefix applies).
@@ -120,7 +120,11 @@ impl<F: SurfaceFactory> CapabilityServer<F> {
             catalog: &shared.catalog,
             policy: &shared.policy,
             tenant: shared.config.tenant.as_ref(),
-            base_url: shared.config.base_url.as_deref(),
+            base_url: shared
+                .config
+                .base_url
+                .as_ref()
+                .map(cua_artifact::Origin::as_str),
         })
     }
 

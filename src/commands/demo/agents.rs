@@ -186,7 +186,10 @@ pub(super) fn typed_tool(demo: &mut Demo) -> StageFuture<'_> {
         let prefix = demo.policy.config.secrets.env_prefix.clone();
         let mut config = McpConfig::new(demo.policy.config.clone());
         config.catalog = catalog_config(demo);
-        config.base_url = Some(base_url.clone());
+        config.base_url = Some(
+            cua_artifact::Origin::parse(&base_url)
+                .map_err(|error| failed(format!("the fixture's origin: {error}")))?,
+        );
         config.evidence_dir = demo.out.join("mcp").join("runs");
         config.environment = demo
             .environment_with_operator()

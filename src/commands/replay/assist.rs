@@ -105,7 +105,7 @@ pub(crate) async fn after(
                 &settings.prepared,
                 candidate,
                 &report,
-                settings.base_url.as_deref(),
+                settings.base_url.as_ref().map(cua_artifact::Origin::as_str),
             )
             .map_err(|error| {
                 Failure::new(

@@ -198,7 +198,7 @@ impl Harness {
         let evidence = tempfile::tempdir().unwrap();
         let mut config = McpConfig::new(policy());
         config.catalog = catalog.config();
-        config.base_url = Some(base_url.to_owned());
+        config.base_url = Some(cua_artifact::Origin::parse(base_url).expect("a valid origin"));
         config.evidence_dir = evidence.path().to_path_buf();
         config.replay.entry_settle = Duration::from_millis(10);
         config.replay.screenshot_on_failure = false;
