@@ -253,7 +253,7 @@ pub(crate) struct ReplayArgs {
     pub(crate) concurrency: usize,
     /// Batch: run only rows k, k+n, k+2n, … (1-based), as `k/n`.
     #[arg(long, value_name = "K/N", requires = "input_rows")]
-    pub(crate) shard: Option<String>,
+    pub(crate) shard: Option<cua_replay::Shard>,
     /// Batch: continue an interrupted batch, skipping rows that finished.
     #[arg(long, requires = "input_rows")]
     pub(crate) resume: bool,

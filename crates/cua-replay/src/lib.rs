@@ -76,6 +76,7 @@
 //! concrete surface (`cua-chromium`): a test reads `cargo metadata` and fails if it does. Time,
 //! secrets, capabilities, approvals, escalation and the lease are injected.
 
+mod batch;
 mod clock;
 mod error;
 mod executor;
@@ -92,6 +93,10 @@ mod transform;
 mod values;
 mod visual;
 
+pub use batch::{
+    InterruptedRow, Settled, Shard, after_reconciliation, announced_mutations, attempt_run_id,
+    batch_id, interrupted_row,
+};
 pub use clock::{ManualClock, RunClock, Sleep, TokioClock};
 pub use error::ReplayError;
 pub use executor::{Attempt, ContinueAt, Operators, ReplayConfig, Replayer, RunRequest};

@@ -22,7 +22,10 @@ use cua_artifact::{EffectVerdict, FailureCode, Reconcile, StepId};
 use cua_chromium::ChromiumSurface;
 use cua_evidence::RunId;
 use cua_fs::{Dir, FileMode};
-use cua_replay::{Attempt, CapabilityLoader, Entropy, InDoubt, Interrupted, Reconciliation};
+use cua_replay::{
+    Attempt, CapabilityLoader, Entropy, InDoubt, Interrupted, InterruptedRow, Reconciliation,
+    Settled, Shard,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -130,7 +133,7 @@ pub(super) async fn run(
     args: &ReplayArgs,
     rows_path: &Path,
 ) -> Result<Exit, Failure> {
-    let shard = parse_shard(args.shard.as_deref())?;
+    let shard = args.shard;
     let text = cua_fs::read_to_string_bounded(rows_path, limits::ROWS)
         .map_err(|error| Failure::usage(error.to_string()))?;
     let rows: Vec<(usize, ParsedRow)> = text
@@ -138,7 +141,7 @@ pub(super) async fn run(
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
         .map(|(index, line)| (index + 1, parse_row(line)))
-        .filter(|(row, _)| shard.is_none_or(|(k, n)| (row - 1) % n == k - 1))
+        .filter(|(row, _)| shard.is_none_or(|shard| shard.contains(*row)))
         .collect();
     // The evidence root is held open from here on, so a link planted in its place is refused
     // now and the state file is opened inside it without following a link.
@@ -202,13 +205,14 @@ pub(super) async fn run(
                 decided.insert(row, RowLine::invalid(row, reason));
             }
             (Some(Earlier::Started(attempts)), Ok(inputs)) => {
-                let (fate, last_intent_run) = match interrupted_fate(settings, attempts) {
-                    Ok(decided) => decided,
-                    Err(reason) => (
-                        Interrupted::NeedsHuman { step: None, reason },
-                        attempts.last().cloned(),
-                    ),
-                };
+                let InterruptedRow {
+                    fate,
+                    last_intent_run,
+                } = cua_replay::interrupted_row(
+                    &settings.evidence_dir,
+                    &settings.prepared.capability,
+                    attempts,
+                );
                 let count = u32::try_from(attempts.len()).unwrap_or(u32::MAX);
                 let evidence =
                     |run_id: &str| settings.evidence_dir.join(run_id).display().to_string();
@@ -409,13 +413,7 @@ async fn work_row(
         Work::Reconcile {
             row,
             inputs,
-            in_doubt:
-                InDoubt {
-                    step,
-                    reconcile,
-                    other_confirmed,
-                    last,
-                },
+            in_doubt,
             attempts,
             in_doubt_run,
         } => {
@@ -429,63 +427,52 @@ async fn work_row(
                 inputs,
                 &state.key(batch_id, row),
             );
-            let (answer, reconcile_run) =
-                reconcile_row(settings, surface, batch_id, row, &reconcile, &inputs).await;
+            let (answer, reconcile_run) = reconcile_row(
+                settings,
+                surface,
+                batch_id,
+                row,
+                &in_doubt.reconcile,
+                &inputs,
+            )
+            .await;
             if settings.stop.requested().is_some() && matches!(answer, Reconciliation::Unknown(_)) {
                 // The signal, not the application, cut the question short: ask again later.
                 return Worked::Interrupted;
             }
             let asked = format!(
-                "the mutation at step `{step}` of attempt {in_doubt_run} was in doubt; {} (run {reconcile_run}) answered {}",
-                reconcile.capability,
+                "the mutation at step `{}` of attempt {in_doubt_run} was in doubt; {} (run {reconcile_run}) answered {}",
+                in_doubt.step,
+                in_doubt.reconcile.capability,
                 answer.as_str()
             );
-            let needs_human = |reason: String| {
-                Worked::Line(RowLine::needs_human(
-                    row,
-                    Some(in_doubt_run.clone()),
-                    in_doubt_dir.clone(),
-                    reason,
-                ))
-            };
-            match answer {
-                Reconciliation::Done if last => {
+            match cua_replay::after_reconciliation(&answer, &in_doubt, &asked) {
+                Settled::Confirmed(note) => {
                     return Worked::Line(RowLine {
                         row,
                         status: "confirmed".to_owned(),
                         exit_code: 0,
-                        run_id: Some(in_doubt_run.clone()),
+                        run_id: Some(in_doubt_run),
                         effect: Some(EffectVerdict::Confirmed),
-                        evidence_dir: Some(in_doubt_dir.clone()),
+                        evidence_dir: Some(in_doubt_dir),
                         result: None,
                         error: None,
-                        settled: Some(format!("{asked}: it happened, so it is not run again")),
+                        settled: Some(note),
                     });
                 }
-                Reconciliation::Done => {
-                    return needs_human(format!(
-                        "{asked}: it happened, but the capability's later mutating steps never ran, and running the row again would repeat it"
-                    ));
-                }
-                Reconciliation::NotDone if !other_confirmed => (row, inputs, attempts + 1),
-                Reconciliation::NotDone => {
-                    return needs_human(format!(
-                        "{asked}, but another mutation of this row was confirmed, so running it again would repeat that one"
-                    ));
-                }
-                Reconciliation::Unknown(reason) => {
-                    return needs_human(format!(
-                        "{asked} ({reason}); check the application before running the row again"
+                Settled::RunAgain => (row, inputs, attempts + 1),
+                Settled::NeedsHuman(reason) => {
+                    return Worked::Line(RowLine::needs_human(
+                        row,
+                        Some(in_doubt_run),
+                        in_doubt_dir,
+                        reason,
                     ));
                 }
             }
         }
     };
-    let run_id = if attempt == 1 {
-        format!("{batch_id}-row-{row}")
-    } else {
-        format!("{batch_id}-row-{row}-attempt-{attempt}")
-    };
+    let run_id = cua_replay::attempt_run_id(batch_id, row, attempt);
     let run_dir = settings.evidence_dir.join(&run_id);
     // No attempt without its `started` line on disk: a resume must know to look at it.
     if let Err(error) = state.write(&StateLine::Started {
@@ -535,7 +522,7 @@ async fn work_row(
         }),
         // The run broke off (its evidence could not be written, say): if it had announced a
         // mutation, "failed" would read as "nothing happened".
-        Err(failure) => match mutations_in(&run_dir) {
+        Err(failure) => match cua_replay::announced_mutations(&run_dir) {
             Some(mutations) => Worked::Line(RowLine::needs_human(
                 row,
                 Some(run_id),
@@ -558,23 +545,6 @@ async fn work_row(
             }),
         },
     }
-}
-
-/// The steps whose mutations a run's trace announced, if any: `` `post_transfer` (in doubt) ``.
-fn mutations_in(run_dir: &Path) -> Option<String> {
-    let trace = cua_evidence::read_trace(run_dir).ok()?;
-    let described: Vec<String> = cua_evidence::intents(&trace)
-        .iter()
-        .filter(|record| record.state != cua_evidence::IntentState::NotDispatched)
-        .map(|record| {
-            format!(
-                "`{}` ({})",
-                record.intent.step.as_ref().map_or("-", StepId::as_str),
-                record.state.as_str().replace('_', " ")
-            )
-        })
-        .collect();
-    (!described.is_empty()).then(|| described.join(", "))
 }
 
 /// Records a finished row. A failure here is reported, not fatal: the row's line is still
@@ -677,40 +647,6 @@ async fn reconcile_row(
     }
 }
 
-/// The fate of an interrupted row from every attempt's intents, and the run id of the last
-/// attempt that announced a mutation. An attempt whose run directory exists but whose trace
-/// cannot be read could hold an intent: that is a person's question, never "run again".
-fn interrupted_fate(
-    settings: &Settings,
-    attempts: &[String],
-) -> Result<(Interrupted, Option<String>), String> {
-    let mut intents = Vec::new();
-    let mut last = None;
-    for run_id in attempts {
-        let run_dir = settings.evidence_dir.join(run_id);
-        let trace = match cua_evidence::read_trace(&run_dir) {
-            Ok(trace) => trace,
-            // Killed between the `started` line and the run directory: nothing was written,
-            // so nothing was dispatched.
-            Err(_) if !run_dir.exists() => continue,
-            Err(error) => {
-                return Err(format!(
-                    "attempt {run_id}'s trace cannot be read ({error}), so whether it announced a mutation is unknown; check the application and its evidence before running the row again"
-                ));
-            }
-        };
-        let found = cua_evidence::intents(&trace);
-        if !found.is_empty() {
-            last = Some(run_id.clone());
-        }
-        intents.extend(found);
-    }
-    Ok((
-        cua_replay::interrupted(&settings.prepared.capability, &intents),
-        last,
-    ))
-}
-
 fn parse_row(line: &str) -> Result<BTreeMap<String, Value>, String> {
     match serde_json::from_str::<Value>(line) {
         Ok(Value::Object(object)) => Ok(object.into_iter().collect()),
@@ -748,40 +684,13 @@ pub(super) fn refused(error: cua_fs::FsError) -> Failure {
     }
 }
 
-/// `k/n` with `1 ≤ k ≤ n`: this process runs rows whose 1-based number is `k` modulo `n`.
-fn parse_shard(text: Option<&str>) -> Result<Option<(usize, usize)>, Failure> {
-    let Some(text) = text else { return Ok(None) };
-    let invalid = || Failure::usage(format!("--shard `{text}`: expected k/n with 1 ≤ k ≤ n"));
-    let (k, n) = text.split_once('/').ok_or_else(invalid)?;
-    let (k, n): (usize, usize) = (
-        k.parse().map_err(|_| invalid())?,
-        n.parse().map_err(|_| invalid())?,
-    );
-    if k == 0 || n == 0 || k > n {
-        return Err(invalid());
-    }
-    Ok(Some((k, n)))
-}
-
 /// A batch id from the rows file's name (and the shard), so `--resume` finds its state.
-fn batch_id_for(rows_path: &Path, shard: Option<(usize, usize)>) -> String {
-    let stem: String = rows_path
+fn batch_id_for(rows_path: &Path, shard: Option<Shard>) -> String {
+    let stem = rows_path
         .file_stem()
         .map(|stem| stem.to_string_lossy().into_owned())
-        .unwrap_or_default()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    match shard {
-        Some((k, n)) => format!("batch-{stem}-shard-{k}-of-{n}"),
-        None => format!("batch-{stem}"),
-    }
+        .unwrap_or_default();
+    cua_replay::batch_id(&stem, shard)
 }
 
 /// The worse of two exit codes for a batch: 69 > 1 > 2 > 3 > 0.

@@ -6,6 +6,7 @@
     reason = "tests fail loudly on the first surprise"
 )]
 
+mod batch;
 mod boundaries;
 mod deep_link;
 mod fake;
