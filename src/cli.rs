@@ -10,6 +10,12 @@ pub(crate) struct Cli {
     /// Output format: human-readable text, or one JSON envelope on stdout.
     #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
+    /// More diagnostics on stderr (`-v` info, `-vv` debug, `-vvv` trace); `RUST_LOG` overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+    /// Only errors on stderr.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub(crate) quiet: bool,
 
     #[command(subcommand)]
     pub(crate) command: Command,

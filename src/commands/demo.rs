@@ -11,7 +11,7 @@
 //! visual route.
 //!
 //! Stages are a list ([`STAGES`]): each runs, checks the fact that proves it and prints one line
-//! of evidence (number, name, `ok` or `FAIL`, the fact, elapsed ms). Later issues append stages.
+//! of evidence (number, name, `ok` or `FAIL`, the fact, elapsed ms).
 //! Everything is written under a fresh demo directory (`evidence/demo/` by default); the
 //! reference catalog is only read. Exit 0 when every stage holds, 1 when one does not, 2 for a
 //! demo directory that is not the demo's, 69 when Chromium cannot run.

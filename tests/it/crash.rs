@@ -14,6 +14,11 @@
 //! - every run directory verifies, intact or as the prefix a kill leaves.
 //!
 //! `make test` runs 30 kills; `make soak` sets `CUA_CRASH_KILLS=300` and prints the figures.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "the crash test reports what it killed and when"
+)]
 
 use std::collections::BTreeSet;
 use std::path::Path;

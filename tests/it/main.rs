@@ -1,5 +1,6 @@
 //! End-to-end tests of the `cua` binary.
 
+mod architecture;
 mod assist;
 mod catalog;
 mod codegen;

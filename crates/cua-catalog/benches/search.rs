@@ -5,6 +5,7 @@
 //! The capabilities are clones of a reference artifact with generated ids, titles,
 //! descriptions, inputs, outputs, outcome codes, risks and surfaces, drawn from a fixed-seed
 //! generator so every run indexes the same corpus.
+#![allow(clippy::print_stdout, reason = "a benchmark prints its figures")]
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

@@ -3,6 +3,7 @@
 //! page of about 10,000 nodes. Medians of repeated runs are printed, never asserted.
 //!
 //! Run with `cargo bench -p cua-chromium --bench driver` (or `make bench`).
+#![allow(clippy::print_stdout, reason = "a benchmark prints its figures")]
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! stream on a connection of its own, and an observation that leaves the driver's node
 //! handles alone.
 //!
-//! Added by the console work (issue 6) as an additive API. The screencast runs on a separate
+//! The screencast runs on a separate
 //! CDP connection and session attached to the same page, so it never competes with commands
 //! or with the allowlist guard; frames are acknowledged only as the consumer takes them, so a
 //! slow viewer slows the stream instead of queueing frames. Dropping the [`Screencast`] closes

@@ -515,7 +515,7 @@ impl Broker {
             .count();
         let id = format!("int-{}-{}", request.run_id, count + 1);
         let Some(session) = state.sessions.get(session_id).cloned() else {
-            eprintln!("console: escalation for unknown session `{session_id}`");
+            tracing::warn!(session = session_id, "an escalation for an unknown session");
             return id;
         };
         let redactor = &session.redactor;
@@ -532,12 +532,12 @@ impl Broker {
             Ok(transition) => {
                 history.push(redactor.redact_text(&transition.history_line()));
                 if let Err(error) = emit_transition(&session, &transition, Some(&id), None) {
-                    eprintln!("console: {error}");
+                    tracing::error!(%error, "the escalation's lease event was not recorded");
                 }
                 transition.epoch
             }
             Err(error) => {
-                eprintln!("console: the lease did not pause: {error}");
+                tracing::warn!(%error, "the lease did not pause");
                 session.lease().epoch
             }
         };
@@ -842,7 +842,7 @@ impl Broker {
             if let Err(error) =
                 emit_transition(&session, &transition, intervention_id.as_deref(), None)
             {
-                eprintln!("console: {error}");
+                tracing::error!(%error, "the hand-back's lease event was not recorded");
             }
             if let Some(id) = intervention_id
                 && let Some(mut intervention) = state.interventions.get(&id).cloned()
@@ -1339,7 +1339,7 @@ impl Broker {
     /// Updates an intervention in memory and on disk.
     fn store(&self, state: &mut State, intervention: Intervention) {
         if let Err(error) = intervention.persist(&self.config.evidence_root) {
-            eprintln!("console: {error}");
+            tracing::error!(%error, intervention = %intervention.id, "an intervention was not persisted");
         }
         state
             .interventions

@@ -207,7 +207,7 @@ pub async fn serve(
             })
             .await;
         if let Err(error) = served {
-            eprintln!("console: the server stopped: {error}");
+            tracing::error!(%error, "the console server stopped");
         }
     });
     let ticker = tokio::spawn(async move {

@@ -4,6 +4,7 @@
 //! intent adds to a mutating run. Figures are printed, never asserted.
 //!
 //! Run with `cargo bench -p cua-evidence --bench intent` (or `make bench`).
+#![allow(clippy::print_stdout, reason = "a benchmark prints its figures")]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

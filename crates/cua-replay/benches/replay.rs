@@ -5,6 +5,7 @@
 //! Both sides run the whole flow (sign on, search, read three values) against the same
 //! in-process MemberDesk. "Browser start excluded": one browser, signed out (untimed) before
 //! each iteration. "Included": a fresh browser per iteration, launch and close timed.
+#![allow(clippy::print_stdout, reason = "a benchmark prints its figures")]
 #![allow(clippy::unwrap_used, reason = "a benchmark fails loudly")]
 
 use std::collections::BTreeMap;

@@ -134,8 +134,8 @@ impl RunRequest {
     }
 }
 
-/// Where a continued run picks up (see [`Replayer::continue_run`]). Added for assisted replay
-/// (issue 7) as an additive entry point: [`Replayer::run`] is unchanged.
+/// Where a continued run picks up (see [`Replayer::continue_run`]): assisted replay continues
+/// a stopped run from the step a model's proposal unblocked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContinueAt {
     /// The index of the first step to execute; `steps.len()` goes straight to the checkpoint.

@@ -165,7 +165,7 @@ pub trait EscalationSink: Send + Sync {
     /// Opens an intervention for the request and returns its id.
     fn escalate(&self, request: &EscalationRequest) -> String;
 
-    /// Whether this sink supervises the run (added for the console, issue 6). A supervising
+    /// Whether this sink supervises the run (the console's broker does). A supervising
     /// sink keeps an escalated run open: the executor waits in
     /// [`EscalationSink::handed_back`] and resumes in the same trace. The default supervises
     /// nothing, and an escalation ends the run as `needs_human`.

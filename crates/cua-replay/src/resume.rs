@@ -2,9 +2,8 @@
 //! run open, waits for the operator to hand the session back, re-anchors on the live screen and
 //! carries on under the new lease epoch, in the same trace.
 //!
-//! Added by the console work (issue 6) as an additive seam: with the default
-//! [`EscalationSink`](crate::EscalationSink) (which supervises nothing) a run behaves exactly as
-//! before.
+//! With the default [`EscalationSink`](crate::EscalationSink), which supervises nothing, an
+//! escalation ends the run as `needs_human` instead.
 //!
 //! # Re-anchoring
 //!

@@ -5,6 +5,7 @@
 //! cell with a text child, a value cell holding a textbox or a value text), each under a
 //! heading that sets its region, and a button and a link per table. Every descriptor below is
 //! decided by the rung its label starts with.
+#![allow(clippy::print_stdout, reason = "a benchmark prints its figures")]
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

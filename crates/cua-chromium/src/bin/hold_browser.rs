@@ -6,6 +6,11 @@
 //! aborts (what a panic does under `panic = "abort"`), `overflow` crashes on a stack overflow
 //! (a real fault: a SIGSEGV sent with `kill` is not one, Rust's handler ignores it once), and
 //! `exit` calls `std::process::exit`, which runs no destructor.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test helper program reports on its own stderr"
+)]
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -6,6 +6,11 @@
 //!
 //! The owner is `cua-chromium-hold-browser` (`src/bin/hold_browser.rs`), started in its own
 //! process group so that a signal can go to the whole group, as a Ctrl-C to a terminal does.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "the test program reports what it holds on its own output"
+)]
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::{PermissionsExt, symlink};
