@@ -211,7 +211,9 @@ pub struct ResolvedTarget {
 
 /// An action the policy engine allowed. Private fields, no public constructor: only
 /// [`crate::PolicyEngine::authorize`] makes one, and a surface driver accepts nothing else.
-#[derive(Debug, Clone, PartialEq)]
+/// It is not `Clone` and every port takes it by value, so one decision is dispatched at most
+/// once; only a read may be sent again, through [`AuthorizedAction::retry_of_read`].
+#[derive(Debug, PartialEq)]
 pub struct AuthorizedAction {
     actor: Actor,
     lease_epoch: u64,
@@ -242,6 +244,21 @@ impl AuthorizedAction {
             target,
             program,
         }
+    }
+
+    /// A second witness for the same read, for the one retry a route offers after a failure.
+    /// `None` for anything assessed above `safe`: a mutation is never sent twice under one
+    /// decision.
+    pub fn retry_of_read(&self) -> Option<Self> {
+        (self.assessment.tier == RiskTier::Safe).then(|| Self {
+            actor: self.actor,
+            lease_epoch: self.lease_epoch,
+            decision_id: self.decision_id.clone(),
+            assessment: self.assessment.clone(),
+            action: self.action.clone(),
+            target: self.target.clone(),
+            program: self.program.clone(),
+        })
     }
 
     /// The program the policy allowed for a command action: the only path a command runner

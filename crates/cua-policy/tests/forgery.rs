@@ -1,4 +1,5 @@
-//! Invariant: an `AuthorizedAction` cannot be built outside `cua-policy`.
+//! Invariant: an `AuthorizedAction` cannot be built outside `cua-policy`, nor copied to be
+//! dispatched twice.
 
 #[test]
 fn forging_an_authorized_action_does_not_compile() {

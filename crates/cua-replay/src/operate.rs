@@ -69,17 +69,22 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         tally.fresh = None;
         let mut attempts: u8 = 0;
         walk.take(RecoveryEdge::Open);
+        let mut witness = authorized;
         let sent = loop {
             attempts = attempts.saturating_add(1);
-            let result = client.send(authorized.clone()).await;
+            // Only a read's witness has a spare: a mutation is sent once whatever the route says.
+            let spare = witness.retry_of_read();
+            let result = client.send(witness).await;
             tally.dispatches += 1;
             let Err(error) = &result else {
                 break result;
             };
             walk.settle(AttemptOutcome::Failed(provider_failure(error)));
-            if !walk.take(RecoveryEdge::Retry) {
-                break result;
-            }
+            let next = match spare {
+                Some(spare) if walk.take(RecoveryEdge::Retry) => spare,
+                _ => break result,
+            };
+            witness = next;
             self.record_sent(
                 frame,
                 &ticket,

@@ -116,3 +116,38 @@ fn requests_and_commands_pass_the_chokepoint() {
         "denied policy_denied: command `/bin/sh` is not declared in the policy's `commands.allowed`",
     );
 }
+
+#[test]
+fn only_a_read_has_a_spare_witness_for_its_retry() {
+    let engine = engine();
+    let lease = Lease::new(Actor::Automation);
+    let grant = |action: SurfaceAction, declared: RiskTier| {
+        engine
+            .authorize(
+                &lease,
+                ActionRequest {
+                    actor: Actor::Automation,
+                    epoch: lease.epoch,
+                    action,
+                    target: None,
+                    declared_risk: Some(declared),
+                },
+            )
+            .unwrap()
+    };
+    let read = grant(
+        http(HttpMethod::Get, "http://127.0.0.1:8811/api/members/12345"),
+        RiskTier::Safe,
+    );
+    let spare = read.retry_of_read().unwrap();
+    assert_eq!(spare.decision_id(), read.decision_id());
+    assert_eq!(spare.action(), read.action());
+    let write = grant(
+        http(
+            HttpMethod::Post,
+            "http://127.0.0.1:8811/api/members/12345/notes",
+        ),
+        RiskTier::Elevated,
+    );
+    assert!(write.retry_of_read().is_none());
+}
