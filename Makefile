@@ -69,6 +69,8 @@ fmt: ## Format the workspace
 lint: deps ## Format check and clippy with warnings as errors
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	# The product build: no MemberDesk fixture, no demo.
+	$(CARGO) clippy --bin cua --no-default-features -- -D warnings
 
 test: lint test-only ## Format check, clippy, and every test (Chromium ones included)
 

@@ -51,6 +51,7 @@ pub(crate) enum Command {
     /// Print the cua version.
     Version,
     /// Run the MemberDesk fixture app that tests, demos and evals drive.
+    #[cfg(feature = "fixture")]
     #[command(subcommand)]
     Fixture(FixtureCommand),
     /// Drive the live UI to a goal with a model, record the trace, and compile a draft
@@ -69,6 +70,7 @@ pub(crate) enum Command {
     /// evaluation, a typed MCP tool, codegen and the operators beside the browser. One line of
     /// evidence per stage; exits 0 only when every stage holds (1 otherwise, 69 without
     /// Chromium).
+    #[cfg(feature = "fixture")]
     Demo(DemoArgs),
     /// Write a capability as a runnable Playwright Test file (TypeScript). Exits 0 when
     /// written, 1 when a step cannot be expressed (every refusal is listed), 2 for a usage
@@ -127,12 +129,14 @@ pub(crate) struct RouteExplainArgs {
     pub(crate) tenants: std::path::PathBuf,
 }
 
+#[cfg(feature = "fixture")]
 #[derive(Debug, Subcommand)]
 pub(crate) enum FixtureCommand {
     /// Serve MemberDesk until Ctrl-C, printing its base URL on stdout.
     Serve(FixtureServeArgs),
 }
 
+#[cfg(feature = "fixture")]
 #[derive(Debug, clap::Args)]
 pub(crate) struct FixtureServeArgs {
     /// Which tenant to render as: first-valley or northgate-fcu.
@@ -457,6 +461,7 @@ pub(crate) struct CompileArgs {
     pub(crate) out: std::path::PathBuf,
 }
 
+#[cfg(feature = "fixture")]
 #[derive(Debug, clap::Args)]
 pub(crate) struct DemoArgs {
     /// The demo directory: drafts, the demo catalog, approvals and every run's evidence. It is
@@ -502,6 +507,21 @@ pub(crate) struct ConsoleArgs {
     /// How long a claim holds the session without a gesture, in minutes.
     #[arg(long, default_value_t = 30)]
     pub(crate) hold_minutes: u64,
+    #[cfg(feature = "fixture")]
+    #[command(flatten)]
+    pub(crate) supervised: SupervisedArgs,
+    #[arg(long, value_name = "FILE", default_value = "config/policy.yaml")]
+    pub(crate) policy: std::path::PathBuf,
+    #[arg(long, value_name = "DIR", default_value = "evidence/runs")]
+    pub(crate) evidence_dir: std::path::PathBuf,
+    #[arg(long, value_name = "DIR", default_value = "capabilities")]
+    pub(crate) catalog: std::path::PathBuf,
+}
+
+/// A capability run supervised on an in-process MemberDesk fixture (`console --capability`).
+#[cfg(feature = "fixture")]
+#[derive(Debug, clap::Args)]
+pub(crate) struct SupervisedArgs {
     /// Run this capability supervised on an in-process MemberDesk fixture.
     #[arg(long, value_name = "REF")]
     pub(crate) capability: Option<String>,
@@ -522,12 +542,6 @@ pub(crate) struct ConsoleArgs {
     /// The supervised run's id (default: generated).
     #[arg(long)]
     pub(crate) run_id: Option<String>,
-    #[arg(long, value_name = "FILE", default_value = "config/policy.yaml")]
-    pub(crate) policy: std::path::PathBuf,
-    #[arg(long, value_name = "DIR", default_value = "evidence/runs")]
-    pub(crate) evidence_dir: std::path::PathBuf,
-    #[arg(long, value_name = "DIR", default_value = "capabilities")]
-    pub(crate) catalog: std::path::PathBuf,
 }
 
 #[derive(Debug, clap::Args)]

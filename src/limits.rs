@@ -34,6 +34,10 @@ pub(crate) const OPERATORS: Limit = Limit {
 };
 
 /// The JSON report Playwright Test writes for the demo's generated specs: a few suites.
+#[cfg_attr(
+    not(feature = "fixture"),
+    expect(dead_code, reason = "the demo reads Playwright's report")
+)]
 pub(crate) const PLAYWRIGHT_REPORT: Limit = Limit {
     bytes: 16 * 1024 * 1024,
     what: "a Playwright report",

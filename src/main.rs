@@ -8,6 +8,7 @@
 
 mod cli;
 mod commands;
+mod fixture_app;
 mod limits;
 mod output;
 

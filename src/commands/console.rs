@@ -7,24 +7,19 @@
 //! [`LiveSurface`], the catalog on disk its [`CatalogView`], and the broker's sink the
 //! executor's escalation seam.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use cua_artifact::{Actor, Capability, CapabilityRef, PolicyConfig};
+use cua_artifact::PolicyConfig;
 use cua_catalog::{Catalog, CatalogConfig, Integrity, ReviewStatus};
 use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError, Screencast, ScreencastOptions};
 use cua_console::{
     Access, BoxFuture, Broker, BrokerConfig, CapabilityRow, CatalogView, ConsoleConfig,
-    FrameStream, LiveFrame, LiveSurface, RunAttachment, RunningConsole, SessionConfig, SessionMode,
-    WallClock,
+    FrameStream, LiveFrame, LiveSurface, RunningConsole, WallClock,
 };
-use cua_evidence::{EvidenceBus, Redactor, RunId, SecretResolver, SystemClock};
-use cua_policy::{AuthorizedAction, Lease, PolicyEngine};
-use cua_replay::{
-    CapabilityList, PreparedCapability, ReplayConfig, Replayer, RunRequest, TokioClock,
-};
+use cua_evidence::{Redactor, SystemClock};
+use cua_policy::{AuthorizedAction, PolicyEngine};
 use cua_snapshot::UiSnapshot;
 use cua_surface::{BlockedRequest, DispatchReceipt, SurfaceDriver, SurfaceError};
 use serde_json::{Value, json};
@@ -63,12 +58,10 @@ async fn serve_console(format: Format, args: &ConsoleArgs) -> Result<Exit, Failu
     for problem in broker.load_problems() {
         eprintln!("console: {problem}");
     }
-    let mut supervised = None;
-    if let Some(reference) = &args.capability {
-        supervised = Some(start_supervised(&common, &broker, args, reference).await?);
-    } else if args.arm_fault.is_some() || !args.inputs.is_empty() {
-        return Err(usage("--input and --arm-fault need --capability"));
-    }
+    #[cfg(feature = "fixture")]
+    let mut supervised = super::supervised::start(&common, &broker, &args.supervised).await?;
+    #[cfg(not(feature = "fixture"))]
+    let mut supervised: Option<Unsupervised> = None;
     let running = start_server(
         &broker,
         &common,
@@ -81,7 +74,9 @@ async fn serve_console(format: Format, args: &ConsoleArgs) -> Result<Exit, Failu
         format,
         &running,
         &access.1,
-        supervised.as_ref().map(|s| &s.announcement),
+        supervised
+            .as_ref()
+            .map(|supervised| &supervised.announcement),
     );
     let finished = supervised.as_mut().map(|supervised| supervised.run.take());
     tokio::select! {
@@ -226,23 +221,22 @@ fn announce(
     });
 }
 
-/// A capability running supervised on the in-process fixture.
-struct Supervised {
+/// A build without the fixture supervises no run: nothing of this type exists.
+#[cfg(not(feature = "fixture"))]
+struct Unsupervised {
     announcement: Value,
     run: Option<tokio::task::JoinHandle<()>>,
-    surface: Arc<ChromiumSurface>,
-    fixture: memberdesk::RunningFixture,
+    never: std::convert::Infallible,
 }
 
-impl Supervised {
+#[cfg(not(feature = "fixture"))]
+impl Unsupervised {
+    #[expect(
+        clippy::unused_async,
+        reason = "the same call as a supervised run's close"
+    )]
     async fn close(self) {
-        if let Some(run) = self.run {
-            run.abort();
-        }
-        if let Ok(surface) = Arc::try_unwrap(self.surface) {
-            surface.close().await;
-        }
-        let _ = self.fixture.shutdown().await;
+        match self.never {}
     }
 }
 
@@ -255,185 +249,14 @@ async fn wait_for_run(run: Option<tokio::task::JoinHandle<()>>) {
     }
 }
 
-async fn start_supervised(
-    common: &Common,
-    broker: &Arc<Broker>,
-    args: &ConsoleArgs,
-    reference: &str,
-) -> Result<Supervised, Failure> {
-    let fixture = memberdesk::serve(memberdesk::FixtureConfig::loopback(args.variant))
-        .await
-        .map_err(|error| (Exit::Unavailable, "fixture", error.to_string()))?;
-    let base_url = fixture.base_url();
-    if let Some(fault) = &args.arm_fault {
-        let fault: memberdesk::Fault = fault
-            .parse()
-            .map_err(|error: memberdesk::FixtureError| usage(&error.to_string()))?;
-        fixture.handle().arm(
-            fault,
-            memberdesk::FaultCount::Times(args.fault_count.max(1)),
-        );
-    }
-    let capability = load_capability(&common.catalog, reference)?;
-    let prepared = PreparedCapability::bind(capability, None, Some(&base_url), None)
-        .map_err(|error| usage(&format!("cannot bind the capability: {error}")))?;
-    let remedies = remedies(&common.catalog, &base_url);
-    let inputs = parse_inputs(&args.inputs)?;
-    let engine = common
-        .policy
-        .for_capability(&prepared.capability)
-        .map_err(|error| usage(&error.to_string()))?;
-    let surface = Arc::new(launch(engine.allowlist().clone()).await?);
-    let run_id = args
-        .run_id
-        .clone()
-        .unwrap_or_else(|| fresh_run_id("supervised"));
-    let run_id = RunId::parse(&run_id).map_err(|error| usage(&error.to_string()))?;
-    let bus = Arc::new(
-        EvidenceBus::create(
-            &common.evidence,
-            run_id.clone(),
-            Arc::new(SystemClock),
-            common.redactor.clone(),
-        )
-        .map_err(|error| {
-            let (exit, code) = crate::commands::evidence_failure(&error);
-            (exit, code, error.to_string())
-        })?,
-    );
-    let lease = Arc::new(Mutex::new(Lease::new(Actor::Automation)));
-    let session_id = "live-1".to_owned();
-    broker
-        .open_session(SessionConfig {
-            id: session_id.clone(),
-            mode: SessionMode::Supervised,
-            surface: Arc::new(ChromiumLive(Arc::clone(&surface))),
-            engine: engine.clone(),
-            redactor: bus.redactor().clone(),
-            lease: Arc::clone(&lease),
-            label: prepared.capability.reference().to_string(),
-        })
-        .map_err(|error| (Exit::Failed, "session", error.to_string()))?;
-    broker
-        .attach_run(
-            &session_id,
-            RunAttachment {
-                bus: Arc::clone(&bus),
-                capability: Some(prepared.capability.reference()),
-                goal: Some(prepared.capability.title.clone()),
-            },
-        )
-        .map_err(|error| (Exit::Failed, "session", error.to_string()))?;
-    let announcement = json!({
-        "session": session_id,
-        "run_id": run_id.as_str(),
-        "evidence": bus.dir().display().to_string(),
-        "fixture": base_url,
-        "capability": prepared.capability.reference().to_string(),
-    });
-    // The fixture's contract credentials, for its sign-on remedy, unless the environment
-    // names others. They go to the resolver only, never to the process environment.
-    let prefix = common.policy_config.secrets.env_prefix.clone();
-    let mut environment: BTreeMap<String, String> = std::env::vars_os()
-        .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
-        .collect();
-    environment
-        .entry(format!("{prefix}COREBANK_OPERATOR_ID"))
-        .or_insert_with(|| memberdesk::OPERATOR_ID.to_owned());
-    environment
-        .entry(format!("{prefix}COREBANK_OPERATOR_PASSWORD"))
-        .or_insert_with(|| memberdesk::OPERATOR_PASSWORD.to_owned());
-    let secrets = SecretResolver::new(prefix, environment, bus.redactor().clone());
-    let sink = broker.sink(&session_id);
-    let policy = common.policy.clone();
-    let driver = Arc::clone(&surface);
-    let mut request = RunRequest::new(prepared, inputs);
-    request.allow_irreversible = false;
-    let operators = super::replay::operators()
-        .map_err(|message| (Exit::Unavailable, "surface_unavailable", message))?;
-    let run = tokio::spawn(async move {
-        let clock = TokioClock::new();
-        let replayer = Replayer {
-            driver: &*driver,
-            policy: &policy,
-            bus: &bus,
-            clock: &clock,
-            secrets: &secrets,
-            capabilities: &remedies,
-            escalations: &sink,
-            lease,
-            config: ReplayConfig {
-                operators,
-                ..ReplayConfig::default()
-            },
-        };
-        match replayer.run(request).await {
-            Ok(report) => eprintln!(
-                "console: run {} ended {} (outputs {})",
-                report.result.run_id,
-                json!(report.result.status),
-                json!(report.result.outputs)
-            ),
-            Err(error) => eprintln!("console: the run was refused: {error}"),
-        }
-    });
-    Ok(Supervised {
-        announcement,
-        run: Some(run),
-        surface,
-        fixture,
-    })
-}
-
-/// Every capability in the catalog, bound to the fixture, for `run_capability` remedies.
-fn remedies(catalog: &Path, base_url: &str) -> CapabilityList {
-    let mut entries = Vec::new();
-    if let Ok(listing) = catalog_at(catalog).list() {
-        for entry in listing {
-            if let Some(capability) = entry.capability
-                && matches!(entry.integrity, Integrity::Sealed { .. })
-                && let Ok(prepared) =
-                    PreparedCapability::bind(capability, None, Some(base_url), entry.approval)
-            {
-                entries.push(prepared);
-            }
-        }
-    }
-    CapabilityList::new(entries)
-}
-
 /// The catalog whose artifacts are in `capabilities` (evaluations and tenants where the
 /// repository keeps them).
-fn catalog_at(capabilities: &Path) -> Catalog {
+pub(crate) fn catalog_at(capabilities: &Path) -> Catalog {
     Catalog::new(CatalogConfig {
         capabilities: capabilities.to_path_buf(),
         evaluations: PathBuf::from("evidence/evals"),
         tenants: PathBuf::from("tenants"),
     })
-}
-
-/// A capability by reference (`id@version`, or `id` for the newest) from the catalog.
-fn load_capability(catalog: &Path, reference: &str) -> Result<Capability, Failure> {
-    let catalog = catalog_at(catalog);
-    let resolved: CapabilityRef = catalog
-        .resolve(reference)
-        .map_err(|error| usage(&error.to_string()))?;
-    catalog
-        .load(&resolved)
-        .map_err(|error| usage(&error.to_string()))
-}
-
-fn parse_inputs(pairs: &[String]) -> Result<BTreeMap<String, Value>, Failure> {
-    let mut inputs = BTreeMap::new();
-    for pair in pairs {
-        let Some((name, value)) = pair.split_once('=') else {
-            return Err(usage(&format!("--input {pair:?} is not NAME=VALUE")));
-        };
-        if inputs.insert(name.to_owned(), Value::from(value)).is_some() {
-            return Err(usage(&format!("--input {name} is given twice")));
-        }
-    }
-    Ok(inputs)
 }
 
 /// Launches Debian's Chromium under `allowlist`.

@@ -34,6 +34,10 @@ struct Discovered {
 
 /// The policy file, read once: the document, the engine built from it and its redactor.
 pub(crate) struct LoadedPolicy {
+    #[cfg_attr(
+        not(feature = "fixture"),
+        expect(dead_code, reason = "the demo reads it")
+    )]
     pub(crate) config: PolicyConfig,
     pub(crate) engine: PolicyEngine,
     pub(crate) redactor: Redactor,
@@ -124,6 +128,10 @@ impl Model {
     }
 
     /// How many requests the scripted model server has answered; `None` for a live model.
+    #[cfg_attr(
+        not(feature = "fixture"),
+        expect(dead_code, reason = "the demo counts them")
+    )]
     pub(crate) fn scripted_requests(&self) -> Option<usize> {
         self.server.as_ref().map(|server| server.requests().len())
     }

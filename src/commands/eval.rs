@@ -23,6 +23,8 @@ use cua_policy::PolicyEngine;
 use cua_replay::{CapabilityList, PreparedCapability, ReplayConfig};
 use serde::Serialize;
 
+use crate::fixture_app::{FixtureApp, NotStarted};
+
 use crate::cli::{EvalArgs, Format};
 use crate::limits;
 use crate::output::{EnvelopeError, Exit, emit};
@@ -101,7 +103,7 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
             )));
         }
         if let Some(fixture) = &suite.fixture {
-            fixture.parse::<memberdesk::Variant>().map_err(|error| {
+            crate::fixture_app::check_variant(fixture).map_err(|error| {
                 Failure::invalid(format!("{}: fixture: {error}", path.display()))
             })?;
         }
@@ -117,7 +119,7 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
                 )));
             }
             for fault in faults {
-                fault.parse::<memberdesk::Fault>().map_err(|error| {
+                crate::fixture_app::check_fault(fault).map_err(|error| {
                     Failure::invalid(format!(
                         "{}: case {:?}: {error}",
                         path.display(),
@@ -199,21 +201,18 @@ async fn run_suite(
     stamp: &str,
 ) -> Result<SuiteOutcome, Failure> {
     let suite = &entry.suite;
-    let fixture = match &suite.fixture {
-        Some(variant) => {
-            let variant: memberdesk::Variant = variant
-                .parse()
-                .map_err(|error: memberdesk::FixtureError| Failure::invalid(error.to_string()))?;
-            Some(
-                memberdesk::serve(memberdesk::FixtureConfig::loopback(variant))
-                    .await
-                    .map_err(|error| {
-                        Failure::new(Exit::Unavailable, "fixture_unavailable", error.to_string())
-                    })?,
-            )
-        }
-        None => None,
-    };
+    let fixture =
+        match &suite.fixture {
+            Some(variant) => Some(FixtureApp::start(variant).await.map_err(
+                |error| match error {
+                    NotStarted::Invalid(reason) => Failure::invalid(reason),
+                    NotStarted::Unavailable(reason) => {
+                        Failure::new(Exit::Unavailable, "fixture_unavailable", reason)
+                    }
+                },
+            )?),
+            None => None,
+        };
     let (base_url, target) = match (&fixture, &suite.base_url) {
         (Some(fixture), _) => (
             fixture.base_url(),
@@ -227,17 +226,11 @@ async fn run_suite(
             )));
         }
     };
-    let handle = fixture.as_ref().map(|fixture| fixture.handle().clone());
-    let arm_faults = move |faults: &[String]| -> Result<(), String> {
-        let Some(handle) = &handle else {
-            return cua_eval::no_faults(faults);
-        };
-        handle.reset();
-        for fault in faults {
-            let fault: memberdesk::Fault = fault.parse().map_err(|error| format!("{error}"))?;
-            handle.arm(fault, memberdesk::FaultCount::Indefinite);
+    let arm_faults = |faults: &[String]| -> Result<(), String> {
+        match &fixture {
+            Some(app) => app.arm_only(faults),
+            None => cua_eval::no_faults(faults),
         }
-        Ok(())
     };
     let outcome = measure(
         args,
@@ -252,7 +245,7 @@ async fn run_suite(
     )
     .await;
     if let Some(fixture) = fixture {
-        let _ = fixture.shutdown().await;
+        fixture.shutdown().await;
     }
     outcome
 }

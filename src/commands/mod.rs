@@ -7,9 +7,11 @@ mod evidence;
 
 mod codegen;
 mod compile;
+#[cfg(feature = "fixture")]
 mod demo;
 mod discover;
 mod eval;
+#[cfg(feature = "fixture")]
 mod fixture;
 mod mcp;
 mod probe;
@@ -21,11 +23,13 @@ mod route;
 mod schema;
 mod seal;
 mod serve;
+#[cfg(feature = "fixture")]
+mod supervised;
 mod validate;
 
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command, FixtureCommand};
+use crate::cli::{Cli, Command};
 use crate::output::{self, Exit};
 
 /// Runs the parsed command line.
@@ -50,7 +54,8 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
             });
             Exit::Success
         }
-        Command::Fixture(FixtureCommand::Serve(args)) => fixture::serve(format, &args),
+        #[cfg(feature = "fixture")]
+        Command::Fixture(crate::cli::FixtureCommand::Serve(args)) => fixture::serve(format, &args),
         Command::Console(args) => console::run(format, &args),
         Command::Record(args) => record::run(format, &args),
         Command::Discover(args) => discover::run(format, &args),
@@ -58,6 +63,7 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
         Command::Eval(args) => eval::run(format, &args),
         Command::Mcp(args) => mcp::run(&args),
         Command::Serve(args) => serve::run(format, &args),
+        #[cfg(feature = "fixture")]
         Command::Demo(args) => demo::run(format, &args),
         Command::Codegen(args) => codegen::run(format, &args),
         Command::Probe(args) => probe::run(format, &args),

@@ -366,6 +366,34 @@ fn pure_crates_link_no_runtime_network_or_browser_and_read_no_clock() {
 }
 
 #[test]
+fn the_product_build_links_no_fixture_app() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let tree = |features: &[&str]| {
+        let output = Command::new(&cargo)
+            .args(["tree", "-p", "cua", "-e", "normal", "--prefix", "none"])
+            .args(["--format", "{p}"])
+            .args(features)
+            .current_dir(repository())
+            .output()
+            .expect("cargo tree runs");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let product = tree(&["--no-default-features"]);
+    assert!(product.contains("cua-replay"), "{product}");
+    assert!(
+        !product.contains("memberdesk"),
+        "the product links the fixture app"
+    );
+    // The development build, which `make demo` and the tests use, does.
+    assert!(tree(&[]).contains("memberdesk"));
+}
+
+#[test]
 fn every_source_file_says_what_it_holds_and_no_comment_tells_history() {
     let history = history_phrases();
     let mut problems = Vec::new();
