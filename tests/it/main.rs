@@ -19,3 +19,4 @@ mod mcp;
 mod probe;
 mod replay;
 mod route;
+mod vocabulary;

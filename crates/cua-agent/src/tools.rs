@@ -12,8 +12,8 @@
 //!   ladder.
 
 use cua_artifact::{
-    Anchor, AnchorRelation, Hints, Identifier, MatchMode, NameMatch, NodeScope, SecretName,
-    TargetDescriptor,
+    ActionKind, Anchor, AnchorRelation, Hints, Identifier, MatchMode, NameMatch, NodeScope,
+    SecretName, TargetDescriptor,
 };
 use serde_json::{Value, json};
 
@@ -57,17 +57,46 @@ pub enum AgentAction {
 }
 
 impl AgentAction {
-    /// The tool's name.
+    /// The tool's name: an acting tool is named by its action kind's wire name, which is what
+    /// the trace records and the compiler reads back.
     pub fn tool(&self) -> &'static str {
         match self {
             Self::Observe { .. } => "observe",
-            Self::Click { .. } => "click",
-            Self::Type { .. } => "type",
-            Self::Select { .. } => "select",
-            Self::PressKey { .. } => "press_key",
-            Self::Navigate { .. } => "navigate",
-            Self::Extract { .. } => "extract",
+            Self::Click { .. } => ActionKind::Click.as_str(),
+            Self::Type { .. } => ActionKind::Type.as_str(),
+            Self::Select { .. } => ActionKind::Select.as_str(),
+            Self::PressKey { .. } => ActionKind::PressKey.as_str(),
+            Self::Navigate { .. } => ActionKind::Navigate.as_str(),
+            Self::Extract { .. } => ActionKind::Extract.as_str(),
             Self::Finish { .. } => "finish",
+        }
+    }
+}
+
+/// Whether discovery's model is given a tool for steps of `kind` (named by the kind's wire
+/// name), or why not. Exhaustive, so a new kind is decided here before it compiles.
+pub fn tool_for(kind: ActionKind) -> Result<&'static str, &'static str> {
+    match kind {
+        ActionKind::Click
+        | ActionKind::Type
+        | ActionKind::Select
+        | ActionKind::PressKey
+        | ActionKind::Navigate
+        | ActionKind::Extract => Ok(kind.as_str()),
+        ActionKind::Reload => Err("a reload is a recovery remedy a reviewer declares"),
+        ActionKind::Scroll => {
+            Err("the model reads the whole page's tree; scrolling shows it nothing")
+        }
+        ActionKind::WaitFor => Err("the compiler derives waits from what each step changed"),
+        ActionKind::Assert => {
+            Err("postconditions and the goal checkpoint are compiled from the run")
+        }
+        ActionKind::RawInput => Err("an operator's gesture, human-only by policy"),
+        ActionKind::Http | ActionKind::Command => {
+            Err("an operator step names a declared service or program; a reviewer writes it")
+        }
+        ActionKind::Screenshot | ActionKind::ClickAt => {
+            Err("the visual route is explicit and reviewed; a model never acts by pixels")
         }
     }
 }

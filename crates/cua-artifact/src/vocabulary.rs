@@ -131,6 +131,11 @@ impl ActionKind {
         }
     }
 
+    /// The kind with this wire name (what traces name a tool call or a gesture by).
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+
     /// Actions that only read the surface: they are safe whatever the control says.
     pub fn is_read_only(self) -> bool {
         matches!(

@@ -44,10 +44,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use cua_artifact::{
-    Action, AnchorRelation, Capability, CapabilityRef, IdentityCheck, MatchMode, NodeQuery,
-    NodeScope, Predicate, RecoveryScope, Remedy, ResolutionStrategy, RiskTier, ScrollDirection,
-    Step, TargetDescriptor, Template, TemplatePart, TemplateRef, TenantId, ValueExpr, ValueType,
-    WaitCondition,
+    Action, ActionKind, AnchorRelation, Capability, CapabilityRef, IdentityCheck, MatchMode,
+    NodeQuery, NodeScope, Predicate, RecoveryScope, Remedy, ResolutionStrategy, RiskTier,
+    ScrollDirection, Step, TargetDescriptor, Template, TemplatePart, TemplateRef, TenantId,
+    ValueExpr, ValueType, WaitCondition,
 };
 use cua_evidence::{DEFAULT_ENV_PREFIX, env_var};
 
@@ -114,6 +114,39 @@ pub fn render_playwright(
             capability: capability.reference().to_string(),
             refusals: writer.refusals,
         })
+    }
+}
+
+/// Why a step of `kind` has no faithful Playwright translation, or `None` when it has one.
+/// Exhaustive, so a new kind is decided here before it compiles.
+pub fn refusal(kind: ActionKind) -> Option<String> {
+    match kind {
+        ActionKind::Click
+        | ActionKind::Type
+        | ActionKind::Select
+        | ActionKind::PressKey
+        | ActionKind::Navigate
+        | ActionKind::Reload
+        | ActionKind::Scroll
+        | ActionKind::WaitFor
+        | ActionKind::Extract
+        | ActionKind::Assert => None,
+        ActionKind::RawInput => Some(
+            "raw_input is an operator's pointer or key gesture at coordinates; it has no \
+             semantic target a test could find again"
+                .to_owned(),
+        ),
+        ActionKind::Http | ActionKind::Command => Some(format!(
+            "a `{}` step runs through its own operator, not the browser; a Playwright page test \
+             cannot express it faithfully",
+            kind.as_str()
+        )),
+        ActionKind::Screenshot | ActionKind::ClickAt => Some(format!(
+            "a `{}` step acts by pixels under a single-use, 30-second observation ref bound to \
+             its page and run; a Playwright test would click the coordinates with none of those \
+             checks",
+            kind.as_str()
+        )),
     }
 }
 
@@ -875,27 +908,15 @@ impl<'c> SpecWriter<'c> {
             Action::Assert { that } => {
                 lines.extend(self.expect_lines(that, None, scope, body)?);
             }
-            Action::RawInput { .. } => {
-                return Err(
-                    "raw_input is an operator's pointer or key gesture at coordinates; it has no \
-                     semantic target a test could find again"
-                        .to_owned(),
-                );
-            }
-            Action::Http(_) | Action::Command(_) => {
-                return Err(format!(
-                    "a `{}` step runs through its own operator, not the browser; a Playwright \
-                     page test cannot express it faithfully",
-                    action.kind().as_str()
-                ));
-            }
-            Action::Screenshot {} | Action::ClickAt { .. } => {
-                return Err(format!(
-                    "a `{}` step acts by pixels under a single-use, 30-second observation ref \
-                     bound to its page and run; a Playwright test would click the coordinates \
-                     with none of those checks",
-                    action.kind().as_str()
-                ));
+            Action::RawInput { .. }
+            | Action::Http(_)
+            | Action::Command(_)
+            | Action::Screenshot {}
+            | Action::ClickAt { .. } => {
+                let kind = action.kind();
+                return Err(refusal(kind).unwrap_or_else(|| {
+                    format!("a `{}` step has no Playwright equivalent", kind.as_str())
+                }));
             }
         }
         Ok(lines)

@@ -260,21 +260,44 @@ struct Compiler {
     frames: bool,
 }
 
+/// Whether a recorded action of `kind` (an `agent_action` note's `tool`) compiles into a step,
+/// or why not. Exhaustive, so a new kind is decided here before it compiles.
+pub fn compiles(kind: ActionKind) -> Result<(), &'static str> {
+    match kind {
+        ActionKind::Click
+        | ActionKind::Type
+        | ActionKind::Select
+        | ActionKind::PressKey
+        | ActionKind::Navigate
+        | ActionKind::Extract => Ok(()),
+        ActionKind::Reload | ActionKind::Scroll | ActionKind::WaitFor | ActionKind::Assert => {
+            Err("the compiler derives waits and checks itself; a reviewer declares remedies")
+        }
+        ActionKind::RawInput => Err("a raw gesture has no semantic target to compile"),
+        ActionKind::Http | ActionKind::Command => {
+            Err("an operator step names a declared service or program; a reviewer writes it")
+        }
+        ActionKind::Screenshot | ActionKind::ClickAt => {
+            Err("the visual route is explicit and reviewed, never compiled from a trace")
+        }
+    }
+}
+
 impl Compiler {
     fn step(&mut self, action: &Recorded<'_>, new_screen: bool) -> Result<(), CompileError> {
         let data = action.data;
         let text = |key: &str| data.get(key).and_then(Value::as_str).map(str::to_owned);
         let why = text("why").unwrap_or_default();
-        let kind = match action.tool.as_str() {
-            "click" => ActionKind::Click,
-            "type" => ActionKind::Type,
-            "select" => ActionKind::Select,
-            "press_key" => ActionKind::PressKey,
-            "navigate" => ActionKind::Navigate,
-            "extract" => ActionKind::Extract,
-            other => {
+        let kind = match ActionKind::parse(&action.tool).map(|kind| (kind, compiles(kind))) {
+            Some((kind, Ok(()))) => kind,
+            Some((_, Err(why))) => {
                 return Err(CompileError::Trace {
-                    reason: format!("an action note has tool `{other}`"),
+                    reason: format!("an action note has tool `{}`: {why}", action.tool),
+                });
+            }
+            None => {
+                return Err(CompileError::Trace {
+                    reason: format!("an action note has tool `{}`", action.tool),
                 });
             }
         };

@@ -34,7 +34,7 @@ pub mod probe;
 mod run;
 mod shape;
 
-pub use compile::{CompileConfig, Compiled, compile};
+pub use compile::{CompileConfig, Compiled, compile, compiles};
 pub use error::CompileError;
 pub use run::{RecordedRun, load_run};
 pub use shape::{DATE_PATTERN, MONEY_PATTERN, Shape, infer_pattern};

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use cua_artifact::{Actor, CapabilityRef, RunStatus};
+use cua_artifact::{ActionKind, Actor, CapabilityRef, RunStatus};
 use cua_evidence::{
     EvidenceBus, LeaseTransition as EventTransition, Note, Observe, Redactor, Resolve, RunEnd,
 };
@@ -127,6 +127,34 @@ pub enum Gesture {
         y: f64,
         into: String,
     },
+}
+
+/// How a demonstration records a step of `kind`: the operator's gesture (or the page's own
+/// navigation) that becomes it, or why none does. Exhaustive, so a new kind is decided here
+/// before it compiles.
+pub fn recorded_as(kind: ActionKind) -> Result<&'static str, &'static str> {
+    match kind {
+        ActionKind::Click => Ok("a click on the control"),
+        ActionKind::Type => Ok("text typed into the focused field"),
+        ActionKind::PressKey => Ok("a key pressed"),
+        ActionKind::Extract => Ok("an extract gesture on the control"),
+        ActionKind::Navigate => Ok("the page's navigation to an allowed address"),
+        ActionKind::Select => {
+            Err("no gesture chooses an option: clicks and keys on a select are recorded as such")
+        }
+        ActionKind::Reload | ActionKind::Scroll | ActionKind::WaitFor | ActionKind::Assert => {
+            Err("the compiler derives waits and checks; a reviewer declares remedies")
+        }
+        ActionKind::RawInput => {
+            Err("the gesture itself, which the recording turns into a semantic step")
+        }
+        ActionKind::Http | ActionKind::Command => {
+            Err("an operator step names a declared service or program; a reviewer writes it")
+        }
+        ActionKind::Screenshot | ActionKind::ClickAt => {
+            Err("the visual route is explicit and reviewed, never recorded from a gesture")
+        }
+    }
 }
 
 /// What became of a gesture. Every text is redacted.
@@ -918,7 +946,7 @@ impl Broker {
         let mut note = serde_json::Map::new();
         let step = next_step(&session);
         note.insert("step".into(), json!(step));
-        note.insert("tool".into(), json!("navigate"));
+        note.insert("tool".into(), json!(ActionKind::Navigate.as_str()));
         note.insert("url".into(), json!(url));
         // The screen the navigation starts from, as every recorded action names one.
         let before = session.surface.observe().await?;
@@ -1194,13 +1222,13 @@ impl Broker {
     ) -> serde_json::Map<String, Value> {
         let mut note = serde_json::Map::new();
         note.insert("step".into(), json!(next_step(session)));
-        let tool = match gesture {
-            Gesture::Click { .. } => "click",
-            Gesture::Text { .. } => "type",
-            Gesture::Key { .. } => "press_key",
-            Gesture::Extract { .. } => "extract",
+        let kind = match gesture {
+            Gesture::Click { .. } => ActionKind::Click,
+            Gesture::Text { .. } => ActionKind::Type,
+            Gesture::Key { .. } => ActionKind::PressKey,
+            Gesture::Extract { .. } => ActionKind::Extract,
         };
-        note.insert("tool".into(), json!(tool));
+        note.insert("tool".into(), json!(kind.as_str()));
         if let Some(snapshot_ref) = snapshot_ref {
             note.insert("snapshot_ref".into(), json!(snapshot_ref));
         }

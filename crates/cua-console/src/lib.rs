@@ -28,7 +28,7 @@ mod server;
 pub use broker::{
     Broker, BrokerConfig, ClaimAnswer, ConsoleClock, Gesture, GestureAnswer, InterventionCard,
     RecordingSummary, ReleaseAnswer, RunAttachment, Session, SessionConfig, SessionMode,
-    SessionSink, SessionView, WallClock,
+    SessionSink, SessionView, WallClock, recorded_as,
 };
 pub use cua_access::{Access, MIN_TOKEN_CHARS};
 pub use error::ConsoleError;

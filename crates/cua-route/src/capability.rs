@@ -2,7 +2,7 @@
 //! declared effect and the exact target evidence the artifact holds) and explained by the
 //! planner. Nothing here opens a provider; explaining a capability is planning it.
 
-use cua_artifact::{Action, Capability, RiskTier, Step, SurfaceKind};
+use cua_artifact::{Action, ActionKind, Capability, RiskTier, Step, SurfaceKind};
 use serde::Serialize;
 
 use crate::axes::{Effect, LogicalAction, Platform, ProviderKind, RouteName, TargetScope};
@@ -103,6 +103,29 @@ pub fn explain_capability(
     })
 }
 
+/// The logical actions a step of `kind` may plan as: the route planner's vocabulary for the
+/// capability's. Empty for `raw_input`, an operator's gesture no provider performs for a
+/// capability. Exhaustive, so a new kind is placed here before it compiles.
+pub fn logical_actions(kind: ActionKind) -> &'static [LogicalAction] {
+    match kind {
+        ActionKind::Click => &[LogicalAction::Click],
+        ActionKind::Type => &[LogicalAction::Type],
+        ActionKind::Select => &[LogicalAction::Select],
+        ActionKind::PressKey => &[LogicalAction::PressKey],
+        ActionKind::Navigate => &[LogicalAction::Navigate],
+        ActionKind::Reload => &[LogicalAction::Reload],
+        ActionKind::Scroll => &[LogicalAction::Scroll],
+        ActionKind::WaitFor => &[LogicalAction::WaitFor],
+        ActionKind::Extract => &[LogicalAction::Extract],
+        ActionKind::Assert => &[LogicalAction::Assert],
+        ActionKind::Http => &[LogicalAction::HttpRead, LogicalAction::HttpWrite],
+        ActionKind::Command => &[LogicalAction::RunCommand],
+        ActionKind::Screenshot => &[LogicalAction::Screenshot],
+        ActionKind::ClickAt => &[LogicalAction::PointClick],
+        ActionKind::RawInput => &[],
+    }
+}
+
 /// The session name a capability's static explanation gives the observation a `click_at`
 /// claims; at run time the replay engine plans with the live observation's binding instead.
 pub const THIS_RUN: &str = "this-run";
@@ -131,34 +154,29 @@ pub fn step_request(
             evidence
         }
     };
-    let (action, evidence, read) = match &step.action {
-        Action::Click { .. } => (LogicalAction::Click, renderer(), false),
-        Action::Type { .. } => (LogicalAction::Type, renderer(), false),
-        Action::Select { .. } => (LogicalAction::Select, renderer(), false),
-        Action::PressKey { .. } => (LogicalAction::PressKey, renderer(), false),
-        Action::Navigate { .. } => (LogicalAction::Navigate, renderer(), true),
-        Action::Reload {} => (LogicalAction::Reload, renderer(), true),
-        Action::Scroll { .. } => (LogicalAction::Scroll, renderer(), true),
-        Action::WaitFor { .. } => (LogicalAction::WaitFor, renderer(), true),
-        Action::Extract { .. } => (LogicalAction::Extract, renderer(), true),
-        Action::Assert { .. } => (LogicalAction::Assert, renderer(), true),
-        Action::Http(call) => {
-            let action = if call.method.is_safe() {
-                LogicalAction::HttpRead
-            } else {
-                LogicalAction::HttpWrite
-            };
-            let evidence = TargetEvidence::default().service(call.url.clone());
-            (action, evidence, call.method.is_safe())
+    let kind = step.action.kind();
+    let action = match (&step.action, logical_actions(kind)) {
+        (Action::Http(call), _) if call.method.is_safe() => LogicalAction::HttpRead,
+        (Action::Http(_), _) => LogicalAction::HttpWrite,
+        (_, [action]) => *action,
+        _ => {
+            return Err(format!(
+                "`{}` is an operator's gesture; no provider performs it for a capability",
+                kind.as_str()
+            ));
         }
+    };
+    // What the planner is told of the target, and whether the step is a read by its nature.
+    let (evidence, read) = match &step.action {
+        Action::Http(call) => (
+            TargetEvidence::default().service(call.url.clone()),
+            call.method.is_safe(),
+        ),
         Action::Command(call) => (
-            LogicalAction::RunCommand,
             TargetEvidence::default().executable(call.executable.clone()),
             call.read_only,
         ),
-        Action::Screenshot {} => (LogicalAction::Screenshot, renderer(), true),
         Action::ClickAt { x, y, .. } => (
-            LogicalAction::PointClick,
             renderer()
                 .observation(ObservationEvidence {
                     issuer: ProviderKind::Visual,
@@ -169,12 +187,18 @@ pub fn step_request(
                 .coordinates(*x, *y),
             false,
         ),
-        Action::RawInput { .. } => {
-            return Err(format!(
-                "`{}` is an operator's gesture; no provider performs it for a capability",
-                step.action.kind().as_str()
-            ));
-        }
+        Action::Navigate { .. }
+        | Action::Reload {}
+        | Action::Scroll { .. }
+        | Action::WaitFor { .. }
+        | Action::Extract { .. }
+        | Action::Assert { .. }
+        | Action::Screenshot {} => (renderer(), true),
+        Action::Click { .. }
+        | Action::Type { .. }
+        | Action::Select { .. }
+        | Action::PressKey { .. }
+        | Action::RawInput { .. } => (renderer(), false),
     };
     let evidence = match (web, step.action.target()) {
         (true, Some(target)) => evidence.element(target.describe()),

@@ -37,7 +37,7 @@ pub use axes::{
 pub use builtin::{builtin_profiles, cdp_browser, http, subprocess, visual};
 pub use capability::{
     CAPABILITY_ROUTES_SCHEMA, CapabilityRoutes, StepRoute, THIS_RUN, explain_capability,
-    step_request,
+    logical_actions, step_request,
 };
 pub use error::RouteError;
 pub use explain::{EXPLANATION_SCHEMA, PROVIDER_RECOVERY, RouteExplanation, explain};
