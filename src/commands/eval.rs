@@ -9,7 +9,6 @@
 //! launches one browser per suite and hands it to `cua-eval` as its surface. Secrets come from
 //! the environment (`CUA_SECRET_…`), as for `cua replay`.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use cua_artifact::{CapabilityRef, PolicyConfig, TenantId};
@@ -295,9 +294,7 @@ async fn measure(
         policy,
         policy_config,
         capabilities: &remedies,
-        environment: std::env::vars_os()
-            .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
-            .collect::<BTreeMap<_, _>>(),
+        environment: crate::commands::process_environment(),
         runs_dir: runs_dir.clone(),
         config: ReplayConfig {
             operators: crate::commands::replay::operators().map_err(|message| {

@@ -74,7 +74,8 @@ pub(crate) fn server(
         eprintln!("error: {message}");
         Exit::Unavailable
     })?;
-    config.environment = std::env::vars()
+    config.environment = crate::commands::process_environment()
+        .into_iter()
         .filter(|(key, _)| key.starts_with(&prefix))
         .collect();
     let key = PlanKey::generate().map_err(|error| {

@@ -80,8 +80,19 @@ pub(crate) fn evidence_failure(error: &cua_evidence::EvidenceError) -> (Exit, &'
         cua_evidence::EvidenceError::File(file) if file.is_refusal() => {
             (Exit::Usage, "refused_path")
         }
+        cua_evidence::EvidenceError::InvalidRedactionRule { .. } => {
+            (Exit::Usage, "invalid_document")
+        }
         _ => (Exit::Failed, "evidence_unwritable"),
     }
+}
+
+/// The process environment as text, for a run's secret resolver: the one place a command
+/// hands it over (a variable that is not UTF-8 cannot hold a secret and is left out).
+pub(crate) fn process_environment() -> std::collections::BTreeMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
+        .collect()
 }
 
 /// An error and its sources on one line, `outer: cause: root`.

@@ -10,19 +10,19 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use cua_artifact::{
-    Actor, ArtifactError, Capability, CapabilityApproval, CapabilityId, CapabilityRef, Origin,
+    ArtifactError, Capability, CapabilityApproval, CapabilityId, CapabilityRef, Origin,
     PolicyConfig, RunStatus, SemVer, TenantBinding, TenantId,
 };
 use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError};
-use cua_evidence::{Clock, EvidenceBus, Redactor, RunId, SecretResolver, SystemClock};
+use cua_evidence::{Clock, Redactor, RunId, SecretResolver, SystemClock};
 use cua_operators::{HttpServiceClient, ProcessCommandRunner};
-use cua_policy::{Lease, PolicyEngine};
+use cua_policy::PolicyEngine;
 use cua_replay::{
     Attempt, CapabilityLoader, ContinueAt, Operators, PreparedCapability, ReplayConfig,
-    ReplayError, ReplayReport, Replayer, RunRequest, TokioClock,
+    ReplayError, ReplayReport, RunRequest, RunSetup, RunWiring,
 };
 use serde_json::Value;
 
@@ -333,47 +333,38 @@ pub(crate) async fn replay_request(
     dispatches: Dispatches,
 ) -> Result<ReplayReport, Failure> {
     let run_id = RunId::parse(run_id).map_err(|error| Failure::usage(error.to_string()))?;
-    let redactor = Redactor::from_policy(&settings.policy_config.redaction)
-        .map_err(|error| Failure::new(Exit::Usage, "invalid_document", error.to_string()))?;
-    let bus = EvidenceBus::create(
-        &settings.evidence_dir,
-        run_id,
-        Arc::new(SystemClock),
-        redactor.clone(),
-    )
+    let wiring = RunWiring::open(RunSetup {
+        signing_key: settings.signing_key.clone(),
+        ..RunSetup::new(
+            &settings.evidence_dir,
+            run_id,
+            &settings.policy_config,
+            crate::commands::process_environment(),
+        )
+    })
     .map_err(|error| {
         let (exit, code) = crate::commands::evidence_failure(&error);
         Failure::new(exit, code, error.to_string())
     })?;
-    let bus = match &settings.signing_key {
-        Some(key) => bus.with_signing_key(Arc::clone(key)),
-        None => bus,
-    };
-    let escalations =
-        escalations::PersistedEscalations::new(settings.evidence_dir.clone(), redactor.clone());
-    let secrets = SecretResolver::from_process_env_with_prefix(
-        settings.policy_config.secrets.env_prefix.clone(),
-        redactor,
+    let bus = wiring.bus();
+    let escalations = escalations::PersistedEscalations::new(
+        settings.evidence_dir.clone(),
+        bus.redactor().clone(),
     );
-    let clock = TokioClock::new();
-    let replayer = Replayer {
-        driver: surface,
-        policy: &settings.policy,
-        bus: &bus,
-        clock: &clock,
-        secrets: &secrets,
-        capabilities: &settings.loader,
-        escalations: &escalations,
-        lease: Arc::new(Mutex::new(Lease::new(Actor::Automation))),
-        config: ReplayConfig {
-            operators: operators().map_err(|message| {
-                Failure::new(Exit::Unavailable, "surface_unavailable", message)
-            })?,
-            interrupt: settings.stop.interrupt.clone(),
-            read_only: dispatches == Dispatches::ReadsOnly,
-            ..ReplayConfig::default()
-        },
+    let config = ReplayConfig {
+        operators: operators()
+            .map_err(|message| Failure::new(Exit::Unavailable, "surface_unavailable", message))?,
+        interrupt: settings.stop.interrupt.clone(),
+        read_only: dispatches == Dispatches::ReadsOnly,
+        ..ReplayConfig::default()
     };
+    let replayer = wiring.replayer(
+        surface,
+        &settings.policy,
+        &settings.loader,
+        &escalations,
+        config,
+    );
     let outcome = match at {
         None => replayer.run(request).await,
         Some(at) => replayer.continue_run(request, at).await,

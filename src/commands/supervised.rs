@@ -4,16 +4,15 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use cua_artifact::{Actor, Capability, CapabilityRef};
+use cua_artifact::{Capability, CapabilityRef};
 use cua_catalog::Integrity;
 use cua_chromium::ChromiumSurface;
 use cua_console::{Broker, RunAttachment, SessionConfig, SessionMode};
-use cua_evidence::{EvidenceBus, RunId, SecretResolver, SystemClock};
-use cua_policy::Lease;
+use cua_evidence::RunId;
 use cua_replay::{
-    CapabilityList, PreparedCapability, ReplayConfig, Replayer, RunRequest, TokioClock,
+    CapabilityList, PreparedCapability, ReplayConfig, RunRequest, RunSetup, RunWiring,
 };
 use serde_json::{Value, json};
 
@@ -92,19 +91,28 @@ async fn start_supervised(
         .clone()
         .unwrap_or_else(|| fresh_run_id("supervised"));
     let run_id = RunId::parse(&run_id).map_err(|error| usage(&error.to_string()))?;
-    let bus = Arc::new(
-        EvidenceBus::create(
-            &common.evidence,
-            run_id.clone(),
-            Arc::new(SystemClock),
-            common.redactor.clone(),
-        )
-        .map_err(|error| {
-            let (exit, code) = crate::commands::evidence_failure(&error);
-            (exit, code, error.to_string())
-        })?,
-    );
-    let lease = Arc::new(Mutex::new(Lease::new(Actor::Automation)));
+    // The fixture's contract credentials, for its sign-on remedy, unless the environment
+    // names others. They go to the resolver only, never to the process environment.
+    let prefix = &common.policy_config.secrets.env_prefix;
+    let mut environment = crate::commands::process_environment();
+    environment
+        .entry(format!("{prefix}COREBANK_OPERATOR_ID"))
+        .or_insert_with(|| memberdesk::OPERATOR_ID.to_owned());
+    environment
+        .entry(format!("{prefix}COREBANK_OPERATOR_PASSWORD"))
+        .or_insert_with(|| memberdesk::OPERATOR_PASSWORD.to_owned());
+    let wiring = RunWiring::open(RunSetup::new(
+        &common.evidence,
+        run_id.clone(),
+        &common.policy_config,
+        environment,
+    ))
+    .map_err(|error| {
+        let (exit, code) = crate::commands::evidence_failure(&error);
+        (exit, code, error.to_string())
+    })?;
+    let bus = Arc::clone(wiring.bus());
+    let lease = Arc::clone(wiring.lease());
     let session_id = "live-1".to_owned();
     broker
         .open_session(SessionConfig {
@@ -134,19 +142,6 @@ async fn start_supervised(
         "fixture": base_url,
         "capability": prepared.capability.reference().to_string(),
     });
-    // The fixture's contract credentials, for its sign-on remedy, unless the environment
-    // names others. They go to the resolver only, never to the process environment.
-    let prefix = common.policy_config.secrets.env_prefix.clone();
-    let mut environment: BTreeMap<String, String> = std::env::vars_os()
-        .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
-        .collect();
-    environment
-        .entry(format!("{prefix}COREBANK_OPERATOR_ID"))
-        .or_insert_with(|| memberdesk::OPERATOR_ID.to_owned());
-    environment
-        .entry(format!("{prefix}COREBANK_OPERATOR_PASSWORD"))
-        .or_insert_with(|| memberdesk::OPERATOR_PASSWORD.to_owned());
-    let secrets = SecretResolver::new(prefix, environment, bus.redactor().clone());
     let sink = broker.sink(&session_id);
     let policy = common.policy.clone();
     let driver = Arc::clone(&surface);
@@ -155,21 +150,11 @@ async fn start_supervised(
     let operators = super::replay::operators()
         .map_err(|message| (Exit::Unavailable, "surface_unavailable", message))?;
     let run = tokio::spawn(async move {
-        let clock = TokioClock::new();
-        let replayer = Replayer {
-            driver: &*driver,
-            policy: &policy,
-            bus: &bus,
-            clock: &clock,
-            secrets: &secrets,
-            capabilities: &remedies,
-            escalations: &sink,
-            lease,
-            config: ReplayConfig {
-                operators,
-                ..ReplayConfig::default()
-            },
+        let config = ReplayConfig {
+            operators,
+            ..ReplayConfig::default()
         };
+        let replayer = wiring.replayer(&*driver, &policy, &remedies, &sink, config);
         match replayer.run(request).await {
             Ok(report) => eprintln!(
                 "console: run {} ended {} (outputs {})",

@@ -9,14 +9,13 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
-use cua_artifact::{Actor, Capability, PolicyConfig, RunStatus};
-use cua_evidence::{EvidenceBus, Redactor, RunId, SecretResolver, SystemClock};
-use cua_policy::{Lease, PolicyEngine};
+use cua_artifact::{Capability, PolicyConfig, RunStatus};
+use cua_evidence::RunId;
+use cua_policy::PolicyEngine;
 use cua_replay::{
     CapabilityLoader, PreparedCapability, RecordedEscalations, ReplayConfig, ReplayReport,
-    Replayer, RunRequest, TokioClock,
+    RunRequest, RunSetup, RunWiring,
 };
 use cua_surface::SurfaceDriver;
 use serde_json::Value;
@@ -182,35 +181,24 @@ impl<D: SurfaceDriver> Evaluator<'_, D> {
             run_id: run_id.to_owned(),
             reason: error.to_string(),
         })?;
-        let redactor = Redactor::from_policy(&self.policy_config.redaction).map_err(|error| {
-            EvalError::Evidence {
-                run_id: run_id.to_owned(),
-                reason: error.to_string(),
-            }
-        })?;
-        let bus = EvidenceBus::create(&self.runs_dir, id, Arc::new(SystemClock), redactor.clone())
-            .map_err(|error| EvalError::Evidence {
-                run_id: run_id.to_owned(),
-                reason: error.to_string(),
-            })?;
-        let secrets = SecretResolver::new(
-            self.policy_config.secrets.env_prefix.clone(),
+        let wiring = RunWiring::open(RunSetup::new(
+            &self.runs_dir,
+            id,
+            self.policy_config,
             self.environment.clone(),
-            redactor,
-        );
-        let clock = TokioClock::new();
+        ))
+        .map_err(|error| EvalError::Evidence {
+            run_id: run_id.to_owned(),
+            reason: error.to_string(),
+        })?;
         let escalations = RecordedEscalations::new();
-        let replayer = Replayer {
-            driver: self.driver,
-            policy: self.policy,
-            bus: &bus,
-            clock: &clock,
-            secrets: &secrets,
-            capabilities: self.capabilities,
-            escalations: &escalations,
-            lease: Arc::new(Mutex::new(Lease::new(Actor::Automation))),
-            config: self.config.clone(),
-        };
+        let replayer = wiring.replayer(
+            self.driver,
+            self.policy,
+            self.capabilities,
+            &escalations,
+            self.config.clone(),
+        );
         replayer
             .run(RunRequest::new(prepared.clone(), inputs))
             .await

@@ -16,15 +16,14 @@
 //! values, the policy's pattern rules).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use cua_artifact::{Actor, CapabilityRef, RiskTier, RunStatus, TenantId};
+use cua_artifact::{CapabilityRef, RiskTier, RunStatus, TenantId};
 use cua_catalog::Catalog;
-use cua_evidence::{EvidenceBus, Redactor, RunId, SecretResolver};
-use cua_policy::Lease;
+use cua_evidence::{Redactor, RunId};
 use cua_replay::{
-    CapabilityLoader, PreparedCapability, RecordedEscalations, ReplayError, ReplayReport, Replayer,
-    RunRequest, RunValues, TokioClock, validate_inputs,
+    CapabilityLoader, PreparedCapability, RecordedEscalations, ReplayError, ReplayReport,
+    RunRequest, RunSetup, RunValues, RunWiring, validate_inputs,
 };
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 use serde_json::{Value, json};
@@ -225,38 +224,33 @@ async fn replay<F: SurfaceFactory>(
     let internal = |code: &str, error: &dyn std::error::Error| Refusal::new(code, chain(error));
     let run_id =
         RunId::parse(&server.next_run_id()).map_err(|error| internal("internal", &error))?;
-    let redactor = Redactor::from_policy(&config.policy.redaction)
-        .map_err(|error| internal("internal", &error))?;
-    let bus = EvidenceBus::create(
-        &config.evidence_dir,
-        run_id,
-        Arc::clone(&shared.clock),
-        redactor.clone(),
-    )
-    .map_err(|error| internal("evidence_unwritable", &error))?;
-    let secrets = SecretResolver::new(
-        config.policy.secrets.env_prefix.clone(),
-        config.environment.clone(),
-        redactor,
-    );
-    let clock = TokioClock::new();
+    let wiring = RunWiring::open(RunSetup {
+        wall_clock: Arc::clone(&shared.clock),
+        ..RunSetup::new(
+            &config.evidence_dir,
+            run_id,
+            &config.policy,
+            config.environment.iter().cloned().collect(),
+        )
+    })
+    .map_err(|error| match error {
+        cua_evidence::EvidenceError::InvalidRedactionRule { .. } => internal("internal", &error),
+        _ => internal("evidence_unwritable", &error),
+    })?;
+    let bus = wiring.bus();
     let escalations = RecordedEscalations::new();
     let loader = CatalogCapabilities {
         catalog: &shared.catalog,
         tenant: config.tenant.as_ref(),
         base_url: config.base_url.as_ref().map(cua_artifact::Origin::as_str),
     };
-    let replayer = Replayer {
-        driver: surface,
-        policy: &shared.policy,
-        bus: &bus,
-        clock: &clock,
-        secrets: &secrets,
-        capabilities: &loader,
-        escalations: &escalations,
-        lease: Arc::new(Mutex::new(Lease::new(Actor::Automation))),
-        config: config.replay.clone(),
-    };
+    let replayer = wiring.replayer(
+        surface,
+        &shared.policy,
+        &loader,
+        &escalations,
+        config.replay.clone(),
+    );
     let mut request = RunRequest::new(offered.prepared.clone(), inputs);
     request.tenant = config.tenant.clone();
     request.allow_irreversible = allow_irreversible;

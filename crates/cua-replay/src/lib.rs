@@ -92,6 +92,7 @@ mod stop;
 mod transform;
 mod values;
 mod visual;
+mod wiring;
 
 pub use batch::{
     InterruptedRow, Settled, Shard, after_reconciliation, announced_mutations, attempt_run_id,
@@ -114,3 +115,4 @@ pub use transform::apply as apply_transform;
 pub use values::{
     InputProblem, RunValues, idempotency_value, validate_inputs, with_idempotency_key,
 };
+pub use wiring::{RunSetup, RunWiring};
