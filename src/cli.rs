@@ -121,12 +121,8 @@ pub(crate) struct RouteExplainArgs {
     /// Apply `<tenants>/<TENANT>/<capability id>.yaml` first.
     #[arg(long)]
     pub(crate) tenant: Option<String>,
-    /// The capability catalog.
-    #[arg(long, value_name = "DIR", default_value = "capabilities")]
-    pub(crate) catalog: std::path::PathBuf,
-    /// Where tenant bindings live.
-    #[arg(long, value_name = "DIR", default_value = "tenants")]
-    pub(crate) tenants: std::path::PathBuf,
+    #[command(flatten)]
+    pub(crate) paths: CatalogPaths,
 }
 
 #[cfg(feature = "fixture")]
@@ -243,18 +239,12 @@ pub(crate) struct ReplayArgs {
     /// `<catalog>/<id>@<version>.approval.yaml` when that exists.
     #[arg(long, value_name = "FILE")]
     pub(crate) approval: Option<std::path::PathBuf>,
-    /// The policy file.
-    #[arg(long, value_name = "FILE", default_value = "config/policy.yaml")]
-    pub(crate) policy: std::path::PathBuf,
-    /// Where run directories are written.
-    #[arg(long, value_name = "DIR", default_value = "evidence/runs")]
-    pub(crate) evidence_dir: std::path::PathBuf,
-    /// The capability catalog.
-    #[arg(long, value_name = "DIR", default_value = "capabilities")]
-    pub(crate) catalog: std::path::PathBuf,
-    /// Where tenant bindings live (`<DIR>/<tenant>/<capability id>.yaml`).
-    #[arg(long, value_name = "DIR", default_value = "tenants")]
-    pub(crate) tenants: std::path::PathBuf,
+    #[command(flatten)]
+    pub(crate) policy: PolicyFile,
+    #[command(flatten)]
+    pub(crate) evidence: RunsDir,
+    #[command(flatten)]
+    pub(crate) paths: CatalogPaths,
     /// The run id (the evidence directory's name); in batch mode, the batch id.
     #[arg(long, value_name = "ID")]
     pub(crate) run_id: Option<String>,
@@ -308,7 +298,13 @@ pub(crate) struct CatalogArgs {
     )]
     pub(crate) evals: std::path::PathBuf,
     /// Tenant bindings, as `<DIR>/<tenant>/<id>.yaml`.
-    #[arg(long, global = true, value_name = "DIR", default_value = "tenants")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        env = "CUA_TENANTS",
+        default_value = "tenants"
+    )]
     pub(crate) tenants: std::path::PathBuf,
     #[command(subcommand)]
     pub(crate) command: CatalogCommand,
@@ -443,11 +439,16 @@ pub(crate) struct DiscoverArgs {
     /// Tool calls the model may make.
     #[arg(long, default_value_t = 40)]
     pub(crate) max_steps: u32,
-    /// The policy file.
-    #[arg(long, env = "CUA_POLICY_FILE", default_value = "config/policy.yaml")]
-    pub(crate) policy: std::path::PathBuf,
+    #[command(flatten)]
+    pub(crate) policy: PolicyFile,
     /// Where the discovery run's evidence directory is created.
-    #[arg(long, default_value = "evidence/discovery")]
+    #[arg(
+        long = "evidence-dir",
+        alias = "evidence",
+        value_name = "DIR",
+        env = "CUA_EVIDENCE_DIR",
+        default_value = "evidence/discovery"
+    )]
     pub(crate) evidence: std::path::PathBuf,
 }
 
@@ -468,20 +469,10 @@ pub(crate) struct DemoArgs {
     /// emptied first when it holds an earlier demo, and refused when it holds anything else.
     #[arg(long, value_name = "DIR", default_value = "evidence/demo")]
     pub(crate) out: std::path::PathBuf,
-    /// The policy file.
-    #[arg(
-        long,
-        value_name = "FILE",
-        env = "CUA_POLICY_FILE",
-        default_value = "config/policy.yaml"
-    )]
-    pub(crate) policy: std::path::PathBuf,
-    /// The reference catalog the demo reads (never writes): sign-on, savings balance, transfer.
-    #[arg(long, value_name = "DIR", default_value = "capabilities")]
-    pub(crate) catalog: std::path::PathBuf,
-    /// Tenant bindings, as `<DIR>/<tenant>/<capability id>.yaml`.
-    #[arg(long, value_name = "DIR", default_value = "tenants")]
-    pub(crate) tenants: std::path::PathBuf,
+    #[command(flatten)]
+    pub(crate) policy: PolicyFile,
+    #[command(flatten)]
+    pub(crate) paths: CatalogPaths,
 }
 
 /// Who may use a server command: `console` and `serve` flatten it, so their flags cannot drift
@@ -510,11 +501,17 @@ pub(crate) struct ConsoleArgs {
     #[cfg(feature = "fixture")]
     #[command(flatten)]
     pub(crate) supervised: SupervisedArgs,
-    #[arg(long, value_name = "FILE", default_value = "config/policy.yaml")]
-    pub(crate) policy: std::path::PathBuf,
-    #[arg(long, value_name = "DIR", default_value = "evidence/runs")]
-    pub(crate) evidence_dir: std::path::PathBuf,
-    #[arg(long, value_name = "DIR", default_value = "capabilities")]
+    #[command(flatten)]
+    pub(crate) policy: PolicyFile,
+    #[command(flatten)]
+    pub(crate) evidence: RunsDir,
+    /// The capability catalog.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "CUA_CATALOG",
+        default_value = "capabilities"
+    )]
     pub(crate) catalog: std::path::PathBuf,
 }
 
@@ -557,11 +554,17 @@ pub(crate) struct RecordArgs {
     pub(crate) bind: std::net::SocketAddr,
     #[arg(long)]
     pub(crate) run_id: Option<String>,
-    #[arg(long, value_name = "FILE", default_value = "config/policy.yaml")]
-    pub(crate) policy: std::path::PathBuf,
-    #[arg(long, value_name = "DIR", default_value = "evidence/runs")]
-    pub(crate) evidence_dir: std::path::PathBuf,
-    #[arg(long, value_name = "DIR", default_value = "capabilities")]
+    #[command(flatten)]
+    pub(crate) policy: PolicyFile,
+    #[command(flatten)]
+    pub(crate) evidence: RunsDir,
+    /// The capability catalog.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "CUA_CATALOG",
+        default_value = "capabilities"
+    )]
     pub(crate) catalog: std::path::PathBuf,
 }
 
@@ -580,12 +583,8 @@ pub(crate) struct CodegenArgs {
     /// approval gate replay enforces.
     #[arg(long)]
     pub(crate) allow_irreversible: bool,
-    /// The capability catalog (also where remedy capabilities such as a sign-on are found).
-    #[arg(long, value_name = "DIR", default_value = "capabilities")]
-    pub(crate) catalog: std::path::PathBuf,
-    /// Where tenant bindings live.
-    #[arg(long, value_name = "DIR", default_value = "tenants")]
-    pub(crate) tenants: std::path::PathBuf,
+    #[command(flatten)]
+    pub(crate) paths: CatalogPaths,
 }
 
 #[derive(Debug, clap::Args)]
@@ -599,26 +598,16 @@ pub(crate) struct ProbeArgs {
     /// Apply `<tenants>/<TENANT>/<capability id>.yaml` first.
     #[arg(long)]
     pub(crate) tenant: Option<String>,
-    /// The capability catalog.
-    #[arg(long, value_name = "DIR", default_value = "capabilities")]
-    pub(crate) catalog: std::path::PathBuf,
-    /// Where tenant bindings live.
-    #[arg(long, value_name = "DIR", default_value = "tenants")]
-    pub(crate) tenants: std::path::PathBuf,
+    #[command(flatten)]
+    pub(crate) paths: CatalogPaths,
 }
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct McpArgs {
-    /// The capability catalog: artifacts and their approvals. Only approved capabilities are
-    /// tools.
-    #[arg(long, value_name = "DIR", default_value = "capabilities")]
-    pub(crate) catalog: std::path::PathBuf,
-    /// Where tenant bindings live (`<DIR>/<tenant>/<capability id>.yaml`).
-    #[arg(long, value_name = "DIR", default_value = "tenants")]
-    pub(crate) tenants: std::path::PathBuf,
-    /// The policy file.
-    #[arg(long, value_name = "FILE", default_value = "config/policy.yaml")]
-    pub(crate) policy: std::path::PathBuf,
+    #[command(flatten)]
+    pub(crate) paths: CatalogPaths,
+    #[command(flatten)]
+    pub(crate) policy: PolicyFile,
     /// Bind `{base_url}` to an origin (e.g. http://127.0.0.1:8811) through a substitution-only
     /// binding: scheme, host, optional port, nothing after.
     #[arg(long, value_name = "ORIGIN")]
@@ -626,9 +615,8 @@ pub(crate) struct McpArgs {
     /// Serve the capabilities as bound (and approved) for this tenant.
     #[arg(long)]
     pub(crate) tenant: Option<String>,
-    /// Where each tool call's run directory is written.
-    #[arg(long, value_name = "DIR", default_value = "evidence/runs")]
-    pub(crate) evidence_dir: std::path::PathBuf,
+    #[command(flatten)]
+    pub(crate) evidence: RunsDir,
     /// How long a plan approval of an irreversible capability stays valid, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     pub(crate) plan_ttl: u64,
@@ -655,18 +643,68 @@ pub(crate) struct EvalArgs {
     #[arg(long, value_name = "DIR", default_value = "evidence/evals")]
     pub(crate) out: std::path::PathBuf,
     /// Where each suite's run directories go (`<DIR>/<suite>-<stamp>/<run id>`).
-    #[arg(long, value_name = "DIR", default_value = "evidence/eval-runs")]
+    #[arg(
+        long = "evidence-dir",
+        alias = "runs-dir",
+        value_name = "DIR",
+        env = "CUA_EVIDENCE_DIR",
+        default_value = "evidence/eval-runs"
+    )]
     pub(crate) runs_dir: std::path::PathBuf,
     /// Run every case this many times instead of the suite's `repeats`.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub(crate) repeats: Option<u32>,
-    /// The policy file.
-    #[arg(long, value_name = "FILE", default_value = "config/policy.yaml")]
-    pub(crate) policy: std::path::PathBuf,
-    /// The capability catalog.
-    #[arg(long, value_name = "DIR", default_value = "capabilities")]
+    #[command(flatten)]
+    pub(crate) policy: PolicyFile,
+    #[command(flatten)]
+    pub(crate) paths: CatalogPaths,
+}
+
+/// Where the capability catalog and the tenant bindings are: one name and one environment
+/// variable each, on every command that reads them.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct CatalogPaths {
+    /// The capability catalog: sealed capabilities and their approvals (also where remedy
+    /// capabilities such as a sign-on are found).
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "CUA_CATALOG",
+        default_value = "capabilities"
+    )]
     pub(crate) catalog: std::path::PathBuf,
     /// Where tenant bindings live (`<DIR>/<tenant>/<capability id>.yaml`).
-    #[arg(long, value_name = "DIR", default_value = "tenants")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "CUA_TENANTS",
+        default_value = "tenants"
+    )]
     pub(crate) tenants: std::path::PathBuf,
+}
+
+/// The policy file, on every command that decides actions.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct PolicyFile {
+    /// The policy file.
+    #[arg(
+        long = "policy",
+        value_name = "FILE",
+        env = "CUA_POLICY_FILE",
+        default_value = "config/policy.yaml"
+    )]
+    pub(crate) file: std::path::PathBuf,
+}
+
+/// Where run directories are written, on every command that runs capabilities.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct RunsDir {
+    /// Where run directories are written.
+    #[arg(
+        long = "evidence-dir",
+        value_name = "DIR",
+        env = "CUA_EVIDENCE_DIR",
+        default_value = "evidence/runs"
+    )]
+    pub(crate) dir: std::path::PathBuf,
 }

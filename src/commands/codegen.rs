@@ -49,8 +49,8 @@ pub(crate) fn run(format: Format, args: &CodegenArgs) -> Exit {
     let loaded = match load(
         &args.capability,
         args.tenant.as_deref(),
-        &args.catalog,
-        &args.tenants,
+        &args.paths.catalog,
+        &args.paths.tenants,
     ) {
         Ok(loaded) => loaded,
         Err(failure) => return failure.report(format, "codegen"),

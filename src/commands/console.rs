@@ -46,11 +46,11 @@ pub(crate) fn run(format: Format, args: &ConsoleArgs) -> Exit {
 pub(crate) type Failure = (Exit, &'static str, String);
 
 async fn serve_console(format: Format, args: &ConsoleArgs) -> Result<Exit, Failure> {
-    let common = Common::load(&args.policy, &args.catalog, &args.evidence_dir)?;
+    let common = Common::load(&args.policy.file, &args.catalog, &args.evidence.dir)?;
     let access = access(args.access.operators.as_deref(), "operator")?;
     let broker = Broker::new(
         BrokerConfig {
-            evidence_root: args.evidence_dir.clone(),
+            evidence_root: args.evidence.dir.clone(),
             hold_for: std::time::Duration::from_secs(args.hold_minutes.max(1) * 60),
         },
         Arc::new(WallClock),

@@ -143,7 +143,7 @@ struct DemoReport {
 
 /// Runs the demo.
 pub(crate) fn run(format: Format, args: &DemoArgs) -> Exit {
-    let policy = match LoadedPolicy::read(&args.policy) {
+    let policy = match LoadedPolicy::read(&args.policy.file) {
         Ok(policy) => policy,
         Err((exit, code, message)) => return refuse(format, exit, code, &message),
     };
@@ -166,9 +166,9 @@ pub(crate) fn run(format: Format, args: &DemoArgs) -> Exit {
     };
     let demo = Demo::new(
         args.out.clone(),
-        args.catalog.clone(),
-        args.tenants.clone(),
-        args.policy.clone(),
+        args.paths.catalog.clone(),
+        args.paths.tenants.clone(),
+        args.policy.file.clone(),
         policy,
     );
     runtime.block_on(tell(format, demo))

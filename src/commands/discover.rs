@@ -207,7 +207,7 @@ async fn discover(format: Format, args: &DiscoverArgs) -> Exit {
 
 async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exit, Refusal> {
     let model = Model::start(args.scripted).await?;
-    let policy = LoadedPolicy::read(&args.policy)?;
+    let policy = LoadedPolicy::read(&args.policy.file)?;
     let sign_in = args
         .sign_in_with
         .as_deref()

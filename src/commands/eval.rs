@@ -69,16 +69,16 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
             }
         })?;
     }
-    let policy_text = cua_fs::read_to_string_bounded(&args.policy, limits::DOCUMENT)
+    let policy_text = cua_fs::read_to_string_bounded(&args.policy.file, limits::DOCUMENT)
         .map_err(|error| Failure::usage(error.to_string()))?;
     let policy_config = PolicyConfig::from_yaml(&policy_text)
-        .map_err(|error| Failure::invalid(format!("{}: {error}", args.policy.display())))?;
+        .map_err(|error| Failure::invalid(format!("{}: {error}", args.policy.file.display())))?;
     let policy = PolicyEngine::from_config(&policy_config)
-        .map_err(|error| Failure::invalid(format!("{}: {error}", args.policy.display())))?;
+        .map_err(|error| Failure::invalid(format!("{}: {error}", args.policy.file.display())))?;
     let catalog = Catalog::new(CatalogConfig {
-        capabilities: args.catalog.clone(),
+        capabilities: args.paths.catalog.clone(),
         evaluations: args.out.clone(),
-        tenants: args.tenants.clone(),
+        tenants: args.paths.tenants.clone(),
     });
     // Every suite is read and checked before the first browser starts: a typo in the last
     // suite should not cost the minutes of the first.
@@ -134,7 +134,7 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
                 "{}: tenant {tenant} has no binding of {} in {}",
                 path.display(),
                 suite.capability.id(),
-                args.tenants.display()
+                args.paths.tenants.display()
             )));
         }
         loaded.push(Loaded { path, suite });

@@ -49,10 +49,10 @@ pub(crate) fn server(
         eprintln!("error: {message}");
         Exit::Usage
     };
-    let policy_text = cua_fs::read_to_string_bounded(&args.policy, crate::limits::DOCUMENT)
+    let policy_text = cua_fs::read_to_string_bounded(&args.policy.file, crate::limits::DOCUMENT)
         .map_err(|error| usage(error.to_string()))?;
     let policy = PolicyConfig::from_yaml(&policy_text)
-        .map_err(|error| usage(format!("{}: {error}", args.policy.display())))?;
+        .map_err(|error| usage(format!("{}: {error}", args.policy.file.display())))?;
     let tenant = args
         .tenant
         .as_deref()
@@ -62,13 +62,13 @@ pub(crate) fn server(
     let prefix = policy.secrets.env_prefix.clone();
     let mut config = McpConfig::new(policy);
     config.catalog = CatalogConfig {
-        capabilities: args.catalog.clone(),
-        evaluations: args.catalog.clone(),
-        tenants: args.tenants.clone(),
+        capabilities: args.paths.catalog.clone(),
+        evaluations: args.paths.catalog.clone(),
+        tenants: args.paths.tenants.clone(),
     };
     config.tenant = tenant;
     config.base_url.clone_from(&args.base_url);
-    config.evidence_dir.clone_from(&args.evidence_dir);
+    config.evidence_dir.clone_from(&args.evidence.dir);
     config.plan_ttl = Duration::from_secs(args.plan_ttl);
     config.replay.operators = crate::commands::replay::operators().map_err(|message| {
         eprintln!("error: {message}");
@@ -84,9 +84,13 @@ pub(crate) fn server(
     })?;
     let server = CapabilityServer::new(config, ChromiumSurfaces, Arc::new(SystemClock), key)
         .map_err(|error| usage(chain(&error)))?;
-    let set = server
-        .tool_set()
-        .map_err(|error| usage(format!("{}: {}", args.catalog.display(), chain(&error))))?;
+    let set = server.tool_set().map_err(|error| {
+        usage(format!(
+            "{}: {}",
+            args.paths.catalog.display(),
+            chain(&error)
+        ))
+    })?;
     for offered in &set.offered {
         let plan = if offered.needs_plan() {
             format!(" (+ {})", offered.plan_tool_name())
@@ -109,7 +113,7 @@ pub(crate) fn server(
     if set.offered.is_empty() {
         eprintln!(
             "{command}: no capability in {} is approved; approve one with `cua catalog approve`",
-            display(&args.catalog)
+            display(&args.paths.catalog)
         );
     }
     Ok(server)

@@ -32,7 +32,7 @@ pub(crate) fn run(format: Format, args: &RecordArgs) -> Exit {
 }
 
 async fn record(format: Format, args: &RecordArgs) -> Result<Exit, (Exit, &'static str, String)> {
-    let common = Common::load(&args.policy, &args.catalog, &args.evidence_dir)?;
+    let common = Common::load(&args.policy.file, &args.catalog, &args.evidence.dir)?;
     if let Err(blocked) = common.policy.check_landing(&args.target) {
         return Err(usage(&format!(
             "{} is outside the policy's allowlist: {}",
@@ -43,7 +43,7 @@ async fn record(format: Format, args: &RecordArgs) -> Result<Exit, (Exit, &'stat
         .map_err(|error| (Exit::Failed, "no_token", error.to_string()))?;
     let broker = Broker::new(
         BrokerConfig {
-            evidence_root: args.evidence_dir.clone(),
+            evidence_root: args.evidence.dir.clone(),
             hold_for: std::time::Duration::from_secs(30 * 60),
         },
         Arc::new(WallClock),

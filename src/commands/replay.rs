@@ -150,7 +150,7 @@ impl Settings {
         if let Some(run_id) = &args.run_id {
             RunId::parse(run_id).map_err(|error| Failure::usage(error.to_string()))?;
         }
-        let base = load_capability(&args.capability, &args.catalog)?;
+        let base = load_capability(&args.capability, &args.paths.catalog)?;
         let tenant = args
             .tenant
             .as_deref()
@@ -159,31 +159,31 @@ impl Settings {
             })
             .transpose()?;
         let binding = match &tenant {
-            Some(tenant) => Some(load_binding(&args.tenants, tenant, &base.id)?),
+            Some(tenant) => Some(load_binding(&args.paths.tenants, tenant, &base.id)?),
             None => None,
         };
         let approval = match &args.approval {
             Some(path) => Some(load_approval(path)?),
             None => recorded_approval(
-                &args.catalog,
-                &args.tenants,
+                &args.paths.catalog,
+                &args.paths.tenants,
                 tenant.as_ref(),
                 &base.reference(),
             )?,
         };
-        let policy_text = read(&args.policy)?;
+        let policy_text = read(&args.policy.file)?;
         let policy_config = PolicyConfig::from_yaml(&policy_text)
-            .map_err(|error| Failure::invalid(&args.policy, &error))?;
+            .map_err(|error| Failure::invalid(&args.policy.file, &error))?;
         let policy = PolicyEngine::from_config(&policy_config)
             .map_err(|error| {
                 Failure::new(
                     Exit::Usage,
                     "invalid_document",
-                    format!("{}: {error}", args.policy.display()),
+                    format!("{}: {error}", args.policy.file.display()),
                 )
             })?
             // A declared command path is relative to the policy file that declares it.
-            .with_command_base(args.policy.parent().unwrap_or(Path::new(".")));
+            .with_command_base(args.policy.file.parent().unwrap_or(Path::new(".")));
         let prepared = PreparedCapability::bind(
             base,
             binding,
@@ -202,8 +202,8 @@ impl Settings {
             )));
         }
         let loader = CatalogLoader {
-            catalog: args.catalog.clone(),
-            tenants: args.tenants.clone(),
+            catalog: args.paths.catalog.clone(),
+            tenants: args.paths.tenants.clone(),
             tenant: tenant.clone(),
             base_url: args.base_url.clone(),
         };
@@ -219,7 +219,7 @@ impl Settings {
             allow_irreversible: args.allow_irreversible,
             policy_config,
             policy,
-            evidence_dir: args.evidence_dir.clone(),
+            evidence_dir: args.evidence.dir.clone(),
             run_id: args.run_id.clone(),
             loader,
             assist: args.assist,

@@ -28,8 +28,8 @@ pub(crate) fn explain(format: Format, args: &RouteExplainArgs) -> Exit {
     let loaded = match load(
         &args.capability,
         args.tenant.as_deref(),
-        &args.catalog,
-        &args.tenants,
+        &args.paths.catalog,
+        &args.paths.tenants,
     ) {
         Ok(loaded) => loaded,
         Err(failure) => return failure.report(format, "route explain"),

@@ -16,6 +16,7 @@ mod evidence;
 mod exactly_once;
 mod hostile_paths;
 mod mcp;
+mod options;
 mod probe;
 mod replay;
 mod route;
