@@ -187,7 +187,7 @@ pub(crate) async fn start_server(
         },
     )
     .await
-    .map_err(|error| (Exit::Failed, "bind", format!("{error}: {}", chain(&error))))
+    .map_err(|error| (Exit::Failed, "bind", crate::commands::chain(&error)))
 }
 
 /// What `cua console` prints when it is ready: the URL (with the token in its fragment), and
@@ -296,16 +296,6 @@ pub(crate) fn fail(format: Format, exit: Exit, code: &str, message: &str) -> Exi
     output::emit::<Value>(format, "console", None, Some(&error), String::new);
     eprintln!("error: {message}");
     exit
-}
-
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut parts = Vec::new();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        parts.push(cause.to_string());
-        source = cause.source();
-    }
-    parts.join(": ")
 }
 
 /// Chromium as the console's live surface.

@@ -21,8 +21,8 @@ use cua_evidence::{Clock, Redactor, RunId, SecretResolver, SystemClock};
 use cua_operators::{HttpServiceClient, ProcessCommandRunner};
 use cua_policy::PolicyEngine;
 use cua_replay::{
-    Attempt, CapabilityLoader, ContinueAt, Operators, PreparedCapability, ReplayConfig,
-    ReplayError, ReplayReport, RunRequest, RunSetup, RunWiring,
+    Attempt, CapabilityLoader, CatalogCapabilities, ContinueAt, Operators, PreparedCapability,
+    ReplayConfig, ReplayError, ReplayReport, RunRequest, RunSetup, RunWiring,
 };
 use serde_json::Value;
 
@@ -131,7 +131,7 @@ pub(crate) struct Settings {
     pub(crate) policy: PolicyEngine,
     pub(crate) evidence_dir: PathBuf,
     pub(crate) run_id: Option<String>,
-    pub(crate) loader: CatalogLoader,
+    pub(crate) loader: CatalogCapabilities,
     /// `--assist`: one model proposal after a run that stopped on a step's target.
     pub(crate) assist: bool,
     /// `--base-url`, kept so an assist's candidate overlay can leave it out.
@@ -201,12 +201,11 @@ impl Settings {
                 prepared.capability.entrypoint.url
             )));
         }
-        let loader = CatalogLoader {
-            catalog: args.paths.catalog.clone(),
-            tenants: args.paths.tenants.clone(),
-            tenant: tenant.clone(),
-            base_url: args.base_url.clone(),
-        };
+        let loader = CatalogCapabilities::new(
+            catalog_at(&args.paths.catalog, &args.paths.tenants),
+            tenant.clone(),
+            args.base_url.clone(),
+        );
         check_secrets(
             &prepared.capability,
             &loader,
@@ -379,7 +378,7 @@ pub(crate) async fn replay_request(
         ReplayError::Evidence(_) => Failure::new(
             Exit::Failed,
             "evidence_unwritable",
-            format!("{error}: {}", source_chain(&error)),
+            crate::commands::chain(&error),
         ),
     })
 }
@@ -521,46 +520,13 @@ fn plain(value: &Value) -> String {
 
 /// Where `run_capability` remedies come from: the catalog on disk, bound like the run itself
 /// (same tenant when it has a binding for the remedy, same `--base-url`), with approvals.
-pub(crate) struct CatalogLoader {
-    catalog: PathBuf,
-    tenants: PathBuf,
-    tenant: Option<TenantId>,
-    base_url: Option<Origin>,
-}
-
-impl CapabilityLoader for CatalogLoader {
-    fn load(&self, reference: &CapabilityRef) -> Result<PreparedCapability, String> {
-        let path = self.catalog.join(reference.file_name());
-        let text = cua_fs::read_to_string_bounded(&path, limits::DOCUMENT)
-            .map_err(|error| error.to_string())?;
-        let base =
-            Capability::from_yaml(&text).map_err(|error| format!("{}: {error}", path.display()))?;
-        let binding = match &self.tenant {
-            Some(tenant) => {
-                let path = binding_path(&self.tenants, tenant, &base.id);
-                if path.exists() {
-                    Some(load_binding(&self.tenants, tenant, &base.id).map_err(|f| f.message)?)
-                } else {
-                    None
-                }
-            }
-            None => None,
-        };
-        let approval = recorded_approval(
-            &self.catalog,
-            &self.tenants,
-            self.tenant.as_ref(),
-            reference,
-        )
-        .map_err(|failure| failure.message)?;
-        PreparedCapability::bind(
-            base,
-            binding,
-            self.base_url.as_ref().map(Origin::as_str),
-            approval,
-        )
-        .map_err(|error| error.to_string())
-    }
+/// The catalog in `catalog`, with its evaluations beside the capabilities.
+fn catalog_at(catalog: &Path, tenants: &Path) -> cua_catalog::Catalog {
+    cua_catalog::Catalog::new(cua_catalog::CatalogConfig {
+        capabilities: catalog.to_owned(),
+        evaluations: catalog.to_owned(),
+        tenants: tenants.to_owned(),
+    })
 }
 
 /// A command-level failure: an exit code, a stable code and a message.
@@ -718,7 +684,7 @@ fn load_binding(
 /// fail when it is needed, as it would.
 fn check_secrets(
     capability: &Capability,
-    loader: &CatalogLoader,
+    loader: &CatalogCapabilities,
     env_prefix: &str,
 ) -> Result<(), Failure> {
     let secrets = SecretResolver::from_process_env_with_prefix(env_prefix, Redactor::default());
@@ -754,12 +720,7 @@ fn recorded_approval(
     tenant: Option<&TenantId>,
     reference: &CapabilityRef,
 ) -> Result<Option<CapabilityApproval>, Failure> {
-    let catalog = cua_catalog::Catalog::new(cua_catalog::CatalogConfig {
-        capabilities: catalog.to_owned(),
-        evaluations: catalog.to_owned(),
-        tenants: tenants.to_owned(),
-    });
-    match catalog.approval_record(reference, tenant) {
+    match catalog_at(catalog, tenants).approval_record(reference, tenant) {
         Ok(record) => Ok(record),
         Err(cua_catalog::CatalogError::NotFound { .. }) => Ok(None),
         Err(error) => Err(Failure::new(Exit::Usage, error.code(), error.to_string())),
@@ -777,7 +738,6 @@ fn read(path: &Path) -> Result<String, Failure> {
         .map_err(|error| Failure::usage(error.to_string()))
 }
 
-/// `--base-url` is an origin: `http(s)://host[:port]`, nothing after it.
 /// A run id from the wall clock and the process id: `replay-20261130T034102123456Z-4242`.
 pub(crate) fn fresh_run_id() -> String {
     let stamp: String = SystemClock
@@ -787,16 +747,6 @@ pub(crate) fn fresh_run_id() -> String {
         .filter(char::is_ascii_alphanumeric)
         .collect();
     format!("replay-{stamp}-{}", std::process::id())
-}
-
-fn source_chain(error: &dyn std::error::Error) -> String {
-    let mut parts = Vec::new();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        parts.push(cause.to_string());
-        source = cause.source();
-    }
-    parts.join(": ")
 }
 
 #[cfg(test)]

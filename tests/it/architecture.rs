@@ -57,6 +57,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "cua-replay",
         &[
             "cua-artifact",
+            "cua-catalog",
             "cua-evidence",
             "cua-gate",
             "cua-policy",

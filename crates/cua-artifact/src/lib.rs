@@ -20,6 +20,7 @@ mod identifiers;
 mod lint;
 mod policy;
 mod predicate;
+mod prepared;
 mod run_record;
 mod source_map;
 mod target;
@@ -59,6 +60,7 @@ pub use policy::{
     SecretSource,
 };
 pub use predicate::{NodeQuery, NodeScope, Predicate};
+pub use prepared::{INVOCATION_TENANT, PreparedCapability, TenantOverlay};
 pub use run_record::{
     FailureDetail, InterventionRef, OutcomeResult, ResolutionDebug, ResolutionRecord, RouteFailure,
     RouteTrace, RunKind, RunRecord, RunResult, StepRecord,

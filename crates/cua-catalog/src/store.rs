@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use cua_artifact::{
     ApprovalSchema, ApprovalScope, ApprovalState, Capability, CapabilityApproval, CapabilityId,
-    CapabilityRef, ContentHash, TenantBinding, TenantId, yaml,
+    CapabilityRef, ContentHash, Origin, PreparedCapability, TenantBinding, TenantId, yaml,
 };
 use cua_fs::{FileMode, Limit};
 use serde::Serialize;
@@ -219,6 +219,30 @@ impl Catalog {
                 reference: text.to_owned(),
                 directory: self.config.capabilities.clone(),
             })
+    }
+
+    /// A capability ready to run: loaded as [`Catalog::load`] loads it, bound by the tenant's
+    /// binding when the tenant has one and by `base_url`, with the approval a run is judged by
+    /// ([`Catalog::approval_record`]). The one way a run (or its remedy) is prepared from the
+    /// catalog.
+    pub fn prepare(
+        &self,
+        reference: &CapabilityRef,
+        tenant: Option<&TenantId>,
+        base_url: Option<&Origin>,
+    ) -> Result<PreparedCapability, CatalogError> {
+        let base = self.load(reference)?;
+        let binding = match tenant {
+            Some(tenant) => self.binding(tenant, reference)?,
+            None => None,
+        };
+        let approval = self.approval_record(reference, tenant)?;
+        PreparedCapability::bind(base, binding, base_url.map(Origin::as_str), approval).map_err(
+            |error| CatalogError::Invalid {
+                path: self.config.capabilities.join(reference.file_name()),
+                reason: format!("cannot bind {reference}: {error}"),
+            },
+        )
     }
 
     /// Loads an artifact for use: sealed or draft. A tampered or invalid one is refused.

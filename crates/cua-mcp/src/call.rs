@@ -18,12 +18,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use cua_artifact::{CapabilityRef, RiskTier, RunStatus, TenantId};
-use cua_catalog::Catalog;
+use cua_artifact::{RiskTier, RunStatus};
 use cua_evidence::{Redactor, RunId};
 use cua_replay::{
-    CapabilityLoader, PreparedCapability, RecordedEscalations, ReplayError, ReplayReport,
-    RunRequest, RunSetup, RunValues, RunWiring, validate_inputs,
+    CatalogCapabilities, RecordedEscalations, ReplayError, ReplayReport, RunRequest, RunSetup,
+    RunValues, RunWiring, validate_inputs,
 };
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 use serde_json::{Value, json};
@@ -69,7 +68,7 @@ pub(crate) fn plan<F: SurfaceFactory>(
     let shared = &server.shared;
     let inputs: BTreeMap<String, Value> = arguments.into_iter().collect();
     let values = checked_inputs(offered, &inputs)?;
-    let grant = offered.prepared.grant(true);
+    let grant = cua_policy::IrreversibleGrant::for_prepared(&offered.prepared, true);
     shared
         .policy
         .preflight_irreversible(offered.capability(), &grant)
@@ -239,11 +238,13 @@ async fn replay<F: SurfaceFactory>(
     })?;
     let bus = wiring.bus();
     let escalations = RecordedEscalations::new();
-    let loader = CatalogCapabilities {
-        catalog: &shared.catalog,
-        tenant: config.tenant.as_ref(),
-        base_url: config.base_url.as_ref().map(cua_artifact::Origin::as_str),
-    };
+    // Remedies come from the same catalog, bound like the run (the server's tenant when it has
+    // a binding for the remedy, the same origin), with their approvals.
+    let loader = CatalogCapabilities::new(
+        shared.catalog.clone(),
+        config.tenant.clone(),
+        config.base_url.clone(),
+    );
     let replayer = wiring.replayer(
         surface,
         &shared.policy,
@@ -442,35 +443,5 @@ fn plain(value: &Value) -> String {
     match value {
         Value::String(text) => text.clone(),
         other => other.to_string(),
-    }
-}
-
-/// Where `run_capability` remedies come from: the same catalog, bound like the run (the
-/// server's tenant when it has a binding for the remedy, the same `base_url`), with approvals.
-struct CatalogCapabilities<'a> {
-    catalog: &'a Catalog,
-    tenant: Option<&'a TenantId>,
-    base_url: Option<&'a str>,
-}
-
-impl CapabilityLoader for CatalogCapabilities<'_> {
-    fn load(&self, reference: &CapabilityRef) -> Result<PreparedCapability, String> {
-        let base = self
-            .catalog
-            .load(reference)
-            .map_err(|error| chain(&error))?;
-        let binding = match self.tenant {
-            Some(tenant) => self
-                .catalog
-                .binding(tenant, reference)
-                .map_err(|error| chain(&error))?,
-            None => None,
-        };
-        let approval = self
-            .catalog
-            .approval_record(reference, self.tenant)
-            .map_err(|error| chain(&error))?;
-        PreparedCapability::bind(base, binding, self.base_url, approval)
-            .map_err(|error| error.to_string())
     }
 }

@@ -1,7 +1,9 @@
 //! The irreversible grant: what `allow_if_approved` requires, computed from the documents
 //! themselves so that nobody can hand the engine a pre-approved flag.
 
-use cua_artifact::{Capability, CapabilityApproval, ReplayGates, SealState, TenantBinding};
+use cua_artifact::{
+    Capability, CapabilityApproval, PreparedCapability, ReplayGates, SealState, TenantBinding,
+};
 
 /// Evidence that an irreversible step may run unattended: the caller's opt-in and an approval
 /// pinned to the recomputed content hash (directly, through a substitution-only tenant binding
@@ -64,6 +66,20 @@ fn tenant_approval(
 }
 
 impl IrreversibleGrant {
+    /// The grant of a prepared capability: its approval matched against the recomputed hash
+    /// (or carried through its binding), and the caller's opt-in.
+    pub fn for_prepared(prepared: &PreparedCapability, caller_opt_in: bool) -> Self {
+        Self::evaluate(
+            &prepared.capability,
+            prepared.approval.as_ref(),
+            prepared.overlay.as_ref().map(|overlay| BoundFrom {
+                base: &overlay.base,
+                binding: &overlay.binding,
+            }),
+            caller_opt_in,
+        )
+    }
+
     /// Checks the approval against the capability about to run. The hash is recomputed from
     /// the capability's content, so a stale declared hash cannot match.
     pub fn evaluate(

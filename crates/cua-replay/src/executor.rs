@@ -19,13 +19,13 @@ use serde_json::Value;
 use crate::clock::RunClock;
 use crate::error::ReplayError;
 use crate::ports::{
-    CapabilityLoader, Entropy, EscalationRequest, EscalationSink, Interrupt, PreparedCapability,
-    SystemEntropy,
+    CapabilityLoader, Entropy, EscalationRequest, EscalationSink, Interrupt, SystemEntropy,
 };
 use crate::report::{ReplayReport, StepReport, run_verdict};
 use crate::resume::Supervision;
 use crate::stop::{Halt, Stop};
 use crate::values::{RunValues, validate_inputs};
+use cua_artifact::PreparedCapability;
 
 /// How the executor behaves beyond what the artifact and the policy say. Passed explicitly.
 #[derive(Debug, Clone)]
@@ -504,7 +504,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             },
             "the entrypoint",
         )?;
-        let grant = prepared.grant(allow_irreversible);
+        let grant = cua_policy::IrreversibleGrant::for_prepared(prepared, allow_irreversible);
         engine
             .preflight_irreversible(capability, &grant)
             .map_err(|reason| {

@@ -99,12 +99,13 @@ pub use batch::{
     batch_id, interrupted_row,
 };
 pub use clock::{ManualClock, RunClock, Sleep, TokioClock};
+/// The prepared document a run takes, from the crate that owns documents.
+pub use cua_artifact::{INVOCATION_TENANT, PreparedCapability, TenantOverlay};
 pub use error::ReplayError;
 pub use executor::{Attempt, ContinueAt, Operators, ReplayConfig, Replayer, RunRequest};
 pub use ports::{
-    CapabilityList, CapabilityLoader, Entropy, EscalationRequest, EscalationSink,
-    INVOCATION_TENANT, Interrupt, NoCapabilities, PreparedCapability, RecordedEscalations,
-    SystemEntropy, TenantOverlay,
+    CapabilityList, CapabilityLoader, CatalogCapabilities, Entropy, EscalationRequest,
+    EscalationSink, Interrupt, NoCapabilities, RecordedEscalations, SystemEntropy,
 };
 pub use reconcile::{
     InDoubt, Interrupted, Reconciliation, check_read_only, interrupted, judge, reconcile_inputs,

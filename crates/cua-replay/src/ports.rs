@@ -3,111 +3,41 @@
 
 use std::sync::Mutex;
 
-use std::collections::BTreeMap;
-
-use cua_artifact::{
-    ArtifactError, Capability, CapabilityApproval, CapabilityRef, FailureCode, Identifier, StepId,
-    TenantBinding, TenantBindingSchema, TenantId,
-};
-use cua_policy::{BoundFrom, IrreversibleGrant};
-
-/// A capability ready to run: the effective document, how it was derived, and its approval.
-#[derive(Debug, Clone)]
-pub struct PreparedCapability {
-    /// The effective capability (a tenant binding already applied).
-    pub capability: Capability,
-    /// The sealed base and the binding that produced `capability`, when one did. Only through
-    /// it can an approval of the base carry over (substitution-only bindings).
-    pub overlay: Option<TenantOverlay>,
-    /// The approval recorded for the capability (or for its base), if any.
-    pub approval: Option<CapabilityApproval>,
-}
-
-impl PreparedCapability {
-    /// A capability run as it is, with no binding and no approval.
-    pub fn plain(capability: Capability) -> Self {
-        Self {
-            capability,
-            overlay: None,
-            approval: None,
-        }
-    }
-
-    /// Prepares a sealed base capability for a run: applies the tenant's binding, if any, with
-    /// `base_url` (an invocation's `--base-url`) added to its vars. A `base_url` without a
-    /// tenant becomes a substitution-only binding for the tenant [`INVOCATION_TENANT`], so an
-    /// approval of the base still carries over to it (unless the approval is scoped to named
-    /// tenants). The effective capability is re-validated and resealed by the binding.
-    pub fn bind(
-        base: Capability,
-        binding: Option<TenantBinding>,
-        base_url: Option<&str>,
-        approval: Option<CapabilityApproval>,
-    ) -> Result<Self, ArtifactError> {
-        let base_url_var = || Identifier::parse("base_url");
-        let binding = match (binding, base_url) {
-            (None, None) => {
-                return Ok(Self {
-                    capability: base,
-                    overlay: None,
-                    approval,
-                });
-            }
-            (Some(binding), None) => binding,
-            (Some(mut binding), Some(url)) => {
-                binding.vars.insert(base_url_var()?, url.to_owned());
-                binding
-            }
-            (None, Some(url)) => TenantBinding {
-                schema: TenantBindingSchema::default(),
-                capability: base.reference(),
-                tenant: TenantId::parse(INVOCATION_TENANT)?,
-                description: "the base URL given at invocation".to_owned(),
-                vars: BTreeMap::from([(base_url_var()?, url.to_owned())]),
-                overrides: BTreeMap::new(),
-                recovery_extra: Vec::new(),
-                checkpoint: None,
-                policy: None,
-            },
-        };
-        let capability = binding.apply(&base)?;
-        Ok(Self {
-            capability,
-            overlay: Some(TenantOverlay { base, binding }),
-            approval,
-        })
-    }
-
-    /// The irreversible grant the policy engine checks: the approval matched against the
-    /// recomputed hash (or carried through the binding), and the caller's opt-in.
-    pub fn grant(&self, caller_opt_in: bool) -> IrreversibleGrant {
-        IrreversibleGrant::evaluate(
-            &self.capability,
-            self.approval.as_ref(),
-            self.overlay.as_ref().map(|overlay| BoundFrom {
-                base: &overlay.base,
-                binding: &overlay.binding,
-            }),
-            caller_opt_in,
-        )
-    }
-}
-
-/// The tenant id of the binding [`PreparedCapability::bind`] makes for a bare `--base-url`.
-pub const INVOCATION_TENANT: &str = "invocation";
-
-/// A sealed base capability and the tenant binding applied to it.
-#[derive(Debug, Clone)]
-pub struct TenantOverlay {
-    pub base: Capability,
-    pub binding: TenantBinding,
-}
+use cua_artifact::{CapabilityRef, FailureCode, Origin, PreparedCapability, StepId, TenantId};
+use cua_catalog::Catalog;
 
 /// Where `run_capability` remedies find the capability they name. The CLI wires the catalog
 /// (with the same tenant and `--base-url` binding as the run); tests wire a map.
 pub trait CapabilityLoader: Send + Sync {
     /// The capability pinned by `reference`, prepared like the run's own, or why not.
     fn load(&self, reference: &CapabilityRef) -> Result<PreparedCapability, String>;
+}
+
+/// Remedies from the catalog, prepared as the run is: with the run's tenant (its binding of the
+/// remedy, when it has one) and the run's origin, with the approval the catalog records.
+#[derive(Debug, Clone)]
+pub struct CatalogCapabilities {
+    catalog: Catalog,
+    tenant: Option<TenantId>,
+    base_url: Option<Origin>,
+}
+
+impl CatalogCapabilities {
+    pub fn new(catalog: Catalog, tenant: Option<TenantId>, base_url: Option<Origin>) -> Self {
+        Self {
+            catalog,
+            tenant,
+            base_url,
+        }
+    }
+}
+
+impl CapabilityLoader for CatalogCapabilities {
+    fn load(&self, reference: &CapabilityRef) -> Result<PreparedCapability, String> {
+        self.catalog
+            .prepare(reference, self.tenant.as_ref(), self.base_url.as_ref())
+            .map_err(|error| error.to_string())
+    }
 }
 
 /// A loader that has nothing: every `run_capability` remedy is refused.

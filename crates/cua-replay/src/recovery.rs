@@ -13,10 +13,10 @@ use cua_surface::SurfaceDriver;
 use serde_json::Value;
 
 use crate::executor::{Ending, Frame, Replayer, Tally, millis};
-use crate::ports::PreparedCapability;
 use crate::report::StepReport;
 use crate::step::DispatchFailure;
 use crate::stop::{Halt, Position, Stop};
+use cua_artifact::PreparedCapability;
 
 impl<D: SurfaceDriver> Replayer<'_, D> {
     /// Applies a recovery rule that matched the screen before the step at `position`.
