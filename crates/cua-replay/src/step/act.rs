@@ -15,8 +15,7 @@ use crate::stop::{Halt, Position, Stop, placed};
 
 use super::record::StepRecordInput;
 use super::settle::outcome_result;
-use super::wait::describe_predicate;
-use super::wait::wait_name;
+use super::wait::{describe_predicate, wait_name};
 use super::{DispatchFailure, explain};
 
 impl<D: SurfaceDriver> Replayer<'_, D> {
