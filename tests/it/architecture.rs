@@ -247,6 +247,23 @@ fn linked(root: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// External crates only their wrappers may name directly (cargo-deny's `wrappers`): everything
+/// else reaches them through the wrapper's types, so the wrapper is the one place their API
+/// and their failure modes are handled.
+const WRAPPED: &[(&str, &[&str])] = &[
+    ("chromiumoxide", &["cua-chromium"]),
+    ("async-tungstenite", &["cua-chromium"]),
+    ("async-openai", &["cua-agent"]),
+    ("reqwest", &["cua-agent", "cua-operators"]),
+    ("rmcp", &["cua-mcp"]),
+    ("ed25519-dalek", &["cua-evidence"]),
+    ("petgraph", &["cua-route"]),
+    (
+        "axum",
+        &["cua-agent", "cua-console", "cua-mcp", "memberdesk"],
+    ),
+];
+
 /// Every `.rs` file under `dir`, recursively.
 fn rust_files(dir: &Path, files: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -327,6 +344,44 @@ fn each_crate_depends_only_on_what_its_layer_allows() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     // The detector detects: the binary depends on crates no library row allows.
     assert!(edges["cua"].contains("cua-chromium"), "{:?}", edges["cua"]);
+}
+
+#[test]
+fn wrapped_crates_are_named_only_by_their_wrappers() {
+    let metadata = metadata();
+    let members: BTreeSet<&str> = metadata["workspace_members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut problems = Vec::new();
+    let mut seen = BTreeSet::new();
+    for package in metadata["packages"].as_array().expect("packages") {
+        if !members.contains(package["id"].as_str().unwrap_or_default()) {
+            continue;
+        }
+        let name = package["name"].as_str().unwrap_or_default();
+        for dep in package["dependencies"].as_array().expect("dependencies") {
+            if dep["kind"].as_str() == Some("dev") {
+                continue;
+            }
+            let dep = dep["name"].as_str().unwrap_or_default();
+            if let Some((_, wrappers)) = WRAPPED.iter().find(|(wrapped, _)| *wrapped == dep) {
+                seen.insert(dep);
+                if !wrappers.contains(&name) {
+                    problems.push(format!(
+                        "{name} names {dep} directly; only {wrappers:?} may"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The detector detects: every wrapped crate is named by its wrapper.
+    for (wrapped, _) in WRAPPED {
+        assert!(seen.contains(wrapped), "no workspace crate names {wrapped}");
+    }
 }
 
 #[test]
