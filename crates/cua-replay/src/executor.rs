@@ -169,7 +169,7 @@ pub struct Replayer<'r, D: SurfaceDriver> {
 }
 
 /// The state of one capability being executed: the run's own, or a `run_capability` remedy.
-pub(crate) struct Frame<'c> {
+pub(crate) struct Execution<'c> {
     pub(crate) capability: &'c Capability,
     pub(crate) reference: CapabilityRef,
     /// Set for a remedy: its steps are reported under its reference, and it may not nest.
@@ -178,13 +178,13 @@ pub(crate) struct Frame<'c> {
     pub(crate) grant: IrreversibleGrant,
     pub(crate) budget: RunBudget,
     pub(crate) values: RunValues,
-    /// The clock reading when the frame started.
+    /// The clock reading when the execution started.
     pub(crate) started: Duration,
     /// Attempts per recovery rule.
     pub(crate) attempts: BTreeMap<Identifier, u32>,
     /// Whether the caller opted in to irreversible steps (remedies inherit it).
     pub(crate) allow_irreversible: bool,
-    /// Each step's route, planned before the frame's first action.
+    /// Each step's route, planned before the execution's first action.
     pub(crate) routes: Vec<cua_route::RoutePlan>,
     /// The entrypoint navigation's route, planned with the steps'.
     pub(crate) entry_route: cua_route::RoutePlan,
@@ -194,7 +194,7 @@ pub(crate) struct Frame<'c> {
 
 /// What the whole run accumulates, across its remedies.
 #[derive(Debug, Default)]
-pub(crate) struct Tally {
+pub(crate) struct RunState {
     /// The lease epoch the run acts under.
     pub(crate) epoch: u64,
     pub(crate) steps: Vec<StepReport>,
@@ -226,7 +226,7 @@ pub(crate) struct Tally {
 
 /// How a capability's execution ended.
 #[derive(Debug)]
-pub(crate) enum Ending {
+pub(crate) enum ExecutionEnd {
     Success,
     Outcome(OutcomeResult),
     Stopped(Box<Stop>),
@@ -317,15 +317,15 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 resolver_config_hash: None,
             },
         )?;
-        let mut tally = Tally {
+        let mut tally = RunState {
             epoch: request.lease_epoch.unwrap_or(lease.epoch),
             attempt,
-            ..Tally::default()
+            ..RunState::default()
         };
         let started = self.clock.elapsed();
         let (ending, values) = match self.execute(&request, &mut tally, at).await {
             Ok(done) => done,
-            Err(Halt::Stop(stop)) => (Ending::Stopped(stop), RunValues::default()),
+            Err(Halt::Stop(stop)) => (ExecutionEnd::Stopped(stop), RunValues::default()),
             Err(Halt::Fatal(
                 refusal @ (ReplayError::Tampered { .. }
                 | ReplayError::Draft { .. }
@@ -344,9 +344,9 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     async fn execute(
         &self,
         request: &RunRequest,
-        tally: &mut Tally,
+        tally: &mut RunState,
         at: Option<&ContinueAt>,
-    ) -> Result<(Ending, RunValues), Halt> {
+    ) -> Result<(ExecutionEnd, RunValues), Halt> {
         let capability = &request.capability.capability;
         let lease = self.current_lease();
         if lease.holder != Actor::Automation || tally.epoch != lease.epoch {
@@ -400,15 +400,15 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             }
             Some(at) => self.carry_over(&mut frame, at)?,
         };
-        let mut ending = self.run_frame_from(&mut frame, tally, start).await?;
+        let mut ending = self.run_execution_from(&mut frame, tally, start).await?;
         // A supervised escalation resumes the run itself after the hand-back (see `resume`).
-        while let Ending::Stopped(stop) = &ending {
+        while let ExecutionEnd::Stopped(stop) = &ending {
             ending = match self.supervise(&mut frame, tally, stop).await? {
                 Supervision::Ended => break,
                 Supervision::ResumeAt(index) => {
-                    self.run_frame_from(&mut frame, tally, index).await?
+                    self.run_execution_from(&mut frame, tally, index).await?
                 }
-                Supervision::Refused(stop) => Ending::Stopped(stop),
+                Supervision::Refused(stop) => ExecutionEnd::Stopped(stop),
             };
         }
         Ok((ending, frame.values))
@@ -416,7 +416,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
 
     /// A continued run's starting point: the step index checked, the earlier outputs set, and
     /// a note saying where and why the run continues.
-    fn carry_over(&self, frame: &mut Frame<'_>, at: &ContinueAt) -> Result<usize, Halt> {
+    fn carry_over(&self, frame: &mut Execution<'_>, at: &ContinueAt) -> Result<usize, Halt> {
         let steps = frame.capability.steps.len();
         if at.step_index > steps {
             return Err(Stop::new(
@@ -472,7 +472,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         inputs: &BTreeMap<String, Value>,
         allow_irreversible: bool,
         remedy: Option<u32>,
-    ) -> Result<Frame<'c>, Halt> {
+    ) -> Result<Execution<'c>, Halt> {
         let capability = &prepared.capability;
         let mut engine = self.policy.for_capability(capability).map_err(|error| {
             Halt::Fatal(ReplayError::Policy {
@@ -516,7 +516,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                     ),
                 )
             })?;
-        Ok(Frame {
+        Ok(Execution {
             capability,
             reference: capability.reference(),
             remedy: remedy.is_some(),
@@ -534,7 +534,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     }
 
     /// Navigates to the entrypoint through the chokepoint and lets it settle.
-    async fn enter(&self, frame: &Frame<'_>, tally: &mut Tally) -> Result<(), Halt> {
+    async fn enter(&self, frame: &Execution<'_>, tally: &mut RunState) -> Result<(), Halt> {
         let url = self
             .bind_url(frame, &frame.capability.entrypoint.url)
             .map_err(Halt::from)?;
@@ -612,7 +612,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     }
 
     /// Writes a refusal of the document itself to the evidence and closes the run.
-    fn refuse(&self, tally: &Tally, refusal: &ReplayError) -> Result<(), ReplayError> {
+    fn refuse(&self, tally: &RunState, refusal: &ReplayError) -> Result<(), ReplayError> {
         let reason = refusal.to_string();
         self.bus.emit(
             Actor::System,
@@ -653,8 +653,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     async fn conclude(
         &self,
         request: &RunRequest,
-        mut tally: Tally,
-        ending: Ending,
+        mut tally: RunState,
+        ending: ExecutionEnd,
         values: &RunValues,
         started: Duration,
     ) -> Result<ReplayReport, ReplayError> {
@@ -722,15 +722,15 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             steps_effective: None,
         };
         match ending {
-            Ending::Success => {}
-            Ending::Outcome(outcome) => {
+            ExecutionEnd::Success => {}
+            ExecutionEnd::Outcome(outcome) => {
                 result.status = RunStatus::BusinessOutcome;
                 end.status = RunStatus::BusinessOutcome;
                 end.outcome = Some(outcome.code.clone());
                 end.outcome_data = outcome.data.clone();
                 result.outcome = Some(outcome);
             }
-            Ending::Stopped(mut stop) => {
+            ExecutionEnd::Stopped(mut stop) => {
                 // A run that handed a mutation over and then stopped has changed the world:
                 // "failed" would read as "nothing happened", so it goes to a person, named.
                 let mutated = self.mutation_summary(&tally);
@@ -839,8 +839,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// mutation's result quoting it (a heading, a help text), so the outcome stands only when
     /// every handed-over mutation's screen was left unchanged by it (`suspected_noop`);
     /// otherwise the screen is ambiguous and the run stops, naming the mutation.
-    fn outcome_after_mutation(&self, tally: &Tally, ending: Ending) -> Ending {
-        let Ending::Outcome(outcome) = &ending else {
+    fn outcome_after_mutation(&self, tally: &RunState, ending: ExecutionEnd) -> ExecutionEnd {
+        let ExecutionEnd::Outcome(outcome) = &ending else {
             return ending;
         };
         let changed: Vec<String> = tally
@@ -857,7 +857,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         if changed.is_empty() {
             return ending;
         }
-        Ending::Stopped(Box::new(
+        ExecutionEnd::Stopped(Box::new(
             Stop::new(
                 FailureCode::AmbiguousScreen,
                 format!(
@@ -874,7 +874,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// What a stopped run mutated, for its reason: each handed-over mutation's step and whether
     /// its effect was confirmed or is in doubt, and where the evidence is. `None` when the run
     /// handed no mutation over.
-    fn mutation_summary(&self, tally: &Tally) -> Option<String> {
+    fn mutation_summary(&self, tally: &RunState) -> Option<String> {
         if tally.intents.is_empty() {
             return None;
         }
@@ -905,7 +905,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// or sensitive value was typed into and every node whose text the redactor would change.
     pub(crate) async fn capture_failure(
         &self,
-        tally: &mut Tally,
+        tally: &mut RunState,
         stop: &Stop,
     ) -> Result<Option<cua_evidence::ArtifactRef>, ReplayError> {
         // Only a run that has seen the surface captures it, and never once the session belongs
@@ -964,7 +964,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
 
     /// The boxes of the last snapshot's nodes that hold a secret or a sensitive value, to be
     /// painted over before any screenshot.
-    pub(crate) fn sensitive_regions(&self, tally: &Tally) -> Vec<cua_snapshot::Bounds> {
+    pub(crate) fn sensitive_regions(&self, tally: &RunState) -> Vec<cua_snapshot::Bounds> {
         let redactor = self.bus.redactor();
         tally
             .last_snapshot

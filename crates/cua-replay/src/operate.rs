@@ -25,7 +25,7 @@ use cua_route::{AttemptOutcome, DispatchPhase, ProviderClaim, ProviderFailure, R
 use cua_surface::SurfaceDriver;
 use serde_json::Value;
 
-use crate::executor::{Frame, Replayer, Tally};
+use crate::executor::{Execution, Replayer, RunState};
 use crate::route::RouteWalk;
 use crate::step::{Declared, DispatchFailure, StepRecordInput};
 use crate::stop::{Halt, Position, Stop};
@@ -35,8 +35,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// effect from the response.
     pub(crate) async fn http_step(
         &self,
-        frame: &mut Frame<'_>,
-        tally: &mut Tally,
+        frame: &mut Execution<'_>,
+        tally: &mut RunState,
         position: &Position,
         step: &Step,
         call: &HttpCall,
@@ -183,8 +183,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// the exit code, read the outputs from its JSON stdout, and settle the effect.
     pub(crate) async fn command_step(
         &self,
-        frame: &mut Frame<'_>,
-        tally: &mut Tally,
+        frame: &mut Execution<'_>,
+        tally: &mut RunState,
         position: &Position,
         step: &Step,
         call: &CommandCall,
@@ -346,7 +346,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// percent-encoded, so a value fills a path segment or a query value and can never add a
     /// segment, a query or an origin; a secret is refused (URLs are recorded in evidence). A
     /// placeholder left in the bound URL is refused before anything is dispatched.
-    pub(crate) fn bind_url(&self, frame: &Frame<'_>, url: &str) -> Result<String, Stop> {
+    pub(crate) fn bind_url(&self, frame: &Execution<'_>, url: &str) -> Result<String, Stop> {
         let template = Template::parse(url).map_err(|problem| {
             Stop::new(
                 FailureCode::Internal,
@@ -404,7 +404,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
 
     /// Binds an `http` call: the URL's references percent-encoded (so a value can never add a
     /// segment, a query or an origin), headers with their secrets, the body as JSON.
-    fn bind_http(&self, frame: &Frame<'_>, call: &HttpCall) -> Result<HttpRequest, Stop> {
+    fn bind_http(&self, frame: &Execution<'_>, call: &HttpCall) -> Result<HttpRequest, Stop> {
         let invalid = |what: String| Stop::new(FailureCode::Internal, what);
         let url = self.bind_url(frame, &call.url)?;
         let mut headers = Vec::with_capacity(call.headers.len());
@@ -451,7 +451,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
 
     /// A bound value as JSON: literals keep their type, an input its declared one, everything
     /// else is a string.
-    fn json_value(&self, frame: &Frame<'_>, value: &ValueExpr) -> Result<Value, Stop> {
+    fn json_value(&self, frame: &Execution<'_>, value: &ValueExpr) -> Result<Value, Stop> {
         let literal = match value {
             ValueExpr::Integer(number) => Some(Value::from(*number)),
             ValueExpr::Number(number) => Some(Value::from(*number)),
@@ -478,7 +478,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// Reads each output by JSON pointer and checks it against the output's declared type.
     fn extract_outputs(
         &self,
-        frame: &mut Frame<'_>,
+        frame: &mut Execution<'_>,
         extract: &BTreeMap<OutputName, String>,
         document: &Value,
     ) -> Result<(), String> {
@@ -508,8 +508,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// either is recorded (nothing was sent) and stops the run.
     fn admit(
         &self,
-        frame: &Frame<'_>,
-        tally: &mut Tally,
+        frame: &Execution<'_>,
+        tally: &mut RunState,
         position: &Position,
         step: &Step,
         mutates: bool,
@@ -556,8 +556,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// Records an operator step refused before anything was sent, and the stop it ends on.
     fn refuse_operator_step(
         &self,
-        frame: &Frame<'_>,
-        tally: &mut Tally,
+        frame: &Execution<'_>,
+        tally: &mut RunState,
         position: &Position,
         step: &Step,
         mutates: bool,

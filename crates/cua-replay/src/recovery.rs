@@ -12,7 +12,7 @@ use cua_evidence::Recovery;
 use cua_surface::SurfaceDriver;
 use serde_json::Value;
 
-use crate::executor::{Ending, Frame, Replayer, Tally, millis};
+use crate::executor::{Execution, ExecutionEnd, Replayer, RunState, millis};
 use crate::report::StepReport;
 use crate::step::DispatchFailure;
 use crate::stop::{Halt, Position, Stop};
@@ -27,8 +27,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// the page may show the result of a dispatched mutation (the mutation mark).
     pub(crate) async fn recover(
         &self,
-        frame: &mut Frame<'_>,
-        tally: &mut Tally,
+        frame: &mut Execution<'_>,
+        tally: &mut RunState,
         position: &Position,
         rule: &RecoveryRule,
     ) -> Result<(), Halt> {
@@ -115,11 +115,11 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         Ok(())
     }
 
-    /// Sleeps the rule's backoff before an attempt, never past the frame's duration budget.
+    /// Sleeps the rule's backoff before an attempt, never past the execution's duration budget.
     async fn backoff(
         &self,
-        frame: &Frame<'_>,
-        tally: &Tally,
+        frame: &Execution<'_>,
+        tally: &RunState,
         position: &Position,
         backoff: Backoff,
         attempt: u32,
@@ -156,8 +156,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// refusal or failure ends the run with its own code.
     async fn remedy_action(
         &self,
-        frame: &Frame<'_>,
-        tally: &mut Tally,
+        frame: &Execution<'_>,
+        tally: &mut RunState,
         position: &Position,
         rule: &RecoveryRule,
         action: &Action,
@@ -270,8 +270,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// `recovery_exhausted`, and escalates by the parent's triggers.
     async fn remedy_capability(
         &self,
-        frame: &Frame<'_>,
-        tally: &mut Tally,
+        frame: &Execution<'_>,
+        tally: &mut RunState,
         run: &RunCapability,
         loaded: Result<PreparedCapability, String>,
     ) -> Result<(), Halt> {
@@ -373,18 +373,18 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         tally.remedy_runs += 1;
         let number = Some(tally.remedy_runs);
         let ending = match self.open_frame(&prepared, &inputs, frame.allow_irreversible, number) {
-            Ok(mut nested) => self.run_frame(&mut nested, tally).await,
-            Err(Halt::Stop(stop)) => Ok(Ending::Stopped(stop)),
+            Ok(mut nested) => self.run_execution(&mut nested, tally).await,
+            Err(Halt::Stop(stop)) => Ok(ExecutionEnd::Stopped(stop)),
             Err(fatal) => Err(fatal),
         };
         redactor.remove_sensitive_keys(added);
         match ending? {
-            Ending::Success => Ok(()),
-            Ending::Outcome(outcome) => Err(exhausted(format!(
+            ExecutionEnd::Success => Ok(()),
+            ExecutionEnd::Outcome(outcome) => Err(exhausted(format!(
                 "the remedy {} ended with its outcome `{}`; the condition was not remedied",
                 run.capability, outcome.code
             ))),
-            Ending::Stopped(stop) => {
+            ExecutionEnd::Stopped(stop) => {
                 let at = stop
                     .step
                     .as_ref()

@@ -16,7 +16,7 @@
 //! remaining step is done, the run goes straight to its checkpoint.
 //!
 //! Outputs already extracted and recovery attempts already spent are carried forward (the
-//! run's own frame is kept), and the time the run spent paused does not count against its
+//! run's own execution is kept), and the time the run spent paused does not count against its
 //! duration budget. A step whose mutating action was already dispatched before the escalation
 //! is never dispatched again: resuming there fails closed (a mutation is never retried).
 
@@ -29,7 +29,7 @@ use cua_snapshot::UiSnapshot;
 use cua_surface::SurfaceDriver;
 use serde_json::Value;
 
-use crate::executor::{Frame, Replayer, Tally};
+use crate::executor::{Execution, Replayer, RunState};
 use crate::ports::EscalationRequest;
 use crate::step::explain;
 use crate::stop::{Halt, Stop};
@@ -125,8 +125,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// `escalate`, waits for the hand-back, adopts the new epoch and re-anchors.
     pub(crate) async fn supervise(
         &self,
-        frame: &mut Frame<'_>,
-        tally: &mut Tally,
+        frame: &mut Execution<'_>,
+        tally: &mut RunState,
         stop: &Stop,
     ) -> Result<Supervision, Halt> {
         let capability = frame.capability;

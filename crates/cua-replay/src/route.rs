@@ -1,5 +1,5 @@
-//! Routing inside the executor. Every step of a frame is planned by `cua-route` before the
-//! frame's first action, so which operator and provider performs each step is fixed before any
+//! Routing inside the executor. Every step of an execution is planned by `cua-route` before the
+//! execution's first action, so which operator and provider performs each step is fixed before any
 //! of them is asked to do anything; a step no provider may perform stops the run
 //! (`route_unavailable`) with nothing dispatched. Each step's dispatch then walks the recovery
 //! state graph of its route, and the walk's trace goes into the step's record.

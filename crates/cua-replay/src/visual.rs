@@ -14,7 +14,7 @@ use cua_snapshot::UiSnapshot;
 use cua_surface::{ScreenshotRequest, SurfaceDriver};
 use serde_json::Value;
 
-use crate::executor::{Frame, Replayer, Tally, millis};
+use crate::executor::{Execution, Replayer, RunState, millis};
 use crate::route::RouteWalk;
 use crate::step::{Declared, StepRecordInput};
 use crate::stop::{Halt, Position, Stop};
@@ -26,8 +26,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// read; nothing else is retried.
     pub(crate) async fn screenshot_step(
         &self,
-        frame: &mut Frame<'_>,
-        tally: &mut Tally,
+        frame: &mut Execution<'_>,
+        tally: &mut RunState,
         position: &Position,
         step: &Step,
         before: &UiSnapshot,
@@ -123,7 +123,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// kept (it would carry a secret) confers no authority.
     fn issue_observation(
         &self,
-        tally: &mut Tally,
+        tally: &mut RunState,
         position: &Position,
         before: &UiSnapshot,
         shot: &cua_surface::Screenshot,
@@ -182,8 +182,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// whether or not the claim succeeds.
     pub(crate) fn claim_point(
         &self,
-        frame: &Frame<'_>,
-        tally: &mut Tally,
+        frame: &Execution<'_>,
+        tally: &mut RunState,
         position: &Position,
         observation: &StepId,
         (x, y): (u32, u32),
@@ -248,7 +248,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
 /// the step was judged on, how many actions the run has dispatched and under which lease
 /// epoch. Anything dispatched after the screenshot (a scroll, a remedy), any change the next
 /// observation shows, and a hand-back to a human and back, all void the observation.
-fn screen_scope(snapshot: &UiSnapshot, tally: &Tally) -> ObservationScope {
+fn screen_scope(snapshot: &UiSnapshot, tally: &RunState) -> ObservationScope {
     let mut scope = page_scope(snapshot);
     scope.target.push_str(&format!(
         " | {} | after {} dispatches at epoch {}",

@@ -10,7 +10,7 @@ use cua_policy::ResolvedTarget;
 use cua_snapshot::UiSnapshot;
 use cua_surface::SurfaceDriver;
 
-use crate::executor::{Frame, Replayer, Tally};
+use crate::executor::{Execution, Replayer, RunState};
 use crate::stop::{Halt, Position, Stop, placed};
 
 use super::record::StepRecordInput;
@@ -22,8 +22,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// A step that acts on the surface: resolve, bind, authorize, dispatch, wait, verify.
     pub(super) async fn act_step(
         &self,
-        frame: &mut Frame<'_>,
-        tally: &mut Tally,
+        frame: &mut Execution<'_>,
+        tally: &mut RunState,
         position: &Position,
         step: &Step,
         before: Box<UiSnapshot>,
@@ -308,7 +308,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// Updates the mutation mark after a dispatch (see the crate documentation).
     pub(crate) fn mark_mutation(
         &self,
-        tally: &mut Tally,
+        tally: &mut RunState,
         step: &StepId,
         risk: RiskTier,
         navigated: bool,

@@ -5,7 +5,7 @@ use cua_artifact::{Action, FailureCode, ValueExpr};
 use cua_policy::{ScrollDirection, SurfaceAction};
 use cua_surface::SurfaceDriver;
 
-use crate::executor::{Frame, Replayer};
+use crate::executor::{Execution, Replayer};
 use crate::stop::Stop;
 
 impl<D: SurfaceDriver> Replayer<'_, D> {
@@ -14,7 +14,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// says whether a secret or sensitive value was bound (its node is painted in screenshots).
     pub(crate) fn bind(
         &self,
-        frame: &Frame<'_>,
+        frame: &Execution<'_>,
         action: &Action,
     ) -> Result<(SurfaceAction, bool), Stop> {
         let mut sensitive = false;
@@ -79,7 +79,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
 
     pub(crate) fn bind_value(
         &self,
-        frame: &Frame<'_>,
+        frame: &Execution<'_>,
         value: &ValueExpr,
         sensitive: &mut bool,
     ) -> Result<String, Stop> {

@@ -6,7 +6,7 @@ use cua_gate::{Cleared, Gate, IntentKey, Refusal, Request as GateRequest, Sent, 
 use cua_policy::{AuthorizationContext, DenialCode, ResolvedTarget, SurfaceAction};
 use cua_surface::SurfaceDriver;
 
-use crate::executor::{Frame, Replayer, Tally};
+use crate::executor::{Execution, Replayer, RunState};
 use crate::stop::Stop;
 
 use super::{Declared, DispatchFailure, Dispatched};
@@ -18,8 +18,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// runner and the screenshot.
     pub(crate) fn authorize_action(
         &self,
-        frame: &Frame<'_>,
-        tally: &mut Tally,
+        frame: &Execution<'_>,
+        tally: &mut RunState,
         step: Option<&StepId>,
         action: SurfaceAction,
         target: Option<ResolvedTarget>,
@@ -117,7 +117,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// blocked meanwhile.
     pub(crate) fn record_sent(
         &self,
-        frame: &Frame<'_>,
+        frame: &Execution<'_>,
         ticket: &Ticket,
         sent: Sent,
         blocked: Vec<cua_surface::BlockedRequest>,
@@ -130,8 +130,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// record of what it reported.
     pub(crate) async fn chokepoint(
         &self,
-        frame: &Frame<'_>,
-        tally: &mut Tally,
+        frame: &Execution<'_>,
+        tally: &mut RunState,
         step: Option<&StepId>,
         action: SurfaceAction,
         target: Option<ResolvedTarget>,

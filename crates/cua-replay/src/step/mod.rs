@@ -21,13 +21,14 @@ use cua_snapshot::UiSnapshot;
 use cua_surface::{DispatchReceipt, SurfaceDriver};
 
 use crate::error::ReplayError;
-use crate::executor::{Ending, Frame, Replayer, Tally, checkpoint_id};
+use crate::executor::{Execution, ExecutionEnd, Replayer, RunState, checkpoint_id};
 use crate::stop::{Halt, Position, Stop, placed};
 use crate::values::RunValues;
 pub(crate) use record::StepRecordInput;
 
 /// A boxed future of a capability's execution, so remedies can run capabilities recursively.
-pub(crate) type FrameFuture<'a> = Pin<Box<dyn Future<Output = Result<Ending, Halt>> + Send + 'a>>;
+pub(crate) type ExecutionFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<ExecutionEnd, Halt>> + Send + 'a>>;
 
 /// What the screen was found to be, once any recovery is done.
 pub(crate) enum Settled {
@@ -98,32 +99,32 @@ impl From<cua_evidence::EvidenceError> for DispatchFailure {
 
 impl<D: SurfaceDriver> Replayer<'_, D> {
     /// Runs a capability's steps and checkpoint (no entrypoint navigation: the run's own
-    /// frame navigated before, and a remedy runs on the current screen).
-    pub(crate) fn run_frame<'a, 'c: 'a>(
+    /// execution navigated before, and a remedy runs on the current screen).
+    pub(crate) fn run_execution<'a, 'c: 'a>(
         &'a self,
-        frame: &'a mut Frame<'c>,
-        tally: &'a mut Tally,
-    ) -> FrameFuture<'a> {
-        self.run_frame_from(frame, tally, 0)
+        frame: &'a mut Execution<'c>,
+        tally: &'a mut RunState,
+    ) -> ExecutionFuture<'a> {
+        self.run_execution_from(frame, tally, 0)
     }
 
-    /// [`Replayer::run_frame`] from step `start` on (a resume after a hand-back).
-    pub(crate) fn run_frame_from<'a, 'c: 'a>(
+    /// [`Replayer::run_execution`] from step `start` on (a resume after a hand-back).
+    pub(crate) fn run_execution_from<'a, 'c: 'a>(
         &'a self,
-        frame: &'a mut Frame<'c>,
-        tally: &'a mut Tally,
+        frame: &'a mut Execution<'c>,
+        tally: &'a mut RunState,
         start: usize,
-    ) -> FrameFuture<'a> {
+    ) -> ExecutionFuture<'a> {
         Box::pin(async move {
             for index in start..frame.capability.steps.len() {
                 match self.run_step(frame, tally, index).await {
                     Ok(None) => {}
-                    Ok(Some(outcome)) => return Ok(Ending::Outcome(outcome)),
+                    Ok(Some(outcome)) => return Ok(ExecutionEnd::Outcome(outcome)),
                     Err(Halt::Stop(stop)) => {
                         // Whatever happens next (an operator's hand, a remedy's caller) starts
                         // from a new observation, never from one taken before the stop.
                         tally.fresh = None;
-                        return Ok(Ending::Stopped(stop));
+                        return Ok(ExecutionEnd::Stopped(stop));
                     }
                     Err(fatal @ Halt::Fatal(_)) => return Err(fatal),
                 }
@@ -134,11 +135,11 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 checkpoint: true,
             };
             match self.settle(frame, tally, &position).await {
-                Ok(Settled::Expected(_)) => Ok(Ending::Success),
-                Ok(Settled::Outcome(outcome)) => Ok(Ending::Outcome(outcome)),
+                Ok(Settled::Expected(_)) => Ok(ExecutionEnd::Success),
+                Ok(Settled::Outcome(outcome)) => Ok(ExecutionEnd::Outcome(outcome)),
                 Err(Halt::Stop(stop)) => {
                     tally.fresh = None;
-                    Ok(Ending::Stopped(stop))
+                    Ok(ExecutionEnd::Stopped(stop))
                 }
                 Err(fatal @ Halt::Fatal(_)) => Err(fatal),
             }
@@ -148,8 +149,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// One step. `Some` is a business outcome that ends the run.
     async fn run_step(
         &self,
-        frame: &mut Frame<'_>,
-        tally: &mut Tally,
+        frame: &mut Execution<'_>,
+        tally: &mut RunState,
         index: usize,
     ) -> Result<Option<OutcomeResult>, Halt> {
         let capability = frame.capability;

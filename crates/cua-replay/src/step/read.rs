@@ -5,7 +5,7 @@ use cua_artifact::{ActionKind, FailureCode, Predicate, TargetDescriptor};
 use cua_snapshot::UiSnapshot;
 use cua_surface::SurfaceDriver;
 
-use crate::executor::{Frame, Replayer, Tally};
+use crate::executor::{Execution, Replayer, RunState};
 use crate::stop::{Halt, Position, Stop};
 use crate::transform;
 
@@ -16,8 +16,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// `assert`: evaluated on the snapshot, never dispatched.
     pub(super) fn assert_step(
         &self,
-        frame: &Frame<'_>,
-        tally: &mut Tally,
+        frame: &Execution<'_>,
+        tally: &mut RunState,
         position: &Position,
         that: &Predicate,
         snapshot: &UiSnapshot,
@@ -47,8 +47,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// `wait_for`: polled on the surface, bounded; a timeout is a result.
     pub(super) async fn wait_for_step(
         &self,
-        frame: &Frame<'_>,
-        tally: &mut Tally,
+        frame: &Execution<'_>,
+        tally: &mut RunState,
         position: &Position,
         until: &Predicate,
         timeout_ms: u32,
@@ -91,8 +91,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     )]
     pub(super) fn extract_step(
         &self,
-        frame: &mut Frame<'_>,
-        tally: &mut Tally,
+        frame: &mut Execution<'_>,
+        tally: &mut RunState,
         position: &Position,
         target: &TargetDescriptor,
         into: &cua_artifact::OutputName,

@@ -7,13 +7,17 @@ use cua_snapshot::UiSnapshot;
 use cua_surface::SurfaceDriver;
 use serde_json::Value;
 
-use crate::executor::{Frame, Replayer, Tally};
+use crate::executor::{Execution, Replayer, RunState};
 use crate::report::{StepReport, StepResolution};
 use crate::stop::{Halt, Position, Stop};
 
 impl<D: SurfaceDriver> Replayer<'_, D> {
     /// Observes the surface and records the snapshot.
-    pub(crate) async fn observe(&self, tally: &mut Tally, label: &str) -> Result<UiSnapshot, Halt> {
+    pub(crate) async fn observe(
+        &self,
+        tally: &mut RunState,
+        label: &str,
+    ) -> Result<UiSnapshot, Halt> {
         let snapshot = self
             .driver
             .observe()
@@ -26,7 +30,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// Writes a snapshot (redacted) and its `observe` event, and reports blocked requests.
     pub(crate) fn record(
         &self,
-        tally: &mut Tally,
+        tally: &mut RunState,
         label: &str,
         snapshot: &UiSnapshot,
     ) -> Result<(), cua_evidence::EvidenceError> {
@@ -61,7 +65,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// destination may not be.
     pub(crate) fn check_landing(
         &self,
-        frame: &Frame<'_>,
+        frame: &Execution<'_>,
         snapshot: &UiSnapshot,
         what: &str,
     ) -> Result<(), Stop> {
@@ -83,8 +87,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// Records a step's report and its `effect` event.
     pub(crate) fn record_step(
         &self,
-        frame: &Frame<'_>,
-        tally: &mut Tally,
+        frame: &Execution<'_>,
+        tally: &mut RunState,
         position: &Position,
         input: StepRecordInput,
     ) -> Result<(), cua_evidence::EvidenceError> {

@@ -7,7 +7,7 @@ use cua_snapshot::UiSnapshot;
 use cua_surface::SurfaceDriver;
 use cua_target::{Resolution, TargetError};
 
-use crate::executor::{Frame, Replayer, Tally};
+use crate::executor::{Execution, Replayer, RunState};
 use crate::report::StepResolution;
 use crate::stop::{Position, Stop};
 
@@ -20,8 +20,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// the right control, and acting on either would be a guess.
     pub(crate) fn resolve(
         &self,
-        frame: &Frame<'_>,
-        tally: &Tally,
+        frame: &Execution<'_>,
+        tally: &RunState,
         position: &Position,
         descriptor: &TargetDescriptor,
         snapshot: &UiSnapshot,

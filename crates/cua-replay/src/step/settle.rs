@@ -10,7 +10,7 @@ use cua_snapshot::UiSnapshot;
 use cua_surface::SurfaceDriver;
 use serde_json::Value;
 
-use crate::executor::{Frame, Replayer, Tally, millis};
+use crate::executor::{Execution, Replayer, RunState, millis};
 use crate::stop::{Halt, Position, Stop, placed};
 
 use super::{Classification, Settled, explain};
@@ -20,8 +20,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// recovering along the way; fails closed on anything undeclared.
     pub(crate) async fn settle(
         &self,
-        frame: &mut Frame<'_>,
-        tally: &mut Tally,
+        frame: &mut Execution<'_>,
+        tally: &mut RunState,
         position: &Position,
     ) -> Result<Settled, Halt> {
         loop {
@@ -120,7 +120,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// an internal failure, never a guess.
     pub(crate) fn classify<'c>(
         &self,
-        frame: &Frame<'c>,
+        frame: &Execution<'c>,
         position: &Position,
         snapshot: &UiSnapshot,
     ) -> Result<(Classification<'c>, Vec<&'c Outcome>), Stop> {
@@ -200,7 +200,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// Terminal outcomes only, for a screen after an action.
     pub(super) fn classify_outcomes_only<'c>(
         &self,
-        frame: &Frame<'c>,
+        frame: &Execution<'c>,
         snapshot: &UiSnapshot,
     ) -> Result<(Option<&'c Outcome>, ()), Stop> {
         let mut holding = Vec::new();
@@ -225,7 +225,10 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     }
 }
 
-pub(super) fn outcome_result(frame: &Frame<'_>, outcome: &Outcome) -> Result<OutcomeResult, Stop> {
+pub(super) fn outcome_result(
+    frame: &Execution<'_>,
+    outcome: &Outcome,
+) -> Result<OutcomeResult, Stop> {
     let mut data = std::collections::BTreeMap::new();
     for (name, value) in &outcome.returns {
         let text = match value {

@@ -8,7 +8,7 @@ use cua_evidence::Wait;
 use cua_snapshot::UiSnapshot;
 use cua_surface::{SurfaceDriver, WaitOutcome};
 
-use crate::executor::{Frame, Replayer, Tally, millis};
+use crate::executor::{Execution, Replayer, RunState, millis};
 use crate::stop::{Halt, Position, Stop};
 use crate::values::RunValues;
 
@@ -19,8 +19,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// snapshot the wait observed.
     pub(super) async fn wait_after(
         &self,
-        frame: &Frame<'_>,
-        tally: &mut Tally,
+        frame: &Execution<'_>,
+        tally: &mut RunState,
         position: &Position,
         step: &Step,
         before: &UiSnapshot,
@@ -83,8 +83,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// snapshot seen.
     pub(super) async fn wait_predicate(
         &self,
-        frame: &Frame<'_>,
-        tally: &mut Tally,
+        frame: &Execution<'_>,
+        tally: &mut RunState,
         step: Option<&StepId>,
         until: &Predicate,
         timeout_ms: u32,
@@ -120,7 +120,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     /// next classification judges the screen. Returns whether it settled and the last snapshot.
     pub(crate) async fn settle_screen(
         &self,
-        tally: &Tally,
+        tally: &RunState,
         step: Option<&StepId>,
         timeout: Duration,
     ) -> Result<(bool, UiSnapshot), Halt> {
@@ -148,7 +148,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
 
     pub(super) fn emit_wait(
         &self,
-        tally: &Tally,
+        tally: &RunState,
         step: Option<&StepId>,
         condition: &str,
         satisfied: bool,
