@@ -10,7 +10,7 @@ use crate::cli::Format;
 /// The JSON envelope's schema version; bump it when the envelope's shape changes.
 pub(crate) const ENVELOPE_SCHEMA_VERSION: &str = "cua.envelope/v1";
 
-/// Exit codes, as DESIGN.md fixes them.
+/// Exit codes: the one place a command's outcome becomes a process status (README.md lists them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Exit {
     /// Success, or a declared business outcome.

@@ -421,13 +421,24 @@ fn print_report(format: Format, report: &ReplayReport) {
     });
 }
 
-/// The exit code of a finished run.
+/// The exit code of a finished run: 0 success or business outcome, 1 failed, 3 needs a
+/// human, 69 when the surface became unavailable. The library reports a status; the exit code
+/// is the command line's.
 pub(crate) fn exit_of(report: &ReplayReport) -> Exit {
-    match report.exit_code() {
-        0 => Exit::Success,
-        3 => Exit::NeedsHuman,
-        69 => Exit::Unavailable,
-        _ => Exit::Failed,
+    exit_for(
+        report.result.status,
+        report.result.error.as_ref().map(|error| error.code),
+    )
+}
+
+fn exit_for(status: RunStatus, failure: Option<cua_artifact::FailureCode>) -> Exit {
+    match (status, failure) {
+        (RunStatus::Success | RunStatus::BusinessOutcome, _) => Exit::Success,
+        (RunStatus::NeedsHuman, _) => Exit::NeedsHuman,
+        (RunStatus::Failed, Some(cua_artifact::FailureCode::SurfaceUnavailable)) => {
+            Exit::Unavailable
+        }
+        (RunStatus::Failed, _) => Exit::Failed,
     }
 }
 
@@ -752,6 +763,26 @@ pub(crate) fn fresh_run_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_status_maps_to_its_exit_code() {
+        use cua_artifact::FailureCode;
+        assert_eq!(exit_for(RunStatus::Success, None), Exit::Success);
+        assert_eq!(exit_for(RunStatus::BusinessOutcome, None), Exit::Success);
+        assert_eq!(
+            exit_for(RunStatus::NeedsHuman, Some(FailureCode::TargetNotFound)),
+            Exit::NeedsHuman
+        );
+        assert_eq!(
+            exit_for(RunStatus::Failed, Some(FailureCode::SurfaceUnavailable)),
+            Exit::Unavailable
+        );
+        assert_eq!(
+            exit_for(RunStatus::Failed, Some(FailureCode::PolicyDenied)),
+            Exit::Failed
+        );
+        assert_eq!(exit_for(RunStatus::Failed, None), Exit::Failed);
+    }
 
     #[test]
     fn inputs_parse_exactly_and_refuse_duplicates_and_malformed_pairs() {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use cua_artifact::{
     ActionKind, Actor, CapabilityRef, EffectVerdict, ObservationClass, ResolutionStrategy,
-    RiskTier, RunResult, RunStatus,
+    RiskTier, RunResult,
 };
 use serde::Serialize;
 
@@ -89,19 +89,6 @@ impl ReplayReport {
             step.verdict_reason = redactor.redact_declared_text(&step.verdict_reason);
         }
         self
-    }
-
-    /// The exit code DESIGN.md fixes for this result: 0 success or business outcome, 1
-    /// failed, 3 needs human, 69 when the surface became unavailable.
-    pub fn exit_code(&self) -> u8 {
-        match self.result.status {
-            RunStatus::Success | RunStatus::BusinessOutcome => 0,
-            RunStatus::NeedsHuman => 3,
-            RunStatus::Failed => match &self.result.error {
-                Some(error) if error.code == cua_artifact::FailureCode::SurfaceUnavailable => 69,
-                _ => 1,
-            },
-        }
     }
 }
 

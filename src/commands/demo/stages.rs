@@ -309,12 +309,12 @@ pub(super) fn business_outcome(demo: &mut Demo) -> StageFuture<'_> {
         expect(
             report.result.status == RunStatus::BusinessOutcome
                 && code.as_deref() == Some("member_not_found")
-                && report.exit_code() == 0,
+                && (crate::commands::replay::exit_of(&report) as u8) == 0,
             || {
                 format!(
                     "member 99999 gave {} (exit code {})",
                     describe(&report),
-                    report.exit_code()
+                    (crate::commands::replay::exit_of(&report) as u8)
                 )
             },
         )?;
@@ -387,13 +387,13 @@ pub(super) fn malformed_input_refused(demo: &mut Demo) -> StageFuture<'_> {
             report.result.status == RunStatus::Failed
                 && code == Some(FailureCode::InputValidationFailed)
                 && report.dispatches == 0
-                && report.exit_code() == 1,
+                && (crate::commands::replay::exit_of(&report) as u8) == 1,
             || {
                 format!(
                     "{malformed:?} gave {} with {} dispatches (exit code {})",
                     describe(&report),
                     report.dispatches,
-                    report.exit_code()
+                    (crate::commands::replay::exit_of(&report) as u8)
                 )
             },
         )?;
@@ -430,8 +430,8 @@ pub(super) fn undeclared_screen_fails_closed(demo: &mut Demo) -> StageFuture<'_>
         let report = report?;
         let error = report.result.error.as_ref();
         let fails_closed = match report.result.status {
-            RunStatus::NeedsHuman => report.exit_code() == 3,
-            RunStatus::Failed => report.exit_code() == 1,
+            RunStatus::NeedsHuman => (crate::commands::replay::exit_of(&report) as u8) == 3,
+            RunStatus::Failed => (crate::commands::replay::exit_of(&report) as u8) == 1,
             RunStatus::Success | RunStatus::BusinessOutcome => false,
         };
         expect(
@@ -440,7 +440,7 @@ pub(super) fn undeclared_screen_fails_closed(demo: &mut Demo) -> StageFuture<'_>
                 format!(
                     "the undeclared dialog gave {} (exit code {})",
                     describe(&report),
-                    report.exit_code()
+                    (crate::commands::replay::exit_of(&report) as u8)
                 )
             },
         )?;
@@ -465,7 +465,7 @@ pub(super) fn undeclared_screen_fails_closed(demo: &mut Demo) -> StageFuture<'_>
         Ok(format!(
             "undeclared_dialog armed: {} unexpected_state before step {at}, exit code {}{intervention}; {} dispatch (the entrypoint), nothing clicked through",
             report.result.status.as_str(),
-            report.exit_code(),
+            (crate::commands::replay::exit_of(&report) as u8),
             report.dispatches
         ))
     })

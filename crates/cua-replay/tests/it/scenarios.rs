@@ -33,7 +33,6 @@ struct Expect {
     outputs: &'static [(&'static str, &'static str)],
     dispatches: u32,
     recovery_attempts: u32,
-    exit_code: u8,
 }
 
 const fn success(outputs: &'static [(&'static str, &'static str)], dispatches: u32) -> Expect {
@@ -44,7 +43,6 @@ const fn success(outputs: &'static [(&'static str, &'static str)], dispatches: u
         outputs,
         dispatches,
         recovery_attempts: 0,
-        exit_code: 0,
     }
 }
 
@@ -56,7 +54,6 @@ const fn outcome(code: &'static str) -> Expect {
         outputs: &[],
         dispatches: 3,
         recovery_attempts: 0,
-        exit_code: 0,
     }
 }
 
@@ -68,10 +65,6 @@ const fn refused(code: FailureCode, status: RunStatus, dispatches: u32) -> Expec
         outputs: &[],
         dispatches,
         recovery_attempts: 0,
-        exit_code: match status {
-            RunStatus::NeedsHuman => 3,
-            _ => 1,
-        },
     }
 }
 
@@ -221,7 +214,6 @@ async fn reference_edge_cases() {
             outputs,
             report.dispatches,
             result.recovery_attempts,
-            report.exit_code(),
         );
         let expected = (
             scenario.expect.status,
@@ -230,7 +222,6 @@ async fn reference_edge_cases() {
             expected_outputs,
             scenario.expect.dispatches,
             scenario.expect.recovery_attempts,
-            scenario.expect.exit_code,
         );
         if observed != expected {
             failures.push(format!(

@@ -535,7 +535,6 @@ async fn a_run_that_mutated_then_failed_needs_a_human_never_plain_failed() {
         "{}",
         error.message
     );
-    assert_eq!(report.exit_code(), 3);
     assert_eq!(live.fixture.handle().transfers().len(), 1);
 }
 
@@ -596,7 +595,6 @@ async fn an_outcome_after_a_mutation_is_an_ambiguous_screen_never_an_answer() {
         error.message
     );
     assert!(report.result.outcome.is_none());
-    assert_eq!(report.exit_code(), 3);
     assert_eq!(live.fixture.handle().transfers().len(), 1);
 }
 
