@@ -446,7 +446,6 @@ pub(crate) struct DiscoverArgs {
         long = "evidence-dir",
         alias = "evidence",
         value_name = "DIR",
-        env = "CUA_EVIDENCE_DIR",
         default_value = "evidence/discovery"
     )]
     pub(crate) evidence: std::path::PathBuf,
@@ -647,7 +646,6 @@ pub(crate) struct EvalArgs {
         long = "evidence-dir",
         alias = "runs-dir",
         value_name = "DIR",
-        env = "CUA_EVIDENCE_DIR",
         default_value = "evidence/eval-runs"
     )]
     pub(crate) runs_dir: std::path::PathBuf,

@@ -159,7 +159,11 @@ impl Settings {
             })
             .transpose()?;
         let binding = match &tenant {
-            Some(tenant) => Some(load_binding(&args.paths.tenants, tenant, &base.id)?),
+            Some(tenant) => Some(load_binding(
+                &catalog_at(&args.paths.catalog, &args.paths.tenants),
+                tenant,
+                &base,
+            )?),
             None => None,
         };
         let approval = match &args.approval {
@@ -669,24 +673,28 @@ fn latest_version(catalog: &Path, id: &CapabilityId) -> Result<PathBuf, Failure>
     })
 }
 
-fn binding_path(tenants: &Path, tenant: &TenantId, id: &CapabilityId) -> PathBuf {
-    tenants.join(tenant.to_string()).join(format!("{id}.yaml"))
-}
-
+/// The tenant's binding of `base`, as the catalog reads it (a binding for another tenant, or
+/// something other than a file where it belongs, refused); a tenant without one is a usage
+/// error.
 fn load_binding(
-    tenants: &Path,
+    catalog: &cua_catalog::Catalog,
     tenant: &TenantId,
-    id: &CapabilityId,
+    base: &Capability,
 ) -> Result<TenantBinding, Failure> {
-    let path = binding_path(tenants, tenant, id);
-    if !path.exists() {
-        return Err(Failure::usage(format!(
-            "tenant {tenant} has no binding for {id} (expected {})",
-            path.display()
-        )));
+    match catalog.binding(tenant, &base.reference()) {
+        Ok(Some(binding)) => Ok(binding),
+        Ok(None) => Err(Failure::usage(format!(
+            "tenant {tenant} has no binding for {} (expected {})",
+            base.id,
+            catalog
+                .config()
+                .tenants
+                .join(tenant.as_str())
+                .join(format!("{}.yaml", base.id))
+                .display()
+        ))),
+        Err(error) => Err(Failure::new(Exit::Usage, error.code(), error.to_string())),
     }
-    let text = read(&path)?;
-    TenantBinding::from_yaml(&text).map_err(|error| Failure::invalid(&path, &error))
 }
 
 /// Refuses, before any browser starts, a run whose capability (or a capability its remedies

@@ -101,12 +101,17 @@ async fn start_supervised(
     environment
         .entry(format!("{prefix}COREBANK_OPERATOR_PASSWORD"))
         .or_insert_with(|| memberdesk::OPERATOR_PASSWORD.to_owned());
-    let wiring = RunWiring::open(RunSetup::new(
-        &common.evidence,
-        run_id.clone(),
-        &common.policy_config,
-        environment,
-    ))
+    // The console's server redacts with the same redactor, so the secrets this run resolves
+    // are scrubbed from everything the server sends too.
+    let wiring = RunWiring::open(RunSetup {
+        redactor: Some(common.redactor.clone()),
+        ..RunSetup::new(
+            &common.evidence,
+            run_id.clone(),
+            &common.policy_config,
+            environment,
+        )
+    })
     .map_err(|error| {
         let (exit, code) = crate::commands::evidence_failure(&error);
         (exit, code, error.to_string())

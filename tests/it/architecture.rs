@@ -163,9 +163,14 @@ const NOT_IN_PURE: &[&str] = &[
 const NOT_IN_PURE_SOURCE: &[&str] = &[
     "SystemTime::now",
     "Instant::now",
-    "std::env::",
-    "std::fs::",
-    "std::net::",
+    "std::env",
+    "std::fs",
+    "std::net",
+    "env::var",
+    "fs::read",
+    "fs::write",
+    "File::open",
+    "File::create",
     "getrandom",
     "thread_rng",
 ];
@@ -486,6 +491,43 @@ fn every_source_file_says_what_it_holds_and_no_comment_tells_history() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn only_the_gate_turns_a_request_into_a_decision() {
+    // The policy engine decides; only cua-gate asks it to, so every decision is recorded,
+    // intent-written and lease-checked the same way. The policy crate's own code and the
+    // benchmarks that time the engine are the exceptions.
+    let mut problems = Vec::new();
+    let mut files = Vec::new();
+    rust_files(&repository().join("src"), &mut files);
+    for dir in crate_dirs() {
+        let name = dir
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned());
+        if matches!(name.as_deref(), Some("cua-gate" | "cua-policy")) {
+            continue;
+        }
+        rust_files(&dir.join("src"), &mut files);
+    }
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("a readable source file");
+        for (number, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            if code.contains(".authorize(") || code.contains(".authorize_with(") {
+                problems.push(format!(
+                    "{}:{}: asks the policy engine directly; pass cua_gate::Gate instead",
+                    relative(file),
+                    number + 1
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The detector detects: the gate itself asks.
+    let gate = std::fs::read_to_string(repository().join("crates/cua-gate/src/lib.rs"))
+        .expect("the gate's source");
+    assert!(gate.contains(".authorize_with("));
 }
 
 /// Phrases that narrate how code got here rather than why it is so.

@@ -72,15 +72,7 @@ fn every_command_names_a_concept_one_way_with_its_environment_variable() {
         (
             "--evidence-dir <DIR>",
             "[env: CUA_EVIDENCE_DIR=",
-            &[
-                &["replay"],
-                &["discover"],
-                &["console"],
-                &["record"],
-                &["mcp"],
-                &["serve"],
-                &["eval"],
-            ],
+            &[&["replay"], &["console"], &["record"], &["mcp"], &["serve"]],
         ),
     ];
     let mut problems = Vec::new();
@@ -100,6 +92,19 @@ fn every_command_names_a_concept_one_way_with_its_environment_variable() {
             if !entry.iter().any(|line| line.contains(env)) {
                 problems.push(format!("cua {command:?}: `{first}` has no {env}"));
             }
+        }
+    }
+    // Discovery and eval keep run directories of their own shape apart from replay's, so they
+    // take the same flag without the replay root's variable.
+    for command in [["discover"], ["eval"]] {
+        let text = help(&command);
+        let flag = text
+            .lines()
+            .find(|line| line.starts_with("--evidence-dir <DIR>"));
+        match flag {
+            Some(_) if !text.contains("CUA_EVIDENCE_DIR") => {}
+            Some(_) => problems.push(format!("cua {command:?} reads CUA_EVIDENCE_DIR")),
+            None => problems.push(format!("cua {command:?} has no --evidence-dir")),
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

@@ -264,11 +264,7 @@ impl Origin {
                 let Some((address, after)) = bracketed.split_once(']') else {
                     return invalid("an IPv6 host needs its closing `]`");
                 };
-                if address.is_empty()
-                    || !address
-                        .chars()
-                        .all(|c| c.is_ascii_hexdigit() || matches!(c, ':' | '.'))
-                {
+                if address.parse::<core::net::Ipv6Addr>().is_err() {
                     return invalid("the bracketed host is not an IPv6 address");
                 }
                 match after {
@@ -662,6 +658,10 @@ mod tests {
             "http://[::1",
             "http://[::1]x",
             "http://[zz::1]",
+            "http://[:]",
+            "http://[...]",
+            "http://[1]",
+            "http://[fe80::1%25eth0]",
             "HTTP://example.test",
         ] {
             assert!(Origin::parse(bad).is_err(), "{bad}");

@@ -295,8 +295,16 @@ impl Catalog {
             .tenants
             .join(tenant.as_str())
             .join(format!("{}{CAPABILITY_SUFFIX}", reference.id()));
-        if !path.is_file() {
+        if !path.exists() {
             return Ok(None);
+        }
+        // Something other than a file where the binding belongs is not "no binding": the run
+        // would silently go without the tenant's overlay.
+        if !path.is_file() {
+            return Err(CatalogError::Invalid {
+                path,
+                reason: "a tenant binding must be a regular file".to_owned(),
+            });
         }
         let text = read_text(&path)?;
         let binding = TenantBinding::from_yaml(&text).map_err(|error| CatalogError::Invalid {

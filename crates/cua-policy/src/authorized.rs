@@ -212,7 +212,8 @@ pub struct ResolvedTarget {
 /// An action the policy engine allowed. Private fields, no public constructor: only
 /// [`crate::PolicyEngine::authorize`] makes one, and a surface driver accepts nothing else.
 /// It is not `Clone` and every port takes it by value, so one decision is dispatched at most
-/// once; only a read may be sent again, through [`AuthorizedAction::retry_of_read`].
+/// once; only a safe-method request may be sent again, through
+/// [`AuthorizedAction::retry_of_read`].
 #[derive(Debug, PartialEq)]
 pub struct AuthorizedAction {
     actor: Actor,
@@ -246,11 +247,13 @@ impl AuthorizedAction {
         }
     }
 
-    /// A second witness for the same read, for the one retry a route offers after a failure.
-    /// `None` for anything assessed above `safe`: a mutation is never sent twice under one
-    /// decision.
+    /// A second witness for the same read, for the one retry a route offers after a failure:
+    /// only a request with a safe method (GET, HEAD, OPTIONS) the policy assessed `safe`.
+    /// `None` for anything else, whatever its declared risk: a step that may mutate is never
+    /// sent twice under one decision.
     pub fn retry_of_read(&self) -> Option<Self> {
-        (self.assessment.tier == RiskTier::Safe).then(|| Self {
+        let read = matches!(&self.action, SurfaceAction::Http(request) if request.method.is_safe());
+        (read && self.assessment.tier == RiskTier::Safe).then(|| Self {
             actor: self.actor,
             lease_epoch: self.lease_epoch,
             decision_id: self.decision_id.clone(),

@@ -1,8 +1,8 @@
-//! One way to wire a run. Everything that runs a capability (`cua replay` and its batches, the
-//! console's supervised run, eval, the MCP server, the demo) opens its run directory, redactor,
-//! secret resolver, clock and lease here, then borrows a [`Replayer`] from it, so no caller can
-//! forget the policy's redaction on the bus or give the secrets a redactor the bus does not
-//! share.
+//! One way to wire a run. The product's runs (`cua replay` and its batches, the console's
+//! supervised run, eval, the MCP server) open their run directory, redactor, secret resolver,
+//! clock and lease here, then borrow a [`Replayer`] from it, so none forgets the policy's
+//! redaction on the bus or gives the secrets a redactor the bus does not share. (The demo and the
+//! test harnesses still wire a `Replayer` by hand, to inject their own clocks and sinks.)
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -36,6 +36,9 @@ pub struct RunSetup<'a> {
     /// A lease shared with whoever may take the session over; a fresh automation lease when
     /// absent.
     pub lease: Option<Arc<Mutex<Lease>>>,
+    /// A redactor shared with another sink (the console's server), so every secret the run
+    /// resolves is scrubbed there too; a fresh one from the policy when absent.
+    pub redactor: Option<Redactor>,
 }
 
 impl<'a> RunSetup<'a> {
@@ -54,6 +57,7 @@ impl<'a> RunSetup<'a> {
             wall_clock: Arc::new(cua_evidence::SystemClock),
             signing_key: None,
             lease: None,
+            redactor: None,
         }
     }
 }
@@ -70,7 +74,10 @@ impl RunWiring {
     /// Creates the run directory with the policy's redaction, and the secret resolver that
     /// registers every value it issues with that same redactor.
     pub fn open(setup: RunSetup<'_>) -> Result<Self, EvidenceError> {
-        let redactor = Redactor::from_policy(&setup.policy.redaction)?;
+        let redactor = match setup.redactor {
+            Some(shared) => shared,
+            None => Redactor::from_policy(&setup.policy.redaction)?,
+        };
         let bus = EvidenceBus::create(
             setup.evidence_root,
             setup.run_id,

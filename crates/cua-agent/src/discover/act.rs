@@ -208,7 +208,9 @@ impl<D: SurfaceDriver, L: LlmPort> Discovery<'_, D, L> {
     }
 
     /// Resolves the target, then passes the gate as the agent: nothing reaches the surface that
-    /// the policy engine did not grant under the lease as it stands at the dispatch.
+    /// the policy engine did not grant. Discovery's lease is its own run's; the gate reads it
+    /// again at the dispatch as for every actor, so a discovery session an operator could take
+    /// over needs only a shared lease here.
     pub(super) async fn chokepoint(
         &self,
         session: &mut Session,

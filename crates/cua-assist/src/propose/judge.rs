@@ -169,7 +169,7 @@ impl<D: SurfaceDriver, L: LlmPort> Assistant<'_, D, L> {
             )
             .map_err(evidence_refusal)?;
         let decision_id =
-            self.authorize(capability, step, request.stuck.action, resolved, lease)?;
+            self.policy_judgement(capability, step, request.stuck.action, resolved, lease)?;
         let precondition = if request.stuck.precondition {
             step.precondition
                 .as_ref()
@@ -282,7 +282,7 @@ impl<D: SurfaceDriver, L: LlmPort> Assistant<'_, D, L> {
     /// The policy's judgement of the proposal as the agent. A read is never authorized (it
     /// reaches no surface); anything else must be granted, or the assist is refused. The
     /// authorization is dropped, never dispatched: the continuation performs the step.
-    pub(super) fn authorize(
+    pub(super) fn policy_judgement(
         &self,
         effective: &Capability,
         step: &Step,

@@ -177,6 +177,31 @@ async fn a_mutation_is_announced_before_it_leaves_keyed_as_the_caller_says() {
 }
 
 #[tokio::test]
+async fn a_step_declared_a_mutation_gets_its_intent_whatever_its_tier() {
+    // An HTTP POST or a command that is not read-only is a mutation by declaration, even when
+    // the policy assesses it safe: it is announced before it leaves.
+    let root = tempfile::tempdir().unwrap();
+    let bus = bus(root.path());
+    let engine = engine();
+    let lease = || Lease::new(Actor::Automation);
+    let port = Port::default();
+    let request = Request {
+        declared_mutation: true,
+        ..click(Actor::Automation, 1, "Search", None)
+    };
+    let passed = Gate::new(&engine, Some(&bus), &lease)
+        .pass(request, |authorized| port.dispatch(authorized), Vec::new)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(passed.ticket.mutation);
+    assert_eq!(passed.ticket.risk, RiskTier::Safe);
+    let story = story(&bus);
+    assert_eq!(story.len(), 3, "{story:?}");
+    assert!(story[1].starts_with("intent dec-000001"), "{story:?}");
+}
+
+#[tokio::test]
 async fn a_denial_is_recorded_with_the_assessed_tier_and_nothing_reaches_the_port() {
     let root = tempfile::tempdir().unwrap();
     let bus = bus(root.path());

@@ -150,4 +150,18 @@ fn only_a_read_has_a_spare_witness_for_its_retry() {
         RiskTier::Elevated,
     );
     assert!(write.retry_of_read().is_none());
+    // A POST declared safe is still no read, and a command never has a spare.
+    let declared_safe = grant(
+        http(
+            HttpMethod::Post,
+            "http://127.0.0.1:8811/api/members/12345/notes",
+        ),
+        RiskTier::Safe,
+    );
+    assert!(declared_safe.retry_of_read().is_none());
+    assert!(
+        grant(command("member-risk"), RiskTier::Safe)
+            .retry_of_read()
+            .is_none()
+    );
 }

@@ -201,3 +201,42 @@ fn a_reconciliation_allows_a_rerun_only_when_nothing_of_the_row_happened() {
         );
     }
 }
+
+/// A run wired with a redactor another sink holds (the console's server) scrubs, in that sink,
+/// every secret the run resolves: the redactor is shared, not copied.
+#[test]
+fn a_shared_redactor_learns_the_secrets_the_run_resolves() {
+    let root = tempfile::tempdir().unwrap();
+    let policy = crate::support::policy_config();
+    let shared = Redactor::from_policy(&policy.redaction).unwrap();
+    let variable = cua_evidence::env_var(&policy.secrets.env_prefix, "corebank.operator_password");
+    let secret = "a-long-operator-password-9321";
+    let wiring = cua_replay::RunWiring::open(cua_replay::RunSetup {
+        redactor: Some(shared.clone()),
+        ..cua_replay::RunSetup::new(
+            root.path(),
+            RunId::parse("run-shared").unwrap(),
+            &policy,
+            std::collections::BTreeMap::from([(variable, secret.to_owned())]),
+        )
+    })
+    .unwrap();
+    let engine = cua_policy::PolicyEngine::from_config(&policy).unwrap();
+    let surface = crate::fake::FakeSurface::default();
+    let escalations = cua_replay::RecordedEscalations::new();
+    let replayer = wiring.replayer(
+        &surface,
+        &engine,
+        &cua_replay::NoCapabilities,
+        &escalations,
+        cua_replay::ReplayConfig::default(),
+    );
+    assert!(!shared.redact_text(secret).contains("<redacted"));
+    let name = cua_artifact::SecretName::parse("corebank.operator_password").unwrap();
+    assert_eq!(replayer.secrets.resolve(&name).unwrap().expose(), secret);
+    assert!(
+        !shared
+            .redact_text(&format!("typed {secret}"))
+            .contains(secret)
+    );
+}
