@@ -88,6 +88,28 @@ pub struct ModelReply {
     pub meta: CallMeta,
 }
 
+impl ModelReply {
+    /// The `llm_call` event of this reply, made for `purpose`; `scripted` when the model was
+    /// the scripted one, whatever the reply says.
+    pub fn llm_call(&self, purpose: &str, scripted: bool) -> cua_evidence::LlmCall {
+        cua_evidence::LlmCall {
+            model: self.meta.model.clone(),
+            provider: self.meta.provider.clone(),
+            scripted: self.meta.scripted || scripted,
+            request_id: self.meta.request_id.clone(),
+            prompt_tokens: self.usage.prompt_tokens,
+            completion_tokens: self.usage.completion_tokens,
+            reasoning: self.content.clone().unwrap_or_default(),
+            tool_calls: self
+                .tool_calls
+                .iter()
+                .map(|call| call.name.clone())
+                .collect(),
+            purpose: Some(purpose.to_owned()),
+        }
+    }
+}
+
 /// The port the discovery loop calls the model through.
 pub trait LlmPort: Send + Sync {
     /// The model name requested, for `run_start`.

@@ -88,15 +88,9 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             self.record_sent(
                 frame,
                 &ticket,
-                Sent {
-                    ok: false,
-                    navigated: false,
-                    http_status: None,
-                    duration_ms: 0,
-                    message: format!(
-                        "attempt {attempts}: {error}; the route retries the same request"
-                    ),
-                },
+                Sent::failed(format!(
+                    "attempt {attempts}: {error}; the route retries the same request"
+                )),
                 Vec::new(),
             )?;
         };
@@ -104,18 +98,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         let response = match sent {
             Ok(response) => response,
             Err(error) => {
-                self.record_sent(
-                    frame,
-                    &ticket,
-                    Sent {
-                        ok: false,
-                        navigated: false,
-                        http_status: None,
-                        duration_ms: 0,
-                        message: error.to_string(),
-                    },
-                    Vec::new(),
-                )?;
+                self.record_sent(frame, &ticket, Sent::failed(error.to_string()), Vec::new())?;
                 let (verdict, reason) = failed_dispatch_verdict(
                     &error,
                     mutates,
@@ -232,18 +215,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         let output = match ran {
             Ok(output) => output,
             Err(error) => {
-                self.record_sent(
-                    frame,
-                    &ticket,
-                    Sent {
-                        ok: false,
-                        navigated: false,
-                        http_status: None,
-                        duration_ms: 0,
-                        message: error.to_string(),
-                    },
-                    Vec::new(),
-                )?;
+                self.record_sent(frame, &ticket, Sent::failed(error.to_string()), Vec::new())?;
                 let (verdict, reason) = failed_dispatch_verdict(
                     &error,
                     mutates,

@@ -4,7 +4,6 @@
 use std::time::Instant;
 
 use cua_artifact::Actor;
-use cua_evidence::LlmCall;
 use cua_surface::SurfaceDriver;
 use serde_json::json;
 
@@ -73,21 +72,7 @@ impl<D: SurfaceDriver, L: LlmPort> Discovery<'_, D, L> {
             self.bus.emit(
                 Actor::Agent,
                 session.lease.epoch,
-                LlmCall {
-                    model: reply.meta.model.clone(),
-                    provider: reply.meta.provider.clone(),
-                    scripted: reply.meta.scripted || self.llm.scripted(),
-                    request_id: reply.meta.request_id.clone(),
-                    prompt_tokens: reply.usage.prompt_tokens,
-                    completion_tokens: reply.usage.completion_tokens,
-                    reasoning: reply.content.clone().unwrap_or_default(),
-                    tool_calls: reply
-                        .tool_calls
-                        .iter()
-                        .map(|call| call.name.clone())
-                        .collect(),
-                    purpose: Some("discovery".to_owned()),
-                },
+                reply.llm_call("discovery", self.llm.scripted()),
             )?;
             let Some(call) = reply.tool_calls.first().cloned() else {
                 idle_answers += 1;

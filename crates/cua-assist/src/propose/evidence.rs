@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use cua_agent::{LlmPort, ModelReply};
 use cua_artifact::{Actor, FailureCode, RunStatus};
-use cua_evidence::{LlmCall, Note, RunEnd};
+use cua_evidence::{Note, RunEnd};
 use cua_surface::SurfaceDriver;
 use serde_json::Value;
 
@@ -16,25 +16,8 @@ use super::{AssistOutcome, AssistRequest, Assistant, Candidate, PURPOSE, Refusal
 impl<D: SurfaceDriver, L: LlmPort> Assistant<'_, D, L> {
     /// The `llm_call` event of the one call.
     pub(super) fn record_call(&self, reply: &ModelReply) -> Result<(), AssistError> {
-        self.bus.emit(
-            Actor::Agent,
-            1,
-            LlmCall {
-                model: reply.meta.model.clone(),
-                provider: reply.meta.provider.clone(),
-                scripted: reply.meta.scripted,
-                request_id: reply.meta.request_id.clone(),
-                prompt_tokens: reply.usage.prompt_tokens,
-                completion_tokens: reply.usage.completion_tokens,
-                reasoning: reply.content.clone().unwrap_or_default(),
-                tool_calls: reply
-                    .tool_calls
-                    .iter()
-                    .map(|call| call.name.clone())
-                    .collect(),
-                purpose: Some(PURPOSE.to_owned()),
-            },
-        )?;
+        self.bus
+            .emit(Actor::Agent, 1, reply.llm_call(PURPOSE, false))?;
         Ok(())
     }
 
