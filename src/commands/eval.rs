@@ -294,7 +294,7 @@ async fn measure(
         policy,
         policy_config,
         capabilities: &remedies,
-        environment: crate::commands::process_environment(),
+        environment: cua_evidence::process_environment(),
         runs_dir: runs_dir.clone(),
         config: ReplayConfig {
             operators: crate::commands::replay::operators().map_err(|message| {

@@ -74,7 +74,7 @@ pub(crate) fn server(
         eprintln!("error: {message}");
         Exit::Unavailable
     })?;
-    config.environment = crate::commands::process_environment()
+    config.environment = cua_evidence::process_environment()
         .into_iter()
         .filter(|(key, _)| key.starts_with(&prefix))
         .collect();

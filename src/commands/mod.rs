@@ -87,14 +87,6 @@ pub(crate) fn evidence_failure(error: &cua_evidence::EvidenceError) -> (Exit, &'
     }
 }
 
-/// The process environment as text, for a run's secret resolver: the one place a command
-/// hands it over (a variable that is not UTF-8 cannot hold a secret and is left out).
-pub(crate) fn process_environment() -> std::collections::BTreeMap<String, String> {
-    std::env::vars_os()
-        .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
-        .collect()
-}
-
 /// An error and its sources on one line, `outer: cause: root`.
 pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();

@@ -342,7 +342,7 @@ pub(crate) async fn replay_request(
             &settings.evidence_dir,
             run_id,
             &settings.policy_config,
-            crate::commands::process_environment(),
+            cua_evidence::process_environment(),
         )
     })
     .map_err(|error| {

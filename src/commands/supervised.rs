@@ -94,7 +94,7 @@ async fn start_supervised(
     // The fixture's contract credentials, for its sign-on remedy, unless the environment
     // names others. They go to the resolver only, never to the process environment.
     let prefix = &common.policy_config.secrets.env_prefix;
-    let mut environment = crate::commands::process_environment();
+    let mut environment = cua_evidence::process_environment();
     environment
         .entry(format!("{prefix}COREBANK_OPERATOR_ID"))
         .or_insert_with(|| memberdesk::OPERATOR_ID.to_owned());

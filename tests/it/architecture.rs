@@ -233,10 +233,16 @@ fn workspace_edges(metadata: &Value) -> BTreeMap<String, BTreeSet<String>> {
 /// enables (`cargo metadata`'s graph unifies the whole workspace's features, and would charge a
 /// crate with what another one turns on).
 fn linked(root: &str) -> BTreeSet<String> {
+    linked_with(root, &[])
+}
+
+/// [`linked`] with more `cargo tree` arguments (feature selection).
+fn linked_with(root: &str, extra: &[&str]) -> BTreeSet<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = Command::new(cargo)
         .args(["tree", "-p", root, "-e", "normal,build", "--prefix", "none"])
         .args(["--format", "{p}"])
+        .args(extra)
         .current_dir(repository())
         .output()
         .expect("cargo tree runs");
@@ -428,30 +434,14 @@ fn pure_crates_link_no_runtime_network_or_browser_and_read_no_clock() {
 
 #[test]
 fn the_product_build_links_no_fixture_app() {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let tree = |features: &[&str]| {
-        let output = Command::new(&cargo)
-            .args(["tree", "-p", "cua", "-e", "normal", "--prefix", "none"])
-            .args(["--format", "{p}"])
-            .args(features)
-            .current_dir(repository())
-            .output()
-            .expect("cargo tree runs");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    };
-    let product = tree(&["--no-default-features"]);
-    assert!(product.contains("cua-replay"), "{product}");
+    let product = linked_with("cua", &["--no-default-features"]);
+    assert!(product.contains("cua-replay"), "{product:?}");
     assert!(
         !product.contains("memberdesk"),
         "the product links the fixture app"
     );
     // The development build, which `make demo` and the tests use, does.
-    assert!(tree(&[]).contains("memberdesk"));
+    assert!(linked("cua").contains("memberdesk"));
 }
 
 #[test]

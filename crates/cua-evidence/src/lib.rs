@@ -92,7 +92,7 @@ pub use ledger::{
 };
 pub use project::{project, unauthorized_dispatches};
 pub use redact::{MAX_REDACTABLE_BYTES, MIN_LITERAL_CHARS, Redactor, STRUCTURAL_KEYS};
-pub use secrets::{DEFAULT_ENV_PREFIX, SecretResolver, SecretValue, env_var};
+pub use secrets::{DEFAULT_ENV_PREFIX, SecretResolver, SecretValue, env_var, process_environment};
 pub use verify::{
     BreakKind, ChainBreak, EVIDENCE_FILE_LIMIT, MAX_EVIDENCE_FILE_BYTES, MAX_TRACE_BYTES, TornTail,
     VerifyReport, read_trace, verify, verify_with,

@@ -72,9 +72,7 @@ impl SecretResolver {
 
     /// [`SecretResolver::from_process_env`] with the policy's own prefix.
     pub fn from_process_env_with_prefix(prefix: impl Into<String>, redactor: Redactor) -> Self {
-        let environment = std::env::vars_os()
-            .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)));
-        Self::new(prefix, environment, redactor)
+        Self::new(prefix, process_environment(), redactor)
     }
 
     /// Adds a value that wins over the environment for one name.
@@ -152,4 +150,13 @@ pub fn env_var(prefix: &str, name: &str) -> String {
         other => other.to_ascii_uppercase(),
     }));
     variable
+}
+
+/// The process environment as text, where secrets are looked up by variable name. A variable
+/// whose name or value is not UTF-8 cannot hold a secret and is left out (`std::env::vars`
+/// would panic on it).
+pub fn process_environment() -> BTreeMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
+        .collect()
 }

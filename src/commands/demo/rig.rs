@@ -258,7 +258,7 @@ impl Demo {
         fixture_operator().into_iter().fold(
             SecretResolver::new(
                 self.policy.config.secrets.env_prefix.clone(),
-                crate::commands::process_environment(),
+                cua_evidence::process_environment(),
                 redactor,
             ),
             |secrets, (name, value)| secrets.with_override(name, value),
@@ -269,7 +269,7 @@ impl Demo {
     /// for the components that read secrets from an environment (evals, MCP tool calls).
     pub(super) fn environment_with_operator(&self) -> BTreeMap<String, String> {
         let prefix = &self.policy.config.secrets.env_prefix;
-        let mut environment = crate::commands::process_environment();
+        let mut environment = cua_evidence::process_environment();
         for (name, value) in fixture_operator() {
             environment.insert(cua_evidence::env_var(prefix, name.as_str()), value);
         }
