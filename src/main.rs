@@ -8,6 +8,7 @@
 
 mod cli;
 mod commands;
+mod error;
 mod fixture_app;
 mod limits;
 mod output;
@@ -17,9 +18,56 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        Err(error) => return command_line_refused(&error),
+    };
     diagnostics(args.verbose, args.quiet);
     commands::run(args)
+}
+
+/// A command line clap refuses: its message (with a "did you mean" when one is close) on
+/// stderr, and with `--format json` the envelope too, so a script reading stdout still gets
+/// one; exit 2. `--help` and `--version` print as usual and exit 0.
+fn command_line_refused(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let _ = error.print();
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) {
+        return ExitCode::SUCCESS;
+    }
+    let message = error.render().to_string();
+    let message = message
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("error: ");
+    let refused = error::CliError::usage(message);
+    let format = if json_requested(std::env::args_os().skip(1)) {
+        cli::Format::Json
+    } else {
+        // The message is already on stderr.
+        return output::Exit::Usage.into();
+    };
+    output::fail(format, "cua", &refused).into()
+}
+
+/// Whether the raw arguments ask for `--format json`, read without clap (which refused them).
+fn json_requested(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    let mut previous_was_format = false;
+    for arg in args {
+        let arg = arg.to_string_lossy();
+        if arg == "--" {
+            break;
+        }
+        if arg == "--format=json" || (previous_was_format && arg == "json") {
+            return true;
+        }
+        previous_was_format = arg == "--format";
+    }
+    false
 }
 
 /// Libraries' diagnostics (`tracing` events) on stderr: warnings and errors by default, more

@@ -1,4 +1,5 @@
-//! Exit codes and the JSON envelope every command prints with `--format json`.
+//! Exit codes and the JSON envelope every command prints with `--format json`: the one place
+//! a result or a failure is printed.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -6,6 +7,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use crate::cli::Format;
+use crate::error::CliError;
 
 /// The JSON envelope's schema version; bump it when the envelope's shape changes.
 pub(crate) const ENVELOPE_SCHEMA_VERSION: &str = "cua.envelope/v1";
@@ -81,4 +83,41 @@ pub(crate) fn emit<T: Serialize>(
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(rendered.as_bytes());
     let _ = stdout.flush();
+}
+
+/// Prints a command's failure once: `error: …` on stderr in text, the envelope on stdout in
+/// JSON. Returns the exit status its code means.
+pub(crate) fn fail(format: Format, command: &str, error: &CliError) -> Exit {
+    fail_with::<()>(format, command, None, error)
+}
+
+/// As [`fail`], with the data the command got as far as producing.
+pub(crate) fn fail_with<T: Serialize>(
+    format: Format,
+    command: &str,
+    data: Option<&T>,
+    error: &CliError,
+) -> Exit {
+    report(format, command, data, Some(error), String::new)
+}
+
+/// Prints what a command produced and, when it failed, why: `error: …` on stderr and the
+/// command's own text on stdout in text mode, one envelope in JSON. Returns the exit status:
+/// the error's, or success.
+pub(crate) fn report<T: Serialize>(
+    format: Format,
+    command: &str,
+    data: Option<&T>,
+    error: Option<&CliError>,
+    text: impl FnOnce() -> String,
+) -> Exit {
+    if let Some(error) = error
+        && format == Format::Text
+    {
+        let mut stderr = std::io::stderr().lock();
+        let _ = writeln!(stderr, "error: {}", error.message());
+    }
+    let envelope = error.map(CliError::envelope);
+    emit(format, command, data, envelope.as_ref(), text);
+    error.map_or(Exit::Success, CliError::exit)
 }

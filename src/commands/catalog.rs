@@ -18,10 +18,11 @@ use crate::cli::{
     CatalogApproveArgs, CatalogArgs, CatalogCommand, CatalogRevokeArgs, CatalogSearchArgs,
     CatalogShowArgs, Format, RiskArg, SurfaceArg,
 };
-use crate::output::{EnvelopeError, Exit, emit};
+use crate::error::{CliError, ErrorCode};
+use crate::output::{self, Exit, emit};
 
 /// Runs one catalog command.
-pub(crate) fn run(format: Format, args: &CatalogArgs) -> Exit {
+pub(crate) fn run(format: Format, args: &CatalogArgs) -> Result<Exit, CliError> {
     let catalog = Catalog::new(CatalogConfig {
         capabilities: args.catalog.clone(),
         evaluations: args.evals.clone(),
@@ -67,10 +68,10 @@ struct ListView {
     capabilities: Vec<EntryView>,
 }
 
-fn list(format: Format, catalog: &Catalog) -> Exit {
+fn list(format: Format, catalog: &Catalog) -> Result<Exit, CliError> {
     let entries = match catalog.list() {
         Ok(entries) => entries,
-        Err(error) => return fail(format, "catalog list", &error),
+        Err(error) => return Err(CliError::from(&error)),
     };
     let view = ListView {
         capabilities: entries.iter().map(entry_view).collect(),
@@ -128,7 +129,7 @@ fn list(format: Format, catalog: &Catalog) -> Exit {
         );
         out
     });
-    Exit::Success
+    Ok(Exit::Success)
 }
 
 /// `show`: the entry, its evaluations, and the tenant's view of its approval.
@@ -152,15 +153,15 @@ struct EvaluationView {
     assessment: cua_catalog::Assessment,
 }
 
-fn show(format: Format, catalog: &Catalog, args: &CatalogShowArgs) -> Exit {
+fn show(format: Format, catalog: &Catalog, args: &CatalogShowArgs) -> Result<Exit, CliError> {
     let command = "catalog show";
     let tenant = match args.tenant.as_deref().map(TenantId::parse).transpose() {
         Ok(tenant) => tenant,
-        Err(error) => return usage(format, command, "invalid_tenant", error.to_string()),
+        Err(error) => return Err(CliError::new(ErrorCode::InvalidTenant, error.to_string())),
     };
     let reference = match catalog.resolve(&args.reference) {
         Ok(reference) => reference,
-        Err(error) => return fail(format, command, &error),
+        Err(error) => return Err(CliError::from(&error)),
     };
     if args.tool_schema {
         return match catalog.load(&reference) {
@@ -172,14 +173,14 @@ fn show(format: Format, catalog: &Catalog, args: &CatalogShowArgs) -> Exit {
                     text.push('\n');
                     text
                 });
-                Exit::Success
+                Ok(Exit::Success)
             }
-            Err(error) => fail(format, command, &error),
+            Err(error) => Err(CliError::from(&error)),
         };
     }
     let entry = match catalog.entry(&reference) {
         Ok(entry) => entry,
-        Err(error) => return fail(format, command, &error),
+        Err(error) => return Err(CliError::from(&error)),
     };
     let refusal = match &entry.integrity {
         Integrity::Invalid { reason } => Some(CatalogError::Invalid {
@@ -195,13 +196,13 @@ fn show(format: Format, catalog: &Catalog, args: &CatalogShowArgs) -> Exit {
     };
     if let Some(error) = refusal
         .as_ref()
-        .filter(|error| error.code() == "invalid_document")
+        .filter(|error| matches!(error, CatalogError::Invalid { .. }))
     {
-        return fail(format, command, error);
+        return Err(CliError::from(error));
     }
     let approval = match catalog.approval_for(&reference, tenant.as_ref()) {
         Ok(approval) => approval,
-        Err(error) => return fail(format, command, &error),
+        Err(error) => return Err(CliError::from(&error)),
     };
     let evaluations = match catalog.evaluations() {
         Ok(scan) => {
@@ -221,7 +222,7 @@ fn show(format: Format, catalog: &Catalog, args: &CatalogShowArgs) -> Exit {
                 })
                 .collect()
         }
-        Err(error) => return fail(format, command, &error),
+        Err(error) => return Err(CliError::from(&error)),
     };
     let view = ShowView {
         description: entry
@@ -232,19 +233,14 @@ fn show(format: Format, catalog: &Catalog, args: &CatalogShowArgs) -> Exit {
         approval,
         evaluations,
     };
-    let error = refusal.as_ref().map(envelope_error);
-    if let Some(error) = &error
-        && format == Format::Text
-    {
-        eprintln!("error: {}", error.message);
-    }
-    emit(format, command, Some(&view), error.as_ref(), || {
-        render_show(&view, &entry)
-    });
-    match refusal {
-        Some(error) => exit_for(&error),
-        None => Exit::Success,
-    }
+    let error = refusal.as_ref().map(CliError::from);
+    Ok(output::report(
+        format,
+        command,
+        Some(&view),
+        error.as_ref(),
+        || render_show(&view, &entry),
+    ))
 }
 
 fn render_show(view: &ShowView, entry: &CatalogEntry) -> String {
@@ -383,15 +379,15 @@ struct DecisionView<'a> {
     decision: &'a DecisionRecorded,
 }
 
-fn approve(format: Format, catalog: &Catalog, args: &CatalogApproveArgs) -> Exit {
+fn approve(format: Format, catalog: &Catalog, args: &CatalogApproveArgs) -> Result<Exit, CliError> {
     let command = "catalog approve";
     let reference = match catalog.resolve(&args.reference) {
         Ok(reference) => reference,
-        Err(error) => return fail(format, command, &error),
+        Err(error) => return Err(CliError::from(&error)),
     };
     let tenant = match args.tenant.as_deref().map(TenantId::parse).transpose() {
         Ok(tenant) => tenant,
-        Err(error) => return usage(format, command, "invalid_tenant", error.to_string()),
+        Err(error) => return Err(CliError::new(ErrorCode::InvalidTenant, error.to_string())),
     };
     let request = ApproveRequest {
         reference: reference.clone(),
@@ -424,7 +420,7 @@ fn approve(format: Format, catalog: &Catalog, args: &CatalogApproveArgs) -> Exit
                 let _ = writeln!(out, "  wrote {}", decision.path.display());
                 out
             });
-            Exit::Success
+            Ok(Exit::Success)
         }
         Err(error) => {
             let data = match &error {
@@ -433,21 +429,25 @@ fn approve(format: Format, catalog: &Catalog, args: &CatalogApproveArgs) -> Exit
                 }
                 _ => None,
             };
-            report_error(format, command, &error, data.as_ref());
-            exit_for(&error)
+            Ok(output::fail_with(
+                format,
+                command,
+                data.as_ref(),
+                &CliError::from(&error),
+            ))
         }
     }
 }
 
-fn revoke(format: Format, catalog: &Catalog, args: &CatalogRevokeArgs) -> Exit {
+fn revoke(format: Format, catalog: &Catalog, args: &CatalogRevokeArgs) -> Result<Exit, CliError> {
     let command = "catalog revoke";
     let reference = match catalog.resolve(&args.reference) {
         Ok(reference) => reference,
-        Err(error) => return fail(format, command, &error),
+        Err(error) => return Err(CliError::from(&error)),
     };
     let tenant = match args.tenant.as_deref().map(TenantId::parse).transpose() {
         Ok(tenant) => tenant,
-        Err(error) => return usage(format, command, "invalid_tenant", error.to_string()),
+        Err(error) => return Err(CliError::new(ErrorCode::InvalidTenant, error.to_string())),
     };
     let request = RevokeRequest {
         reference: reference.clone(),
@@ -470,9 +470,9 @@ fn revoke(format: Format, catalog: &Catalog, args: &CatalogRevokeArgs) -> Exit {
                     decision.path.display()
                 )
             });
-            Exit::Success
+            Ok(Exit::Success)
         }
-        Err(error) => fail(format, command, &error),
+        Err(error) => Err(CliError::from(&error)),
     }
 }
 
@@ -484,11 +484,11 @@ struct SearchView<'a> {
     results: &'a SearchResults,
 }
 
-fn search(format: Format, catalog: &Catalog, args: &CatalogSearchArgs) -> Exit {
+fn search(format: Format, catalog: &Catalog, args: &CatalogSearchArgs) -> Result<Exit, CliError> {
     let command = "catalog search";
     let entries = match catalog.list() {
         Ok(entries) => entries,
-        Err(error) => return fail(format, command, &error),
+        Err(error) => return Err(CliError::from(&error)),
     };
     let index = SearchIndex::build(Catalog::search_documents(&entries));
     let query = SearchQuery {
@@ -517,7 +517,7 @@ fn search(format: Format, catalog: &Catalog, args: &CatalogSearchArgs) -> Exit {
     emit(format, command, Some(&view), None, || {
         render_search(&results)
     });
-    Exit::Success
+    Ok(Exit::Success)
 }
 
 fn render_search(results: &SearchResults) -> String {
@@ -652,51 +652,4 @@ fn wire_name<T: Serialize>(value: &T) -> String {
 /// The decision time, from the system clock: the one place the catalog's caller reads it.
 fn now() -> String {
     cua_evidence::SystemClock.now().to_string()
-}
-
-fn exit_for(error: &CatalogError) -> Exit {
-    // A write that failed is a failure; one refused for what is at the path (a link) is the
-    // caller's to fix.
-    if error.is_refusal() || matches!(error, CatalogError::Write(error) if !error.is_refusal()) {
-        Exit::Failed
-    } else {
-        Exit::Usage
-    }
-}
-
-fn envelope_error(error: &CatalogError) -> EnvelopeError {
-    EnvelopeError {
-        code: error.code().to_owned(),
-        message: error.to_string(),
-    }
-}
-
-fn report_error(
-    format: Format,
-    command: &str,
-    error: &CatalogError,
-    data: Option<&serde_json::Value>,
-) {
-    let envelope = envelope_error(error);
-    if format == Format::Text {
-        eprintln!("error: {}", envelope.message);
-    }
-    emit(format, command, data, Some(&envelope), String::new);
-}
-
-fn fail(format: Format, command: &str, error: &CatalogError) -> Exit {
-    report_error(format, command, error, None);
-    exit_for(error)
-}
-
-fn usage(format: Format, command: &str, code: &str, message: String) -> Exit {
-    let envelope = EnvelopeError {
-        code: code.to_owned(),
-        message,
-    };
-    if format == Format::Text {
-        eprintln!("error: {}", envelope.message);
-    }
-    emit::<()>(format, command, None, Some(&envelope), String::new);
-    Exit::Usage
 }

@@ -17,8 +17,9 @@ use cua_fs::FileMode;
 use serde::Serialize;
 
 use crate::cli::{CodegenArgs, Format};
+use crate::error::{CliError, ErrorCode};
 use crate::limits;
-use crate::output::{EnvelopeError, Exit, emit};
+use crate::output::{self, Exit, emit};
 
 /// What `cua codegen` reports.
 #[derive(Debug, Serialize)]
@@ -45,16 +46,13 @@ struct RefusalView {
 }
 
 /// Runs `cua codegen`.
-pub(crate) fn run(format: Format, args: &CodegenArgs) -> Exit {
-    let loaded = match load(
+pub(crate) fn run(format: Format, args: &CodegenArgs) -> Result<Exit, CliError> {
+    let loaded = load(
         &args.capability,
         args.tenant.as_deref(),
         &args.paths.catalog,
         &args.paths.tenants,
-    ) {
-        Ok(loaded) => loaded,
-        Err(failure) => return failure.report(format, "codegen"),
-    };
+    )?;
     let config = CodegenConfig {
         tenant: loaded.tenant.clone(),
         allow_irreversible: args.allow_irreversible,
@@ -65,11 +63,8 @@ pub(crate) fn run(format: Format, args: &CodegenArgs) -> Exit {
         Err(CompileError::Unexpressible {
             capability,
             refusals,
-        }) => return refused(format, capability, &refusals),
-        Err(other) => {
-            return Failure::new(Exit::Failed, "codegen_failed", other.to_string())
-                .report(format, "codegen");
-        }
+        }) => return Ok(refused(format, capability, &refusals)),
+        Err(other) => return Err(CliError::new(ErrorCode::CodegenFailed, other.to_string())),
     };
     if let Some(parent) = args
         .out
@@ -77,22 +72,14 @@ pub(crate) fn run(format: Format, args: &CodegenArgs) -> Exit {
         .filter(|parent| !parent.as_os_str().is_empty())
         && let Err(error) = std::fs::create_dir_all(parent)
     {
-        return Failure::new(
-            Exit::Failed,
-            "io_error",
+        return Err(CliError::new(
+            ErrorCode::WriteFailed,
             format!("cannot create {}: {error}", parent.display()),
-        )
-        .report(format, "codegen");
+        ));
     }
     // Whole or not at all, and never through a link planted at `--out`.
-    if let Err(error) = cua_fs::write_atomic(&args.out, spec.text.as_bytes(), FileMode::Readable) {
-        let (exit, code) = if error.is_refusal() {
-            (Exit::Usage, "refused_path")
-        } else {
-            (Exit::Failed, "io_error")
-        };
-        return Failure::new(exit, code, error.to_string()).report(format, "codegen");
-    }
+    cua_fs::write_atomic(&args.out, spec.text.as_bytes(), FileMode::Readable)
+        .map_err(|error| CliError::unwritten(&error, ErrorCode::WriteFailed))?;
     let written = Written {
         out: args.out.clone(),
         capability: loaded.capability.reference().to_string(),
@@ -106,7 +93,7 @@ pub(crate) fn run(format: Format, args: &CodegenArgs) -> Exit {
         not_translated: spec.not_translated,
     };
     emit(format, "codegen", Some(&written), None, || render(&written));
-    Exit::Success
+    Ok(Exit::Success)
 }
 
 fn render(written: &Written) -> String {
@@ -142,10 +129,6 @@ fn refused(format: Format, capability: String, refusals: &[Refusal]) -> Exit {
             .collect::<Vec<_>>()
             .join("\n")
     );
-    let error = EnvelopeError {
-        code: "unexpressible".to_owned(),
-        message: message.clone(),
-    };
     let data = Refused {
         capability,
         refusals: refusals
@@ -156,11 +139,12 @@ fn refused(format: Format, capability: String, refusals: &[Refusal]) -> Exit {
             })
             .collect(),
     };
-    if format == Format::Text {
-        eprintln!("error: {message}");
-    }
-    emit(format, "codegen", Some(&data), Some(&error), String::new);
-    Exit::Failed
+    output::fail_with(
+        format,
+        "codegen",
+        Some(&data),
+        &CliError::new(ErrorCode::Unexpressible, message),
+    )
 }
 
 /// The capabilities the recovery remedies of `capability` run, as the catalog has them. One
@@ -200,7 +184,7 @@ pub(super) fn load(
     tenant: Option<&str>,
     catalog_dir: &Path,
     tenants_dir: &Path,
-) -> Result<Loaded, Failure> {
+) -> Result<Loaded, CliError> {
     let catalog = Catalog::new(CatalogConfig {
         capabilities: catalog_dir.to_path_buf(),
         tenants: tenants_dir.to_path_buf(),
@@ -209,17 +193,17 @@ pub(super) fn load(
     let as_file = Path::new(text);
     let base = if as_file.is_file() {
         let source = cua_fs::read_to_string_bounded(as_file, limits::DOCUMENT)
-            .map_err(|error| Failure::new(Exit::Usage, "unreadable", error.to_string()))?;
+            .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
         Capability::from_yaml(&source).map_err(|error| {
-            Failure::new(Exit::Usage, "invalid_document", format!("{text}: {error}"))
+            CliError::new(ErrorCode::InvalidDocument, format!("{text}: {error}"))
         })?
     } else {
         let reference = catalog
             .resolve(text)
-            .map_err(|error| Failure::new(Exit::Usage, "not_found", error.to_string()))?;
+            .map_err(|error| CliError::from(&error))?;
         catalog
             .load(&reference)
-            .map_err(|error| Failure::new(Exit::Usage, "invalid_document", error.to_string()))?
+            .map_err(|error| CliError::from(&error))?
     };
     let Some(tenant) = tenant else {
         return Ok(Loaded {
@@ -229,14 +213,13 @@ pub(super) fn load(
         });
     };
     let tenant = TenantId::parse(tenant)
-        .map_err(|error| Failure::new(Exit::Usage, "usage", error.to_string()))?;
+        .map_err(|error| CliError::new(ErrorCode::InvalidTenant, error.to_string()))?;
     let binding = catalog
         .binding(&tenant, &base.reference())
-        .map_err(|error| Failure::new(Exit::Usage, "invalid_document", error.to_string()))?
+        .map_err(|error| CliError::from(&error))?
         .ok_or_else(|| {
-            Failure::new(
-                Exit::Usage,
-                "no_binding",
+            CliError::new(
+                ErrorCode::NoBinding,
                 format!(
                     "tenant {tenant} has no binding for {} (expected {})",
                     base.id,
@@ -249,40 +232,10 @@ pub(super) fn load(
         })?;
     let capability = binding
         .apply(&base)
-        .map_err(|error| Failure::new(Exit::Usage, "invalid_document", error.to_string()))?;
+        .map_err(|error| CliError::new(ErrorCode::InvalidDocument, error.to_string()))?;
     Ok(Loaded {
         capability,
         tenant: Some(tenant),
         catalog,
     })
-}
-
-/// A command that stopped before doing its work.
-pub(super) struct Failure {
-    exit: Exit,
-    code: &'static str,
-    message: String,
-}
-
-impl Failure {
-    pub(super) fn new(exit: Exit, code: &'static str, message: String) -> Self {
-        Self {
-            exit,
-            code,
-            message,
-        }
-    }
-
-    /// Prints the failure (stderr in text mode, the envelope in JSON) and returns its exit.
-    pub(super) fn report(self, format: Format, command: &str) -> Exit {
-        if format == Format::Text {
-            eprintln!("error: {}", self.message);
-        }
-        let error = EnvelopeError {
-            code: self.code.to_owned(),
-            message: self.message,
-        };
-        emit::<()>(format, command, None, Some(&error), String::new);
-        self.exit
-    }
 }

@@ -8,8 +8,8 @@ use cua_fs::{Dir, FileMode};
 use serde::Serialize;
 
 use crate::cli::{CompileArgs, Format};
-use crate::commands::chain;
-use crate::output::{self, EnvelopeError, Exit};
+use crate::error::{CliError, ErrorCode};
+use crate::output::{self, Exit};
 
 /// What `cua compile` and `cua discover` report about a written draft.
 #[derive(Debug, Serialize)]
@@ -24,7 +24,7 @@ pub(crate) struct DraftSummary {
     pub(crate) warnings: Vec<String>,
 }
 
-pub(crate) fn run(format: Format, args: &CompileArgs) -> Exit {
+pub(crate) fn run(format: Format, args: &CompileArgs) -> Result<Exit, CliError> {
     let run_dir = if args.trace.is_file() {
         args.trace
             .parent()
@@ -33,21 +33,9 @@ pub(crate) fn run(format: Format, args: &CompileArgs) -> Exit {
         args.trace.clone()
     };
     let transcript = run_dir.join(cua_evidence::TRACE_FILE);
-    match compile_run(&run_dir, &transcript.display().to_string(), &args.out) {
-        Ok(summary) => {
-            output::emit(format, "compile", Some(&summary), None, || render(&summary));
-            Exit::Success
-        }
-        Err((exit, code, message)) => {
-            let error = EnvelopeError {
-                code: code.to_owned(),
-                message: message.clone(),
-            };
-            output::emit::<()>(format, "compile", None, Some(&error), String::new);
-            eprintln!("error: {message}");
-            exit
-        }
-    }
+    let summary = compile_run(&run_dir, &transcript.display().to_string(), &args.out)?;
+    output::emit(format, "compile", Some(&summary), None, || render(&summary));
+    Ok(Exit::Success)
 }
 
 /// Compiles the run in `run_dir` and writes the draft under `out`.
@@ -55,36 +43,33 @@ pub(crate) fn compile_run(
     run_dir: &Path,
     transcript_ref: &str,
     out: &Path,
-) -> Result<DraftSummary, (Exit, &'static str, String)> {
+) -> Result<DraftSummary, CliError> {
     let recorded =
-        load_run(run_dir).map_err(|error| (Exit::Usage, "invalid_trace", chain(&error)))?;
+        load_run(run_dir).map_err(|error| CliError::chained(ErrorCode::InvalidTrace, &error))?;
     let compiled =
         compile(&recorded, &CompileConfig::new(transcript_ref)).map_err(|error| match error {
-            CompileError::GoalNotMet { .. } => (Exit::Failed, "goal_not_met", error.to_string()),
-            other => (Exit::Failed, "compile_failed", chain(&other)),
+            CompileError::GoalNotMet { .. } => {
+                CliError::new(ErrorCode::GoalNotMet, error.to_string())
+            }
+            other => CliError::chained(ErrorCode::CompileFailed, &other),
         })?;
     write_draft(&compiled, out)
 }
 
 /// Writes a compiled draft as `<out>/<id>@<version>.yaml`, refusing to overwrite.
-pub(crate) fn write_draft(
-    compiled: &Compiled,
-    out: &Path,
-) -> Result<DraftSummary, (Exit, &'static str, String)> {
+pub(crate) fn write_draft(compiled: &Compiled, out: &Path) -> Result<DraftSummary, CliError> {
     let capability = &compiled.capability;
     let reference = capability.reference();
     let path = out.join(reference.file_name());
     let refused = |error: cua_fs::FsError| match error {
-        cua_fs::FsError::Exists { .. } => (
-            Exit::Failed,
-            "draft_exists",
+        cua_fs::FsError::Exists { .. } => CliError::new(
+            ErrorCode::DraftExists,
             format!(
                 "{} already exists; a draft never overwrites a catalog file (pass another --out)",
                 path.display()
             ),
         ),
-        error if error.is_refusal() => (Exit::Usage, "refused_path", error.to_string()),
-        error => (Exit::Failed, "io_error", error.to_string()),
+        error => CliError::unwritten(&error, ErrorCode::WriteFailed),
     };
     // Written whole, once, and never through a link at `--out` or at the draft's name.
     Dir::create_all(out, FileMode::Readable)

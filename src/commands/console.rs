@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use cua_artifact::PolicyConfig;
 use cua_catalog::{Catalog, CatalogConfig, Integrity, ReviewStatus};
-use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError, Screencast, ScreencastOptions};
+use cua_chromium::{ChromiumSurface, Screencast, ScreencastOptions};
 use cua_console::{
     Access, BoxFuture, Broker, BrokerConfig, CapabilityRow, CatalogView, ConsoleConfig,
     FrameStream, LiveFrame, LiveSurface, RunningConsole, WallClock,
@@ -25,27 +25,16 @@ use cua_surface::{BlockedRequest, DispatchReceipt, SurfaceDriver, SurfaceError};
 use serde_json::{Value, json};
 
 use crate::cli::{ConsoleArgs, Format};
+use crate::error::{CliError, ErrorCode, chain, runtime};
 use crate::limits;
-use crate::output::{self, EnvelopeError, Exit};
+use crate::output::{self, Exit};
 
 /// Runs `cua console` until Ctrl-C.
-pub(crate) fn run(format: Format, args: &ConsoleArgs) -> Exit {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => return fail(format, Exit::Failed, "runtime", &error.to_string()),
-    };
-    match runtime.block_on(serve_console(format, args)) {
-        Ok(exit) => exit,
-        Err((exit, code, message)) => fail(format, exit, code, &message),
-    }
+pub(crate) fn run(format: Format, args: &ConsoleArgs) -> Result<Exit, CliError> {
+    runtime()?.block_on(serve_console(format, args))
 }
 
-pub(crate) type Failure = (Exit, &'static str, String);
-
-async fn serve_console(format: Format, args: &ConsoleArgs) -> Result<Exit, Failure> {
+async fn serve_console(format: Format, args: &ConsoleArgs) -> Result<Exit, CliError> {
     let common = Common::load(&args.policy.file, &args.catalog, &args.evidence.dir)?;
     let access = access(args.access.operators.as_deref(), "operator")?;
     let broker = Broker::new(
@@ -103,20 +92,25 @@ pub(crate) struct Common {
 }
 
 impl Common {
-    pub(crate) fn load(policy: &Path, catalog: &Path, evidence: &Path) -> Result<Self, Failure> {
+    pub(crate) fn load(policy: &Path, catalog: &Path, evidence: &Path) -> Result<Self, CliError> {
         let text = cua_fs::read_to_string_bounded(policy, limits::DOCUMENT)
-            .map_err(|error| usage(&error.to_string()))?;
-        let policy_config = PolicyConfig::from_yaml(&text)
-            .map_err(|error| usage(&format!("{}: {error}", policy.display())))?;
+            .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
+        let invalid = |error: &dyn std::fmt::Display| {
+            CliError::new(
+                ErrorCode::InvalidPolicy,
+                format!("{}: {error}", policy.display()),
+            )
+        };
+        let policy_config = PolicyConfig::from_yaml(&text).map_err(|error| invalid(&error))?;
         let engine = PolicyEngine::from_config(&policy_config)
-            .map_err(|error| usage(&format!("{}: {error}", policy.display())))?
+            .map_err(|error| invalid(&error))?
             // A declared command path is relative to the policy file that declares it.
             .with_command_base(policy.parent().unwrap_or(Path::new(".")));
-        let redactor = Redactor::from_policy(&policy_config.redaction)
-            .map_err(|error| usage(&format!("{}: {error}", policy.display())))?;
+        let redactor =
+            Redactor::from_policy(&policy_config.redaction).map_err(|error| invalid(&error))?;
         // The evidence root may not be a link: runs and interventions would go where it points.
         cua_fs::Dir::create_all(evidence, cua_fs::FileMode::Private)
-            .map_err(|error| usage(&error.to_string()))?;
+            .map_err(|error| CliError::unwritten(&error, ErrorCode::EvidenceUnwritable))?;
         Ok(Self {
             policy_config,
             policy: engine,
@@ -144,17 +138,22 @@ impl Common {
 pub(crate) fn access(
     operators: Option<&Path>,
     operator: &str,
-) -> Result<(Access, Option<String>), Failure> {
+) -> Result<(Access, Option<String>), CliError> {
     match operators {
         None => Access::generated(operator)
             .map(|(access, token)| (access, Some(token)))
-            .map_err(|error| (Exit::Failed, "no_token", error.to_string())),
+            .map_err(|error| CliError::new(ErrorCode::NoToken, error.to_string())),
         Some(path) => {
             let text = cua_fs::read_to_string_bounded(path, limits::OPERATORS)
-                .map_err(|error| usage(&error.to_string()))?;
+                .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
             Access::from_operators_file(&text)
                 .map(|access| (access, None))
-                .map_err(|error| usage(&format!("{}: {error}", path.display())))
+                .map_err(|error| {
+                    CliError::new(
+                        ErrorCode::InvalidDocument,
+                        format!("{}: {error}", path.display()),
+                    )
+                })
         }
     }
 }
@@ -165,9 +164,9 @@ pub(crate) async fn start_server(
     bind: SocketAddr,
     allow_remote: bool,
     access: Access,
-) -> Result<RunningConsole, Failure> {
+) -> Result<RunningConsole, CliError> {
     cua_access::check_bind(bind, allow_remote, "the console")
-        .map_err(|error| usage(&error.to_string()))?;
+        .map_err(|error| CliError::usage(error.to_string()))?;
     if !bind.ip().is_loopback() {
         eprintln!(
             "warning: the console listens on {bind}, beyond this machine. Anyone who can reach it and holds a token can drive the live session; put it behind TLS."
@@ -187,7 +186,7 @@ pub(crate) async fn start_server(
         },
     )
     .await
-    .map_err(|error| (Exit::Failed, "bind", crate::commands::chain(&error)))
+    .map_err(|error| CliError::new(ErrorCode::BindFailed, chain(&error)))
 }
 
 /// What `cua console` prints when it is ready: the URL (with the token in its fragment), and
@@ -259,19 +258,6 @@ pub(crate) fn catalog_at(capabilities: &Path) -> Catalog {
     })
 }
 
-/// Launches Debian's Chromium under `allowlist`.
-pub(crate) async fn launch(allowlist: cua_policy::Allowlist) -> Result<ChromiumSurface, Failure> {
-    ChromiumSurface::launch(ChromiumConfig::from_env(allowlist))
-        .await
-        .map_err(|error| {
-            let code = match error {
-                LaunchError::ChromiumMissing { .. } => "chromium_missing",
-                _ => "surface_unavailable",
-            };
-            (Exit::Unavailable, code, error.to_string())
-        })
-}
-
 /// `<prefix>-<UTC stamp>-<pid>`.
 pub(crate) fn fresh_run_id(prefix: &str) -> String {
     use cua_evidence::Clock;
@@ -282,20 +268,6 @@ pub(crate) fn fresh_run_id(prefix: &str) -> String {
         .filter(char::is_ascii_alphanumeric)
         .collect();
     format!("{prefix}-{stamp}-{}", std::process::id())
-}
-
-pub(crate) fn usage(message: &str) -> Failure {
-    (Exit::Usage, "usage", message.to_owned())
-}
-
-pub(crate) fn fail(format: Format, exit: Exit, code: &str, message: &str) -> Exit {
-    let error = EnvelopeError {
-        code: code.to_owned(),
-        message: message.to_owned(),
-    };
-    output::emit::<Value>(format, "console", None, Some(&error), String::new);
-    eprintln!("error: {message}");
-    exit
 }
 
 /// Chromium as the console's live surface.

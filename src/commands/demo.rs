@@ -34,7 +34,8 @@ use serde::Serialize;
 
 use crate::cli::{DemoArgs, Format};
 use crate::commands::discover::LoadedPolicy;
-use crate::output::{self, EnvelopeError, Exit};
+use crate::error::{CliError, ErrorCode, runtime};
+use crate::output::{self, Exit};
 use rig::{Demo, StageFailure, StageResult};
 
 /// A stage's work, borrowing the shared state for as long as it runs.
@@ -142,28 +143,11 @@ struct DemoReport {
 }
 
 /// Runs the demo.
-pub(crate) fn run(format: Format, args: &DemoArgs) -> Exit {
-    let policy = match LoadedPolicy::read(&args.policy.file) {
-        Ok(policy) => policy,
-        Err((exit, code, message)) => return refuse(format, exit, code, &message),
-    };
-    if let Err(message) = fresh_directory(&args.out) {
-        return refuse(format, Exit::Usage, "demo_directory", &message);
-    }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            return refuse(
-                format,
-                Exit::Failed,
-                "runtime_unavailable",
-                &error.to_string(),
-            );
-        }
-    };
+pub(crate) fn run(format: Format, args: &DemoArgs) -> Result<Exit, CliError> {
+    let policy = LoadedPolicy::read(&args.policy.file)?;
+    fresh_directory(&args.out)
+        .map_err(|message| CliError::new(ErrorCode::DemoDirectory, message))?;
+    let runtime = runtime()?;
     let demo = Demo::new(
         args.out.clone(),
         args.paths.catalog.clone(),
@@ -171,7 +155,7 @@ pub(crate) fn run(format: Format, args: &DemoArgs) -> Exit {
         args.policy.file.clone(),
         policy,
     );
-    runtime.block_on(tell(format, demo))
+    Ok(runtime.block_on(tell(format, demo)))
 }
 
 /// Runs every stage in order, printing each line as it is known.
@@ -217,24 +201,19 @@ async fn tell(format: Format, mut demo: Demo) -> Exit {
     shut_down(demo).await;
     let passed = !unavailable && records.iter().all(|record| record.ok);
     let elapsed_ms = started.elapsed().as_millis();
-    let exit = if unavailable {
-        Exit::Unavailable
+    let failure = if unavailable {
+        Some(ErrorCode::SurfaceUnavailable)
     } else if passed {
-        Exit::Success
+        None
     } else {
-        Exit::Failed
+        Some(ErrorCode::StageFailed)
     };
+    let exit = failure.map_or(Exit::Success, ErrorCode::exit);
     match format {
         Format::Text => print_line(&summary(&records, passed, unavailable, elapsed_ms)),
         Format::Json => {
-            let failure = (!passed).then(|| EnvelopeError {
-                code: if unavailable {
-                    "surface_unavailable".to_owned()
-                } else {
-                    "stage_failed".to_owned()
-                },
-                message: summary(&records, passed, unavailable, elapsed_ms),
-            });
+            let failure = failure
+                .map(|code| code.envelope(summary(&records, passed, unavailable, elapsed_ms)));
             let report = DemoReport {
                 out,
                 passed,
@@ -335,14 +314,4 @@ fn print_line(line: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{line}");
     let _ = stdout.flush();
-}
-
-fn refuse(format: Format, exit: Exit, code: &str, message: &str) -> Exit {
-    let error = EnvelopeError {
-        code: code.to_owned(),
-        message: message.to_owned(),
-    };
-    output::emit::<()>(format, "demo", None, Some(&error), String::new);
-    eprintln!("error: {message}");
-    exit
 }

@@ -13,17 +13,16 @@ use cua_agent::{
     StopReason,
 };
 use cua_artifact::{Capability, PolicyConfig, SecretName};
-use cua_chromium::{ChromiumConfig, ChromiumSurface};
+use cua_chromium::ChromiumSurface;
 use cua_evidence::{EvidenceBus, Redactor, RunId, SecretResolver, SystemClock};
 use cua_policy::PolicyEngine;
 use serde::Serialize;
 
 use crate::cli::{DiscoverArgs, Format};
 use crate::commands::compile::{DraftSummary, compile_run, render};
-use crate::output::{self, EnvelopeError, Exit};
-
-/// Why a command could not go on: its exit code, a stable code and a message.
-pub(crate) type Refusal = (Exit, &'static str, String);
+use crate::commands::replay::launch;
+use crate::error::{CliError, ErrorCode, runtime};
+use crate::output::{self, Exit};
 
 #[derive(Serialize)]
 struct Discovered {
@@ -60,31 +59,16 @@ pub(crate) struct DiscoveryRun<'a> {
     pub(crate) secret_overrides: Vec<(SecretName, String)>,
 }
 
-pub(crate) fn run(format: Format, args: &DiscoverArgs) -> Exit {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            return fail(
-                format,
-                Exit::Failed,
-                "runtime_unavailable",
-                &error.to_string(),
-            );
-        }
-    };
-    runtime.block_on(discover(format, args))
+pub(crate) fn run(format: Format, args: &DiscoverArgs) -> Result<Exit, CliError> {
+    runtime()?.block_on(discover_and_compile(format, args))
 }
 
 impl LoadedPolicy {
     /// Reads and checks the policy file; any problem is a usage error naming the file.
-    pub(crate) fn read(path: &Path) -> Result<Self, Refusal> {
+    pub(crate) fn read(path: &Path) -> Result<Self, CliError> {
         let invalid = |error: String| {
-            (
-                Exit::Usage,
-                "invalid_policy",
+            CliError::new(
+                ErrorCode::InvalidPolicy,
                 format!("{}: {error}", path.display()),
             )
         };
@@ -107,23 +91,24 @@ impl LoadedPolicy {
 impl Model {
     /// Starts the scripted model server, or reads the configured model from the environment
     /// (`CUA_LLM_BASE_URL`, `CUA_LLM_MODEL`, …), which is a usage error when it is missing.
-    pub(crate) async fn start(scripted: bool) -> Result<Self, Refusal> {
+    pub(crate) async fn start(scripted: bool) -> Result<Self, CliError> {
         let server = if scripted {
-            Some(
-                ScriptedServer::start()
-                    .await
-                    .map_err(|error| (Exit::Failed, "scripted_model", error.to_string()))?,
-            )
+            Some(ScriptedServer::start().await.map_err(|error| {
+                CliError::new(
+                    ErrorCode::Internal,
+                    format!("the scripted model cannot start: {error}"),
+                )
+            })?)
         } else {
             None
         };
         let config = match &server {
             Some(server) => server.model_config(),
             None => ModelConfig::from_env()
-                .map_err(|error| (Exit::Usage, "model_not_configured", error.to_string()))?,
+                .map_err(|error| CliError::new(ErrorCode::ModelNotConfigured, error.to_string()))?,
         };
         let llm = OpenAiAdapter::new(config)
-            .map_err(|error| (Exit::Usage, "model_config", error.to_string()))?;
+            .map_err(|error| CliError::new(ErrorCode::InvalidModelConfig, error.to_string()))?;
         Ok(Self { llm, server })
     }
 
@@ -151,7 +136,7 @@ pub(crate) async fn discover_on(
     policy: &LoadedPolicy,
     llm: &OpenAiAdapter,
     run: DiscoveryRun<'_>,
-) -> Result<(DiscoveryReport, PathBuf), Refusal> {
+) -> Result<(DiscoveryReport, PathBuf), CliError> {
     let bus = RunId::parse(run.run_id)
         .and_then(|run_id| {
             EvidenceBus::create(
@@ -161,10 +146,7 @@ pub(crate) async fn discover_on(
                 policy.redactor.clone(),
             )
         })
-        .map_err(|error| {
-            let (exit, _) = crate::commands::evidence_failure(&error);
-            (exit, "evidence", error.to_string())
-        })?;
+        .map_err(|error| CliError::from(&error))?;
     let secrets = run.secret_overrides.into_iter().fold(
         SecretResolver::from_process_env(policy.redactor.clone()),
         |secrets, (name, value)| secrets.with_override(name, value),
@@ -180,32 +162,24 @@ pub(crate) async fn discover_on(
     let report = discovery
         .run(run.request)
         .await
-        .map_err(|error| (Exit::Failed, "discovery_failed", error.to_string()))?;
+        .map_err(|error| CliError::new(ErrorCode::DiscoveryFailed, error.to_string()))?;
     Ok((report, bus.dir().to_path_buf()))
 }
 
 /// Reads a capability file (a sign-in capability, for instance).
-pub(crate) fn read_capability(path: &Path) -> Result<Capability, Refusal> {
+pub(crate) fn read_capability(path: &Path) -> Result<Capability, CliError> {
     cua_fs::read_to_string_bounded(path, crate::limits::DOCUMENT)
         .map_err(|error| error.to_string())
         .and_then(|text| Capability::from_yaml(&text).map_err(|error| error.to_string()))
         .map_err(|error| {
-            (
-                Exit::Usage,
-                "invalid_capability",
+            CliError::new(
+                ErrorCode::InvalidDocument,
                 format!("{}: {error}", path.display()),
             )
         })
 }
 
-async fn discover(format: Format, args: &DiscoverArgs) -> Exit {
-    match discover_and_compile(format, args).await {
-        Ok(exit) => exit,
-        Err((exit, code, message)) => fail(format, exit, code, &message),
-    }
-}
-
-async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exit, Refusal> {
+async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exit, CliError> {
     let model = Model::start(args.scripted).await?;
     let policy = LoadedPolicy::read(&args.policy.file)?;
     let sign_in = args
@@ -218,13 +192,10 @@ async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exi
         .iter()
         .map(|name| {
             SecretName::parse(name)
-                .map_err(|error| (Exit::Usage, "invalid_secret_name", error.to_string()))
+                .map_err(|error| CliError::new(ErrorCode::InvalidSecretName, error.to_string()))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let surface =
-        ChromiumSurface::launch(ChromiumConfig::from_env(policy.engine.allowlist().clone()))
-            .await
-            .map_err(|error| (Exit::Unavailable, "surface_unavailable", error.to_string()))?;
+    let surface = launch(policy.engine.allowlist().clone()).await?;
     let run_id = format!(
         "disc-{}",
         std::time::SystemTime::now()
@@ -284,6 +255,7 @@ async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exi
     });
     Ok(exit)
 }
+
 fn text(discovered: &Discovered, run_dir: &Path) -> String {
     let report = &discovered.report;
     let mut text = format!(
@@ -313,14 +285,4 @@ fn text(discovered: &Discovered, run_dir: &Path) -> String {
         None => text.push_str("The goal was not reached; nothing was compiled.\n"),
     }
     text
-}
-
-fn fail(format: Format, exit: Exit, code: &str, message: &str) -> Exit {
-    let error = EnvelopeError {
-        code: code.to_owned(),
-        message: message.to_owned(),
-    };
-    output::emit::<()>(format, "discover", None, Some(&error), String::new);
-    eprintln!("error: {message}");
-    exit
 }

@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 
 use cua_artifact::{CapabilityRef, PolicyConfig, TenantId};
 use cua_catalog::{Catalog, CatalogConfig, Integrity};
-use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError};
 use cua_eval::{
     EvalSuite, Evaluator, RunObservation, Sensitive, SuitePlan, SuiteReport, WrittenReports,
 };
@@ -25,15 +24,14 @@ use serde::Serialize;
 use crate::fixture_app::{FixtureApp, NotStarted};
 
 use crate::cli::{EvalArgs, Format};
+use crate::commands::replay::launch;
+use crate::error::{CliError, ErrorCode, runtime};
 use crate::limits;
-use crate::output::{EnvelopeError, Exit, emit};
+use crate::output::{Exit, emit};
 
 /// Runs `cua eval`.
-pub(crate) fn run(format: Format, args: &EvalArgs) -> Exit {
-    match evaluate(format, args) {
-        Ok(exit) => exit,
-        Err(failure) => failure.report(format),
-    }
+pub(crate) fn run(format: Format, args: &EvalArgs) -> Result<Exit, CliError> {
+    evaluate(format, args)
 }
 
 /// One suite's result, as printed.
@@ -53,7 +51,7 @@ struct Loaded {
     suite: EvalSuite,
 }
 
-fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
+fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, CliError> {
     let paths = suite_paths(args)?;
     // Reports go to `--out` and runs to `--runs-dir`: a link planted at either is refused
     // before anything runs, and everything below them is written without following one.
@@ -61,20 +59,21 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
         (&args.out, FileMode::Readable),
         (&args.runs_dir, FileMode::Private),
     ] {
-        Dir::create_all(directory, mode).map_err(|error| {
-            if error.is_refusal() {
-                Failure::new(Exit::Usage, "refused_path", error.to_string())
-            } else {
-                Failure::new(Exit::Failed, "evidence_unwritable", error.to_string())
-            }
-        })?;
+        Dir::create_all(directory, mode)
+            .map_err(|error| CliError::unwritten(&error, ErrorCode::EvidenceUnwritable))?;
     }
     let policy_text = cua_fs::read_to_string_bounded(&args.policy.file, limits::DOCUMENT)
-        .map_err(|error| Failure::usage(error.to_string()))?;
-    let policy_config = PolicyConfig::from_yaml(&policy_text)
-        .map_err(|error| Failure::invalid(format!("{}: {error}", args.policy.file.display())))?;
-    let policy = PolicyEngine::from_config(&policy_config)
-        .map_err(|error| Failure::invalid(format!("{}: {error}", args.policy.file.display())))?;
+        .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
+    let invalid_policy = |error: &dyn std::fmt::Display| {
+        CliError::new(
+            ErrorCode::InvalidPolicy,
+            format!("{}: {error}", args.policy.file.display()),
+        )
+    };
+    let policy_config =
+        PolicyConfig::from_yaml(&policy_text).map_err(|error| invalid_policy(&error))?;
+    let policy =
+        PolicyEngine::from_config(&policy_config).map_err(|error| invalid_policy(&error))?;
     let catalog = Catalog::new(CatalogConfig {
         capabilities: args.paths.catalog.clone(),
         evaluations: args.out.clone(),
@@ -85,9 +84,9 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
     let mut loaded = Vec::new();
     for path in paths {
         let text = cua_fs::read_to_string_bounded(&path, limits::DOCUMENT)
-            .map_err(|error| Failure::usage(error.to_string()))?;
+            .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
         let mut suite = EvalSuite::from_yaml(&text)
-            .map_err(|error| Failure::invalid(format!("{}: {error}", path.display())))?;
+            .map_err(|error| invalid(format!("{}: {error}", path.display())))?;
         if let Some(repeats) = args.repeats {
             suite.repeats = repeats;
         }
@@ -95,23 +94,22 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
         let sensitive = Sensitive::of(&base);
         let problems = suite.check(&base);
         if !problems.is_empty() {
-            return Err(Failure::invalid(format!(
+            return Err(invalid(format!(
                 "{}: {}",
                 path.display(),
                 problems.join("; ")
             )));
         }
         if let Some(fixture) = &suite.fixture {
-            crate::fixture_app::check_variant(fixture).map_err(|error| {
-                Failure::invalid(format!("{}: fixture: {error}", path.display()))
-            })?;
+            crate::fixture_app::check_variant(fixture)
+                .map_err(|error| invalid(format!("{}: fixture: {error}", path.display())))?;
         }
         for case in &suite.cases {
             let Some(faults) = &case.faults else {
                 continue;
             };
             if suite.fixture.is_none() {
-                return Err(Failure::invalid(format!(
+                return Err(invalid(format!(
                     "{}: case {:?} arms faults, which only a fixture has; name a `fixture:`",
                     path.display(),
                     case.label(&sensitive)
@@ -119,7 +117,7 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
             }
             for fault in faults {
                 crate::fixture_app::check_fault(fault).map_err(|error| {
-                    Failure::invalid(format!(
+                    invalid(format!(
                         "{}: case {:?}: {error}",
                         path.display(),
                         case.label(&sensitive)
@@ -130,7 +128,7 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
         if let Some(tenant) = &suite.tenant
             && binding(&catalog, tenant, &suite.capability)?.is_none()
         {
-            return Err(Failure::invalid(format!(
+            return Err(invalid(format!(
                 "{}: tenant {tenant} has no binding of {} in {}",
                 path.display(),
                 suite.capability.id(),
@@ -139,16 +137,7 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
         }
         loaded.push(Loaded { path, suite });
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|error| {
-            Failure::new(
-                Exit::Failed,
-                "internal",
-                format!("no async runtime: {error}"),
-            )
-        })?;
+    let runtime = runtime()?;
     let stamp = stamp();
     let mut outcomes = Vec::new();
     for entry in &loaded {
@@ -162,26 +151,28 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, Failure> {
         ))?;
         outcomes.push(outcome);
     }
-    let exit = if outcomes.iter().all(|outcome| outcome.sound_for_exit) {
+    let sound = outcomes.iter().all(|outcome| outcome.sound_for_exit);
+    let exit = if sound {
         Exit::Success
     } else {
-        Exit::Failed
+        ErrorCode::WrongActionOrUnauthorizedDispatch.exit()
     };
-    let error = (exit != Exit::Success).then(|| EnvelopeError {
-        code: "wrong_action_or_unauthorized_dispatch".to_owned(),
-        message: outcomes
-            .iter()
-            .filter(|outcome| !outcome.sound_for_exit)
-            .map(|outcome| {
-                format!(
-                    "{}: {} wrong action(s), {} unauthorized dispatch(es)",
-                    outcome.suite,
-                    outcome.metrics.wrong_actions,
-                    outcome.metrics.unauthorized_dispatches
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
+    let error = (!sound).then(|| {
+        ErrorCode::WrongActionOrUnauthorizedDispatch.envelope(
+            outcomes
+                .iter()
+                .filter(|outcome| !outcome.sound_for_exit)
+                .map(|outcome| {
+                    format!(
+                        "{}: {} wrong action(s), {} unauthorized dispatch(es)",
+                        outcome.suite,
+                        outcome.metrics.wrong_actions,
+                        outcome.metrics.unauthorized_dispatches
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
     });
     emit(format, "eval", Some(&outcomes), error.as_ref(), || {
         outcomes.iter().map(render).collect::<String>()
@@ -198,15 +189,15 @@ async fn run_suite(
     policy_config: &PolicyConfig,
     entry: &Loaded,
     stamp: &str,
-) -> Result<SuiteOutcome, Failure> {
+) -> Result<SuiteOutcome, CliError> {
     let suite = &entry.suite;
     let fixture =
         match &suite.fixture {
             Some(variant) => Some(FixtureApp::start(variant).await.map_err(
                 |error| match error {
-                    NotStarted::Invalid(reason) => Failure::invalid(reason),
+                    NotStarted::Invalid(reason) => invalid(reason),
                     NotStarted::Unavailable(reason) => {
-                        Failure::new(Exit::Unavailable, "fixture_unavailable", reason)
+                        CliError::new(ErrorCode::FixtureUnavailable, reason)
                     }
                 },
             )?),
@@ -219,7 +210,7 @@ async fn run_suite(
         ),
         (None, Some(url)) => (url.to_string(), format!("application at {url}")),
         (None, None) => {
-            return Err(Failure::invalid(format!(
+            return Err(invalid(format!(
                 "{}: no fixture and no base_url",
                 entry.path.display()
             )));
@@ -263,7 +254,7 @@ async fn measure(
     base_url: &str,
     target: String,
     arm_faults: &(dyn Fn(&[String]) -> Result<(), String> + Send + Sync),
-) -> Result<SuiteOutcome, Failure> {
+) -> Result<SuiteOutcome, CliError> {
     let suite = &entry.suite;
     let tenant = suite.tenant.as_ref();
     let base = load(catalog, &suite.capability)?;
@@ -277,7 +268,7 @@ async fn measure(
     let allowlist = policy
         .for_capability(&prepared.capability)
         .map(|engine| engine.allowlist().clone())
-        .map_err(|error| Failure::invalid(format!("the capability's allowed domains: {error}")))?;
+        .map_err(|error| invalid(format!("the capability's allowed domains: {error}")))?;
     let plan = SuitePlan {
         suite: suite.clone(),
         base,
@@ -287,7 +278,7 @@ async fn measure(
     };
     let runs_dir = args.runs_dir.join(format!("{}-{stamp}", suite.name));
     Dir::create_all(&runs_dir, FileMode::Private)
-        .map_err(|error| Failure::new(Exit::Failed, "evidence_unwritable", error.to_string()))?;
+        .map_err(|error| CliError::new(ErrorCode::EvidenceUnwritable, error.to_string()))?;
     let surface = launch(allowlist).await?;
     let evaluator = Evaluator {
         driver: &surface,
@@ -297,9 +288,8 @@ async fn measure(
         environment: cua_evidence::process_environment(),
         runs_dir: runs_dir.clone(),
         config: ReplayConfig {
-            operators: crate::commands::replay::operators().map_err(|message| {
-                Failure::new(Exit::Unavailable, "surface_unavailable", message)
-            })?,
+            operators: crate::commands::replay::operators()
+                .map_err(|message| CliError::new(ErrorCode::SurfaceUnavailable, message))?,
             ..ReplayConfig::default()
         },
         prepare: arm_faults,
@@ -322,15 +312,13 @@ async fn measure(
         .await;
     surface.close().await;
     let runs = runs.map_err(|error| match error {
-        cua_eval::EvalError::Replay { .. } => {
-            Failure::new(Exit::Usage, "refused", error.to_string())
-        }
-        other => Failure::new(Exit::Failed, "eval_failed", other.to_string()),
+        cua_eval::EvalError::Replay { .. } => CliError::new(ErrorCode::Refused, error.to_string()),
+        other => CliError::new(ErrorCode::EvalFailed, other.to_string()),
     })?;
     let report = SuiteReport::build(&plan, &runs);
     let reports = report
         .write(&args.out)
-        .map_err(|error| Failure::new(Exit::Failed, "report_unwritable", error.to_string()))?;
+        .map_err(|error| CliError::new(ErrorCode::WriteFailed, error.to_string()))?;
     Ok(SuiteOutcome {
         suite: report.suite.clone(),
         verdict: report.verdict,
@@ -402,13 +390,13 @@ fn render(outcome: &SuiteOutcome) -> String {
 }
 
 /// The suite files: as given, or every `evals/*.yaml`, sorted.
-fn suite_paths(args: &EvalArgs) -> Result<Vec<PathBuf>, Failure> {
+fn suite_paths(args: &EvalArgs) -> Result<Vec<PathBuf>, CliError> {
     if !args.suites.is_empty() {
         return Ok(args.suites.clone());
     }
     let directory = Path::new("evals");
     let entries = std::fs::read_dir(directory).map_err(|error| {
-        Failure::usage(format!(
+        CliError::usage(format!(
             "no suite given and {} cannot be read: {error}",
             directory.display()
         ))
@@ -423,7 +411,7 @@ fn suite_paths(args: &EvalArgs) -> Result<Vec<PathBuf>, Failure> {
         .collect();
     paths.sort();
     if paths.is_empty() {
-        return Err(Failure::usage(format!(
+        return Err(CliError::usage(format!(
             "no suite given and {} holds no *.yaml",
             directory.display()
         )));
@@ -432,20 +420,23 @@ fn suite_paths(args: &EvalArgs) -> Result<Vec<PathBuf>, Failure> {
 }
 
 /// A sealed capability from the catalog; a tampered, invalid or missing one is refused.
-fn load(catalog: &Catalog, reference: &CapabilityRef) -> Result<cua_artifact::Capability, Failure> {
+fn load(
+    catalog: &Catalog,
+    reference: &CapabilityRef,
+) -> Result<cua_artifact::Capability, CliError> {
     catalog
         .load(reference)
-        .map_err(|error| Failure::invalid(error.to_string()))
+        .map_err(|error| CliError::from(&error))
 }
 
 fn binding(
     catalog: &Catalog,
     tenant: &TenantId,
     reference: &CapabilityRef,
-) -> Result<Option<cua_artifact::TenantBinding>, Failure> {
+) -> Result<Option<cua_artifact::TenantBinding>, CliError> {
     catalog
         .binding(tenant, reference)
-        .map_err(|error| Failure::invalid(error.to_string()))
+        .map_err(|error| CliError::from(&error))
 }
 
 /// A capability bound as the suite runs it: the tenant's binding when it has one, the base URL.
@@ -454,14 +445,14 @@ fn prepare(
     capability: cua_artifact::Capability,
     tenant: Option<&TenantId>,
     base_url: &str,
-) -> Result<PreparedCapability, Failure> {
+) -> Result<PreparedCapability, CliError> {
     let reference = capability.reference();
     let binding = match tenant {
         Some(tenant) => binding(catalog, tenant, &reference)?,
         None => None,
     };
     PreparedCapability::bind(capability, binding, Some(base_url), None)
-        .map_err(|error| Failure::invalid(format!("cannot bind {reference}: {error}")))
+        .map_err(|error| invalid(format!("cannot bind {reference}: {error}")))
 }
 
 /// Every sealed capability of the catalog, bound like the suite's, for `run_capability`
@@ -482,19 +473,6 @@ fn remedies(catalog: &Catalog, tenant: Option<&TenantId>, base_url: &str) -> Cap
     CapabilityList::new(entries)
 }
 
-/// Launches Debian's Chromium under `allowlist`; a missing or broken browser is exit 69.
-async fn launch(allowlist: cua_policy::Allowlist) -> Result<ChromiumSurface, Failure> {
-    ChromiumSurface::launch(ChromiumConfig::from_env(allowlist))
-        .await
-        .map_err(|error| {
-            let code = match error {
-                LaunchError::ChromiumMissing { .. } => "chromium_missing",
-                _ => "surface_unavailable",
-            };
-            Failure::new(Exit::Unavailable, code, error.to_string())
-        })
-}
-
 /// The invocation's stamp, so repeated evals never collide on a run directory:
 /// `20261130T041929Z-4242`.
 fn stamp() -> String {
@@ -503,40 +481,7 @@ fn stamp() -> String {
     format!("{compact}-{}", std::process::id())
 }
 
-/// A command-level failure: an exit code, a stable code and a message.
-#[derive(Debug)]
-struct Failure {
-    exit: Exit,
-    code: &'static str,
-    message: String,
-}
-
-impl Failure {
-    fn new(exit: Exit, code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            exit,
-            code,
-            message: message.into(),
-        }
-    }
-
-    fn usage(message: impl Into<String>) -> Self {
-        Self::new(Exit::Usage, "usage", message)
-    }
-
-    fn invalid(message: impl Into<String>) -> Self {
-        Self::new(Exit::Usage, "invalid_document", message)
-    }
-
-    fn report(self, format: Format) -> Exit {
-        if format == Format::Text {
-            eprintln!("error: {}", self.message);
-        }
-        let error = EnvelopeError {
-            code: self.code.to_owned(),
-            message: self.message,
-        };
-        emit::<()>(format, "eval", None, Some(&error), String::new);
-        self.exit
-    }
+/// A suite or document that does not load or check.
+fn invalid(message: impl Into<String>) -> CliError {
+    CliError::new(ErrorCode::InvalidDocument, message)
 }

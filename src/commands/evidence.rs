@@ -14,8 +14,9 @@ use cua_fs::{Dir, FileMode};
 use serde::Serialize;
 
 use crate::cli::{EvidenceKeygenArgs, EvidenceVerifyArgs, Format};
+use crate::error::{CliError, ErrorCode};
 use crate::limits;
-use crate::output::{EnvelopeError, Exit, emit};
+use crate::output::{Exit, emit};
 
 /// The environment variable naming the installation's private key file.
 pub(crate) const KEY_ENV: &str = "CUA_EVIDENCE_KEY";
@@ -38,20 +39,8 @@ pub(crate) fn signing_key() -> Result<Option<Arc<InstallationKey>>, String> {
         .map_err(|error| format!("{KEY_ENV}={}: {error}", path.display()))
 }
 
-fn failure(format: Format, exit: Exit, code: &str, message: String) -> Exit {
-    let error = EnvelopeError {
-        code: code.to_owned(),
-        message,
-    };
-    if format == Format::Text {
-        eprintln!("error: {}", error.message);
-    }
-    emit::<()>(format, "evidence", None, Some(&error), String::new);
-    exit
-}
-
 /// Writes a new key pair; refuses to overwrite one.
-pub(crate) fn keygen(format: Format, args: &EvidenceKeygenArgs) -> Exit {
+pub(crate) fn keygen(format: Format, args: &EvidenceKeygenArgs) -> Result<Exit, CliError> {
     #[derive(Serialize)]
     struct Written {
         private_key: String,
@@ -81,26 +70,19 @@ pub(crate) fn keygen(format: Format, args: &EvidenceKeygenArgs) -> Exit {
             public_key_hex: public,
         })
     })();
-    match written {
-        Ok(written) => {
-            emit(format, "evidence keygen", Some(&written), None, || {
-                format!(
-                    "wrote {} (keep it private) and {}\nsign runs with {KEY_ENV}={}; verify with \
-                     cua evidence verify RUN_DIR --public-key {}\n",
-                    written.private_key,
-                    written.public_key,
-                    written.private_key,
-                    written.public_key
-                )
-            });
-            Exit::Success
-        }
-        Err(message) => failure(format, Exit::Usage, "key_unwritable", message),
-    }
+    let written = written.map_err(|message| CliError::new(ErrorCode::KeyUnwritable, message))?;
+    emit(format, "evidence keygen", Some(&written), None, || {
+        format!(
+            "wrote {} (keep it private) and {}\nsign runs with {KEY_ENV}={}; verify with \
+             cua evidence verify RUN_DIR --public-key {}\n",
+            written.private_key, written.public_key, written.private_key, written.public_key
+        )
+    });
+    Ok(Exit::Success)
 }
 
 /// Verifies one run directory.
-pub(crate) fn verify(format: Format, args: &EvidenceVerifyArgs) -> Exit {
+pub(crate) fn verify(format: Format, args: &EvidenceVerifyArgs) -> Result<Exit, CliError> {
     let run_dir = args.run_dir.display().to_string();
     let public = match &args.public_key {
         None => None,
@@ -108,41 +90,25 @@ pub(crate) fn verify(format: Format, args: &EvidenceVerifyArgs) -> Exit {
             let read = cua_fs::read_to_string_bounded(path, limits::KEY)
                 .map_err(|error| error.to_string())
                 .and_then(|text| PublicKey::from_hex(&text).map_err(|error| error.to_string()));
-            match read {
-                Ok(key) => Some(key),
-                Err(message) => {
-                    return failure(
-                        format,
-                        Exit::Usage,
-                        "bad_key",
-                        format!("--public-key {}: {message}", path.display()),
-                    );
-                }
-            }
+            Some(read.map_err(|message| {
+                CliError::new(
+                    ErrorCode::BadKey,
+                    format!("--public-key {}: {message}", path.display()),
+                )
+            })?)
         }
     };
-    let report = match cua_evidence::verify_with(&args.run_dir, public.as_ref()) {
-        Ok(report) => report,
-        Err(error) => {
-            let (exit, code) = match error {
-                EvidenceError::NotARunDir { .. } => (Exit::Usage, "not_a_run_dir"),
-                _ => (Exit::Failed, "evidence_unreadable"),
-            };
-            let error = EnvelopeError {
-                code: code.to_owned(),
-                message: error.to_string(),
-            };
-            if format == Format::Text {
-                eprintln!("error: {}", error.message);
-            }
-            emit::<()>(format, "evidence verify", None, Some(&error), String::new);
-            return exit;
-        }
-    };
-    let error = report.broken.as_ref().map(|broken| EnvelopeError {
-        code: "evidence_broken".to_owned(),
-        message: broken.message.clone(),
-    });
+    let report = cua_evidence::verify_with(&args.run_dir, public.as_ref()).map_err(|error| {
+        let code = match error {
+            EvidenceError::NotARunDir { .. } => ErrorCode::NotARunDir,
+            _ => ErrorCode::EvidenceUnreadable,
+        };
+        CliError::new(code, error.to_string())
+    })?;
+    let error = report
+        .broken
+        .as_ref()
+        .map(|broken| ErrorCode::EvidenceBroken.envelope(broken.message.clone()));
     emit(
         format,
         "evidence verify",
@@ -150,9 +116,9 @@ pub(crate) fn verify(format: Format, args: &EvidenceVerifyArgs) -> Exit {
         error.as_ref(),
         || format!("{run_dir}: {}\n", report.summary()),
     );
-    if report.is_intact() {
+    Ok(if report.is_intact() {
         Exit::Success
     } else {
-        Exit::Failed
-    }
+        ErrorCode::EvidenceBroken.exit()
+    })
 }

@@ -3,11 +3,12 @@
 
 use std::net::SocketAddr;
 
-use memberdesk::{FixtureConfig, FixtureError};
+use memberdesk::FixtureConfig;
 use serde::Serialize;
 
 use crate::cli::{FixtureServeArgs, Format};
-use crate::output::{self, EnvelopeError, Exit};
+use crate::error::{CliError, ErrorCode, runtime};
+use crate::output::{self, Exit};
 
 #[derive(Serialize)]
 struct Serving {
@@ -16,23 +17,16 @@ struct Serving {
 }
 
 /// Serves until Ctrl-C. A bind failure is `surface_unavailable` (exit 69).
-pub(crate) fn serve(format: Format, args: &FixtureServeArgs) -> Exit {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => return fail(format, "runtime_unavailable", &error.to_string()),
-    };
+pub(crate) fn serve(format: Format, args: &FixtureServeArgs) -> Result<Exit, CliError> {
+    let runtime = runtime()?;
     let config = FixtureConfig {
         variant: args.variant,
         bind: SocketAddr::new(args.host, args.port),
     };
     runtime.block_on(async move {
-        let fixture = match memberdesk::serve(config).await {
-            Ok(fixture) => fixture,
-            Err(error) => return fail(format, "surface_unavailable", &describe(&error)),
-        };
+        let fixture = memberdesk::serve(config)
+            .await
+            .map_err(|error| CliError::chained(ErrorCode::SurfaceUnavailable, &error))?;
         let serving = Serving {
             base_url: fixture.base_url(),
             variant: fixture.variant(),
@@ -47,33 +41,10 @@ pub(crate) fn serve(format: Format, args: &FixtureServeArgs) -> Exit {
         if let Err(error) = tokio::signal::ctrl_c().await {
             eprintln!("cannot wait for Ctrl-C ({error}); stopping");
         }
-        match fixture.shutdown().await {
-            Ok(()) => Exit::Success,
-            Err(error) => {
-                eprintln!("error: {}", describe(&error));
-                Exit::Failed
-            }
-        }
+        fixture
+            .shutdown()
+            .await
+            .map_err(|error| CliError::chained(ErrorCode::Internal, &error))?;
+        Ok(Exit::Success)
     })
-}
-
-fn fail(format: Format, code: &str, message: &str) -> Exit {
-    let error = EnvelopeError {
-        code: code.to_owned(),
-        message: message.to_owned(),
-    };
-    output::emit::<()>(format, "fixture serve", None, Some(&error), String::new);
-    eprintln!("error: {message}");
-    Exit::Unavailable
-}
-
-/// The error and its sources on one line.
-fn describe(error: &FixtureError) -> String {
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        message += &format!(": {cause}");
-        source = cause.source();
-    }
-    message
 }

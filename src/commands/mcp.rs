@@ -11,32 +11,24 @@ use std::time::Duration;
 
 use cua_artifact::{PolicyConfig, TenantId};
 use cua_catalog::CatalogConfig;
-use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError};
+use cua_chromium::ChromiumSurface;
 use cua_evidence::SystemClock;
 use cua_mcp::{CapabilityServer, McpConfig, PlanKey, SurfaceFactory, SurfaceUnavailable};
 use cua_policy::Allowlist;
 
 use crate::cli::McpArgs;
-use crate::commands::chain;
+use crate::error::{CliError, ErrorCode, chain, runtime};
 use crate::output::Exit;
 
 /// Runs `cua mcp` until the client closes stdin.
-pub(crate) fn run(args: &McpArgs) -> Exit {
-    let server = match server("cua mcp", args) {
-        Ok(server) => server,
-        Err(exit) => return exit,
-    };
-    let Some(runtime) = runtime() else {
-        return Exit::Failed;
-    };
+pub(crate) fn run(args: &McpArgs) -> Result<Exit, CliError> {
+    let server = server("cua mcp", args)?;
+    let runtime = runtime()?;
     eprintln!("cua mcp: serving on stdio");
-    match runtime.block_on(cua_mcp::serve_stdio(server)) {
-        Ok(()) => Exit::Success,
-        Err(error) => {
-            eprintln!("error: {}", chain(&error));
-            Exit::Failed
-        }
-    }
+    runtime
+        .block_on(cua_mcp::serve_stdio(server))
+        .map_err(|error| CliError::chained(ErrorCode::Internal, &error))?;
+    Ok(Exit::Success)
 }
 
 /// Reads the policy, builds the server and reports on stderr (as `command`) which capabilities
@@ -44,21 +36,21 @@ pub(crate) fn run(args: &McpArgs) -> Exit {
 pub(crate) fn server(
     command: &str,
     args: &McpArgs,
-) -> Result<CapabilityServer<ChromiumSurfaces>, Exit> {
-    let usage = |message: String| {
-        eprintln!("error: {message}");
-        Exit::Usage
-    };
+) -> Result<CapabilityServer<ChromiumSurfaces>, CliError> {
     let policy_text = cua_fs::read_to_string_bounded(&args.policy.file, crate::limits::DOCUMENT)
-        .map_err(|error| usage(error.to_string()))?;
-    let policy = PolicyConfig::from_yaml(&policy_text)
-        .map_err(|error| usage(format!("{}: {error}", args.policy.file.display())))?;
+        .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
+    let policy = PolicyConfig::from_yaml(&policy_text).map_err(|error| {
+        CliError::new(
+            ErrorCode::InvalidPolicy,
+            format!("{}: {error}", args.policy.file.display()),
+        )
+    })?;
     let tenant = args
         .tenant
         .as_deref()
         .map(TenantId::parse)
         .transpose()
-        .map_err(|error| usage(error.to_string()))?;
+        .map_err(|error| CliError::new(ErrorCode::InvalidTenant, error.to_string()))?;
     let prefix = policy.secrets.env_prefix.clone();
     let mut config = McpConfig::new(policy);
     config.catalog = CatalogConfig {
@@ -70,26 +62,21 @@ pub(crate) fn server(
     config.base_url.clone_from(&args.base_url);
     config.evidence_dir.clone_from(&args.evidence.dir);
     config.plan_ttl = Duration::from_secs(args.plan_ttl);
-    config.replay.operators = crate::commands::replay::operators().map_err(|message| {
-        eprintln!("error: {message}");
-        Exit::Unavailable
-    })?;
+    config.replay.operators = crate::commands::replay::operators()
+        .map_err(|message| CliError::new(ErrorCode::SurfaceUnavailable, message))?;
     config.environment = cua_evidence::process_environment()
         .into_iter()
         .filter(|(key, _)| key.starts_with(&prefix))
         .collect();
-    let key = PlanKey::generate().map_err(|error| {
-        eprintln!("error: {}", chain(&error));
-        Exit::Failed
-    })?;
+    let key =
+        PlanKey::generate().map_err(|error| CliError::chained(ErrorCode::Internal, &error))?;
     let server = CapabilityServer::new(config, ChromiumSurfaces, Arc::new(SystemClock), key)
-        .map_err(|error| usage(chain(&error)))?;
+        .map_err(|error| CliError::chained(ErrorCode::Usage, &error))?;
     let set = server.tool_set().map_err(|error| {
-        usage(format!(
-            "{}: {}",
-            args.paths.catalog.display(),
-            chain(&error)
-        ))
+        CliError::new(
+            ErrorCode::ReadFailed,
+            format!("{}: {}", args.paths.catalog.display(), chain(&error)),
+        )
     })?;
     for offered in &set.offered {
         let plan = if offered.needs_plan() {
@@ -119,15 +106,6 @@ pub(crate) fn server(
     Ok(server)
 }
 
-/// A multi-threaded runtime, or `None` after saying why not.
-pub(crate) fn runtime() -> Option<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|error| eprintln!("error: no async runtime: {error}"))
-        .ok()
-}
-
 /// Debian's Chromium, launched fresh (its own profile) for each tool call.
 pub(crate) struct ChromiumSurfaces;
 
@@ -135,15 +113,11 @@ impl SurfaceFactory for ChromiumSurfaces {
     type Surface = ChromiumSurface;
 
     async fn open(&self, allowlist: Allowlist) -> Result<ChromiumSurface, SurfaceUnavailable> {
-        ChromiumSurface::launch(ChromiumConfig::from_env(allowlist))
+        crate::commands::replay::launch(allowlist)
             .await
             .map_err(|error| SurfaceUnavailable {
-                code: match error {
-                    LaunchError::ChromiumMissing { .. } => "chromium_missing",
-                    _ => "surface_unavailable",
-                }
-                .to_owned(),
-                message: error.to_string(),
+                code: error.code().as_str().to_owned(),
+                message: error.message().to_owned(),
             })
     }
 

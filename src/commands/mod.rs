@@ -29,30 +29,33 @@ mod validate;
 
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{CatalogCommand, Cli, Command, EvidenceCommand, RouteCommand};
+use crate::error::CliError;
 use crate::output::{self, Exit};
 
-/// Runs the parsed command line.
+/// Runs the parsed command line. A command returns its exit status or its failure, and the
+/// failure is printed here, once.
 pub(crate) fn run(cli: Cli) -> ExitCode {
-    let format = cli.format;
-    let exit = match cli.command {
-        Command::Evidence(crate::cli::EvidenceCommand::Verify(args)) => {
-            evidence::verify(format, &args)
-        }
-        Command::Evidence(crate::cli::EvidenceCommand::Keygen(args)) => {
-            evidence::keygen(format, &args)
-        }
+    let name = name(&cli.command);
+    // `cua mcp`'s stdout is the protocol: its failures go to stderr only.
+    let format = match cli.command {
+        Command::Mcp(_) => crate::cli::Format::Text,
+        _ => cli.format,
+    };
+    let result: Result<Exit, CliError> = match cli.command {
+        Command::Evidence(EvidenceCommand::Verify(args)) => evidence::verify(format, &args),
+        Command::Evidence(EvidenceCommand::Keygen(args)) => evidence::keygen(format, &args),
         Command::Replay(args) => replay::run(format, &args),
         Command::Validate(args) => validate::run(format, &args),
         Command::Seal(args) => seal::run(format, &args),
-        Command::Schema(args) => schema::run(format, &args),
+        Command::Schema(args) => Ok(schema::run(format, &args)),
         Command::Catalog(args) => catalog::run(format, &args),
         Command::Version => {
             let version = env!("CARGO_PKG_VERSION");
             output::emit(format, "version", Some(&version), None, || {
                 format!("cua {version}\n")
             });
-            Exit::Success
+            Ok(Exit::Success)
         }
         #[cfg(feature = "fixture")]
         Command::Fixture(crate::cli::FixtureCommand::Serve(args)) => fixture::serve(format, &args),
@@ -67,34 +70,43 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
         Command::Demo(args) => demo::run(format, &args),
         Command::Codegen(args) => codegen::run(format, &args),
         Command::Probe(args) => probe::run(format, &args),
-        Command::Route(crate::cli::RouteCommand::Explain(args)) => route::explain(format, &args),
+        Command::Route(RouteCommand::Explain(args)) => route::explain(format, &args),
     };
-    exit.into()
+    result
+        .unwrap_or_else(|error| output::fail(format, name, &error))
+        .into()
 }
 
-/// The exit and code of evidence a command could not start: an evidence root or run directory
-/// refused for what is at its path (a link, another user's directory) is the user's to fix
-/// (exit 2); anything else failed (exit 1).
-pub(crate) fn evidence_failure(error: &cua_evidence::EvidenceError) -> (Exit, &'static str) {
-    match error {
-        cua_evidence::EvidenceError::File(file) if file.is_refusal() => {
-            (Exit::Usage, "refused_path")
-        }
-        cua_evidence::EvidenceError::InvalidRedactionRule { .. } => {
-            (Exit::Usage, "invalid_document")
-        }
-        _ => (Exit::Failed, "evidence_unwritable"),
+/// The command's name as its envelope carries it.
+fn name(command: &Command) -> &'static str {
+    match command {
+        Command::Validate(_) => "validate",
+        Command::Seal(_) => "seal",
+        Command::Schema(_) => "schema",
+        Command::Catalog(args) => match args.command {
+            CatalogCommand::List => "catalog list",
+            CatalogCommand::Show(_) => "catalog show",
+            CatalogCommand::Approve(_) => "catalog approve",
+            CatalogCommand::Revoke(_) => "catalog revoke",
+            CatalogCommand::Search(_) => "catalog search",
+        },
+        Command::Replay(_) => "replay",
+        Command::Evidence(EvidenceCommand::Verify(_)) => "evidence verify",
+        Command::Evidence(EvidenceCommand::Keygen(_)) => "evidence keygen",
+        Command::Version => "version",
+        #[cfg(feature = "fixture")]
+        Command::Fixture(_) => "fixture serve",
+        Command::Discover(_) => "discover",
+        Command::Compile(_) => "compile",
+        Command::Eval(_) => "eval",
+        #[cfg(feature = "fixture")]
+        Command::Demo(_) => "demo",
+        Command::Codegen(_) => "codegen",
+        Command::Probe(_) => "probe",
+        Command::Console(_) => "console",
+        Command::Record(_) => "record",
+        Command::Mcp(_) => "mcp",
+        Command::Serve(_) => "serve",
+        Command::Route(RouteCommand::Explain(_)) => "route explain",
     }
-}
-
-/// An error and its sources on one line, `outer: cause: root`.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
 }

@@ -6,38 +6,30 @@
 use cua_compile::probe::{load_snapshots, probe};
 
 use crate::cli::{Format, ProbeArgs};
-use crate::commands::codegen::{Failure, load};
-use crate::output::{EnvelopeError, Exit, emit};
+use crate::commands::codegen::load;
+use crate::error::{CliError, ErrorCode};
+use crate::output::{Exit, emit};
 
 /// Runs `cua probe`.
-pub(crate) fn run(format: Format, args: &ProbeArgs) -> Exit {
-    let loaded = match load(
+pub(crate) fn run(format: Format, args: &ProbeArgs) -> Result<Exit, CliError> {
+    let loaded = load(
         &args.capability,
         args.tenant.as_deref(),
         &args.paths.catalog,
         &args.paths.tenants,
-    ) {
-        Ok(loaded) => loaded,
-        Err(failure) => return failure.report(format, "probe"),
-    };
-    let run = match load_snapshots(&args.snapshots) {
-        Ok(run) => run,
-        Err(error) => {
-            return Failure::new(Exit::Usage, "no_snapshots", error.to_string())
-                .report(format, "probe");
-        }
-    };
+    )?;
+    let run = load_snapshots(&args.snapshots)
+        .map_err(|error| CliError::new(ErrorCode::NoSnapshots, error.to_string()))?;
     let report = probe(&loaded.capability, &run);
     let clean = report.is_clean();
-    let error = (!clean).then(|| EnvelopeError {
-        code: "probe_found_drift".to_owned(),
-        message: format!(
+    let error = (!clean).then(|| {
+        ErrorCode::ProbeFoundDrift.envelope(format!(
             "{} drifted, {} ambiguous, {} missing, {} not reached",
             report.summary.drifted,
             report.summary.ambiguous,
             report.summary.missing,
             report.summary.not_reached
-        ),
+        ))
     });
     emit(format, "probe", Some(&report), error.as_ref(), || {
         let mut text = report.render_text();
@@ -46,5 +38,9 @@ pub(crate) fn run(format: Format, args: &ProbeArgs) -> Exit {
         }
         text
     });
-    if clean { Exit::Success } else { Exit::Failed }
+    Ok(if clean {
+        Exit::Success
+    } else {
+        ErrorCode::ProbeFoundDrift.exit()
+    })
 }

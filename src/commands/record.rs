@@ -12,35 +12,27 @@ use cua_evidence::{EvidenceBus, RunId, RunStart, SystemClock};
 use cua_policy::Lease;
 use serde_json::json;
 
-use super::console::{ChromiumLive, Common, fail, fresh_run_id, launch, start_server, usage};
+use super::console::{ChromiumLive, Common, fresh_run_id, start_server};
+use super::replay::launch;
 use crate::cli::{Format, RecordArgs};
+use crate::error::{CliError, ErrorCode, runtime};
 use crate::output::{self, Exit};
 
 /// Runs `cua record` until the recording is finished in the console (or Ctrl-C).
-pub(crate) fn run(format: Format, args: &RecordArgs) -> Exit {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => return fail(format, Exit::Failed, "runtime", &error.to_string()),
-    };
-    match runtime.block_on(record(format, args)) {
-        Ok(exit) => exit,
-        Err((exit, code, message)) => fail(format, exit, code, &message),
-    }
+pub(crate) fn run(format: Format, args: &RecordArgs) -> Result<Exit, CliError> {
+    runtime()?.block_on(record(format, args))
 }
 
-async fn record(format: Format, args: &RecordArgs) -> Result<Exit, (Exit, &'static str, String)> {
+async fn record(format: Format, args: &RecordArgs) -> Result<Exit, CliError> {
     let common = Common::load(&args.policy.file, &args.catalog, &args.evidence.dir)?;
     if let Err(blocked) = common.policy.check_landing(&args.target) {
-        return Err(usage(&format!(
+        return Err(CliError::usage(format!(
             "{} is outside the policy's allowlist: {}",
             args.target, blocked.reason
         )));
     }
     let (access, token) = cua_console::Access::generated("operator")
-        .map_err(|error| (Exit::Failed, "no_token", error.to_string()))?;
+        .map_err(|error| CliError::new(ErrorCode::NoToken, error.to_string()))?;
     let broker = Broker::new(
         BrokerConfig {
             evidence_root: args.evidence.dir.clone(),
@@ -53,7 +45,7 @@ async fn record(format: Format, args: &RecordArgs) -> Result<Exit, (Exit, &'stat
         .run_id
         .clone()
         .unwrap_or_else(|| fresh_run_id("record"));
-    let run_id = RunId::parse(&run_id).map_err(|error| usage(&error.to_string()))?;
+    let run_id = RunId::parse(&run_id).map_err(|error| CliError::usage(error.to_string()))?;
     let bus = Arc::new(
         EvidenceBus::create(
             &common.evidence,
@@ -61,10 +53,7 @@ async fn record(format: Format, args: &RecordArgs) -> Result<Exit, (Exit, &'stat
             Arc::new(SystemClock),
             common.redactor.clone(),
         )
-        .map_err(|error| {
-            let (exit, code) = crate::commands::evidence_failure(&error);
-            (exit, code, error.to_string())
-        })?,
+        .map_err(|error| CliError::from(&error))?,
     );
     let lease = Lease::new(Actor::Human);
     bus.emit(
@@ -85,7 +74,7 @@ async fn record(format: Format, args: &RecordArgs) -> Result<Exit, (Exit, &'stat
             resolver_config_hash: None,
         },
     )
-    .map_err(|error| (Exit::Failed, "evidence_unwritable", error.to_string()))?;
+    .map_err(|error| CliError::new(ErrorCode::EvidenceUnwritable, error.to_string()))?;
     let session_id = "record-1".to_owned();
     broker
         .open_session(SessionConfig {
@@ -107,13 +96,13 @@ async fn record(format: Format, args: &RecordArgs) -> Result<Exit, (Exit, &'stat
                 },
             )
         })
-        .map_err(|error| (Exit::Failed, "session", error.to_string()))?;
+        .map_err(|error| CliError::new(ErrorCode::SessionFailed, error.to_string()))?;
     let opened = broker
         .record_navigate(&session_id, "operator", &args.target)
         .await
-        .map_err(|error| (Exit::Unavailable, "navigate", error.to_string()))?;
+        .map_err(|error| CliError::new(ErrorCode::SurfaceUnavailable, error.to_string()))?;
     if opened.outcome != "dispatched" {
-        return Err((Exit::Failed, "navigate", opened.message));
+        return Err(CliError::new(ErrorCode::NavigationFailed, opened.message));
     }
     let running = start_server(&broker, &common, args.bind, false, access).await?;
     let open = format!("{}/#token={token}", running.url());

@@ -16,7 +16,7 @@ use cua_artifact::{
     ArtifactError, Capability, CapabilityApproval, CapabilityId, CapabilityRef, Origin,
     PolicyConfig, RunStatus, SemVer, TenantBinding, TenantId,
 };
-use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError};
+use cua_chromium::{ChromiumConfig, ChromiumSurface};
 use cua_evidence::{Clock, Redactor, RunId, SecretResolver, SystemClock};
 use cua_operators::{HttpServiceClient, ProcessCommandRunner};
 use cua_policy::PolicyEngine;
@@ -27,6 +27,7 @@ use cua_replay::{
 use serde_json::Value;
 
 use crate::cli::{Format, ReplayArgs};
+use crate::error::{CliError, ErrorCode, chain, runtime};
 use crate::limits;
 use crate::output::{EnvelopeError, Exit, emit};
 
@@ -47,31 +48,14 @@ pub(crate) fn operators() -> Result<Operators, String> {
 }
 
 /// Runs `cua replay`.
-pub(crate) fn run(format: Format, args: &ReplayArgs) -> Exit {
-    let settings = match Settings::from_args(args) {
-        Ok(settings) => settings,
-        Err(failure) => return failure.report(format),
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            return Failure::new(
-                Exit::Failed,
-                "internal",
-                format!("no async runtime: {error}"),
-            )
-            .report(format);
-        }
-    };
+pub(crate) fn run(format: Format, args: &ReplayArgs) -> Result<Exit, CliError> {
+    let settings = Settings::from_args(args)?;
+    let runtime = runtime()?;
     runtime.spawn(watch_signals(settings.stop.clone()));
-    let outcome = match &args.input_rows {
+    match &args.input_rows {
         Some(rows) => runtime.block_on(batch::run(format, &settings, args, rows)),
         None => runtime.block_on(single(format, &settings)),
-    };
-    outcome.unwrap_or_else(|failure| failure.report(format))
+    }
 }
 
 /// A stop asked of the process by a signal: the flag every run checks before its next
@@ -143,19 +127,19 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
-    fn from_args(args: &ReplayArgs) -> Result<Self, Failure> {
+    fn from_args(args: &ReplayArgs) -> Result<Self, CliError> {
         let inputs = parse_inputs(&args.inputs)?;
         // A run id names a directory under the evidence root (a batch's names its state file
         // and its rows' directories): checked before anything is read or written.
         if let Some(run_id) = &args.run_id {
-            RunId::parse(run_id).map_err(|error| Failure::usage(error.to_string()))?;
+            RunId::parse(run_id).map_err(|error| CliError::usage(error.to_string()))?;
         }
         let base = load_capability(&args.capability, &args.paths.catalog)?;
         let tenant = args
             .tenant
             .as_deref()
             .map(|tenant| {
-                TenantId::parse(tenant).map_err(|error| Failure::usage(error.to_string()))
+                TenantId::parse(tenant).map_err(|error| CliError::usage(error.to_string()))
             })
             .transpose()?;
         let binding = match &tenant {
@@ -177,12 +161,11 @@ impl Settings {
         };
         let policy_text = read(&args.policy.file)?;
         let policy_config = PolicyConfig::from_yaml(&policy_text)
-            .map_err(|error| Failure::invalid(&args.policy.file, &error))?;
+            .map_err(|error| invalid(&args.policy.file, &error))?;
         let policy = PolicyEngine::from_config(&policy_config)
             .map_err(|error| {
-                Failure::new(
-                    Exit::Usage,
-                    "invalid_document",
+                CliError::new(
+                    ErrorCode::InvalidDocument,
                     format!("{}: {error}", args.policy.file.display()),
                 )
             })?
@@ -194,13 +177,13 @@ impl Settings {
             args.base_url.as_ref().map(Origin::as_str),
             approval,
         )
-        .map_err(|error| Failure::usage(format!("cannot bind the capability: {error}")))?;
+        .map_err(|error| CliError::usage(format!("cannot bind the capability: {error}")))?;
         // Only tenant placeholders (`{base_url}`) are unbound here; `{$input: …}` references
         // are bound from the run's inputs when the entrypoint is navigated.
         if let Some(placeholder) =
             cua_artifact::tenant_placeholder(&prepared.capability.entrypoint.url)
         {
-            return Err(Failure::usage(format!(
+            return Err(CliError::usage(format!(
                 "the entrypoint {} needs {{{placeholder}}}: pass --base-url or a --tenant whose binding sets it",
                 prepared.capability.entrypoint.url
             )));
@@ -229,16 +212,16 @@ impl Settings {
             base_url: args.base_url.clone(),
             stop: Stop::default(),
             // Read before the browser starts: a run told to sign that cannot does not start.
-            signing_key: super::evidence::signing_key().map_err(Failure::usage)?,
+            signing_key: super::evidence::signing_key().map_err(CliError::usage)?,
         })
     }
 
     /// The allowlist the browser enforces: the policy's, narrowed by the capability.
-    pub(crate) fn browser_allowlist(&self) -> Result<cua_policy::Allowlist, Failure> {
+    pub(crate) fn browser_allowlist(&self) -> Result<cua_policy::Allowlist, CliError> {
         self.policy
             .for_capability(&self.prepared.capability)
             .map(|engine| engine.allowlist().clone())
-            .map_err(|error| Failure::usage(format!("the capability's allowed domains: {error}")))
+            .map_err(|error| CliError::usage(format!("the capability's allowed domains: {error}")))
     }
 
     /// The `--input`s of a single run, its idempotency key filled in from the run id when the
@@ -262,7 +245,7 @@ impl Settings {
 }
 
 /// One run: launch the browser, replay, print, close.
-async fn single(format: Format, settings: &Settings) -> Result<Exit, Failure> {
+async fn single(format: Format, settings: &Settings) -> Result<Exit, CliError> {
     // An assist's model is checked before the browser starts; a plain replay never builds one.
     let model = settings.assist.then(assist::model).transpose()?;
     let run_id = match &settings.run_id {
@@ -271,11 +254,9 @@ async fn single(format: Format, settings: &Settings) -> Result<Exit, Failure> {
     };
     // The evidence root and the run's directory are checked before the browser starts: a link
     // planted at either, or a run directory someone else made, is refused at once.
-    let checked = RunId::parse(&run_id).map_err(|error| Failure::usage(error.to_string()))?;
-    cua_evidence::check_run_dir(&settings.evidence_dir, &checked).map_err(|error| {
-        let (exit, code) = crate::commands::evidence_failure(&error);
-        Failure::new(exit, code, error.to_string())
-    })?;
+    let checked = RunId::parse(&run_id).map_err(|error| CliError::usage(error.to_string()))?;
+    cua_evidence::check_run_dir(&settings.evidence_dir, &checked)
+        .map_err(|error| CliError::from(&error))?;
     let surface = launch(settings.browser_allowlist()?).await?;
     let outcome = replay_once(
         settings,
@@ -319,7 +300,7 @@ pub(crate) async fn replay_once(
     run_id: &str,
     inputs: BTreeMap<String, Value>,
     attempt: Option<Attempt>,
-) -> Result<ReplayReport, Failure> {
+) -> Result<ReplayReport, CliError> {
     let mut request = settings.request(inputs);
     request.attempt = attempt;
     replay_request(settings, surface, run_id, request, None, Dispatches::Any).await
@@ -334,8 +315,8 @@ pub(crate) async fn replay_request(
     request: RunRequest,
     at: Option<ContinueAt>,
     dispatches: Dispatches,
-) -> Result<ReplayReport, Failure> {
-    let run_id = RunId::parse(run_id).map_err(|error| Failure::usage(error.to_string()))?;
+) -> Result<ReplayReport, CliError> {
+    let run_id = RunId::parse(run_id).map_err(|error| CliError::usage(error.to_string()))?;
     let wiring = RunWiring::open(RunSetup {
         signing_key: settings.signing_key.clone(),
         ..RunSetup::new(
@@ -345,10 +326,7 @@ pub(crate) async fn replay_request(
             cua_evidence::process_environment(),
         )
     })
-    .map_err(|error| {
-        let (exit, code) = crate::commands::evidence_failure(&error);
-        Failure::new(exit, code, error.to_string())
-    })?;
+    .map_err(|error| CliError::from(&error))?;
     let bus = wiring.bus();
     let escalations = escalations::PersistedEscalations::new(
         settings.evidence_dir.clone(),
@@ -356,7 +334,7 @@ pub(crate) async fn replay_request(
     );
     let config = ReplayConfig {
         operators: operators()
-            .map_err(|message| Failure::new(Exit::Unavailable, "surface_unavailable", message))?,
+            .map_err(|message| CliError::new(ErrorCode::SurfaceUnavailable, message))?,
         interrupt: settings.stop.interrupt.clone(),
         read_only: dispatches == Dispatches::ReadsOnly,
         ..ReplayConfig::default()
@@ -378,12 +356,8 @@ pub(crate) async fn replay_request(
         ReplayError::Tampered { .. }
         | ReplayError::Draft { .. }
         | ReplayError::UnboundPlaceholder { .. }
-        | ReplayError::Policy { .. } => Failure::new(Exit::Usage, "refused", error.to_string()),
-        ReplayError::Evidence(_) => Failure::new(
-            Exit::Failed,
-            "evidence_unwritable",
-            crate::commands::chain(&error),
-        ),
+        | ReplayError::Policy { .. } => CliError::new(ErrorCode::Refused, error.to_string()),
+        ReplayError::Evidence(_) => CliError::new(ErrorCode::EvidenceUnwritable, chain(&error)),
     })
 }
 
@@ -397,16 +371,8 @@ pub(crate) enum Dispatches {
 }
 
 /// Launches Debian's Chromium under `allowlist`; a missing or broken browser is exit 69.
-pub(crate) async fn launch(allowlist: cua_policy::Allowlist) -> Result<ChromiumSurface, Failure> {
-    ChromiumSurface::launch(ChromiumConfig::from_env(allowlist))
-        .await
-        .map_err(|error| {
-            let code = match error {
-                LaunchError::ChromiumMissing { .. } => "chromium_missing",
-                _ => "surface_unavailable",
-            };
-            Failure::new(Exit::Unavailable, code, error.to_string())
-        })
+pub(crate) async fn launch(allowlist: cua_policy::Allowlist) -> Result<ChromiumSurface, CliError> {
+    Ok(ChromiumSurface::launch(ChromiumConfig::from_env(allowlist)).await?)
 }
 
 /// Prints a report: the envelope in JSON, a summary in text.
@@ -544,61 +510,27 @@ fn catalog_at(catalog: &Path, tenants: &Path) -> cua_catalog::Catalog {
     })
 }
 
-/// A command-level failure: an exit code, a stable code and a message.
-#[derive(Debug)]
-pub(crate) struct Failure {
-    exit: Exit,
-    code: &'static str,
-    message: String,
-}
-
-impl Failure {
-    pub(crate) fn new(exit: Exit, code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            exit,
-            code,
-            message: message.into(),
-        }
-    }
-
-    pub(crate) fn usage(message: impl Into<String>) -> Self {
-        Self::new(Exit::Usage, "usage", message)
-    }
-
-    fn invalid(path: &Path, error: &ArtifactError) -> Self {
-        let code = match error {
-            ArtifactError::Tampered { .. } => "tampered",
-            _ => "invalid_document",
-        };
-        Self::new(Exit::Usage, code, format!("{}: {error}", path.display()))
-    }
-
-    /// Prints the failure (stderr in text, the envelope in JSON) and returns its exit code.
-    pub(crate) fn report(self, format: Format) -> Exit {
-        if format == Format::Text {
-            eprintln!("error: {}", self.message);
-        }
-        let error = EnvelopeError {
-            code: self.code.to_owned(),
-            message: self.message,
-        };
-        emit::<()>(format, "replay", None, Some(&error), String::new);
-        self.exit
-    }
+/// A document at `path` that does not load.
+fn invalid(path: &Path, error: &ArtifactError) -> CliError {
+    let code = match error {
+        ArtifactError::Tampered { .. } => ErrorCode::Tampered,
+        _ => ErrorCode::InvalidDocument,
+    };
+    CliError::new(code, format!("{}: {error}", path.display()))
 }
 
 /// `NAME=VALUE` pairs; the value is taken exactly as given (never trimmed). A pair without `=`,
 /// an empty name, or a name given twice is a usage error.
-fn parse_inputs(pairs: &[String]) -> Result<BTreeMap<String, Value>, Failure> {
+fn parse_inputs(pairs: &[String]) -> Result<BTreeMap<String, Value>, CliError> {
     let mut inputs = BTreeMap::new();
     for pair in pairs {
         let Some((name, value)) = pair.split_once('=') else {
-            return Err(Failure::usage(format!(
+            return Err(CliError::usage(format!(
                 "malformed --input `{pair}`: expected NAME=VALUE"
             )));
         };
         if name.is_empty() || name.trim() != name {
-            return Err(Failure::usage(format!(
+            return Err(CliError::usage(format!(
                 "malformed --input `{pair}`: the name before `=` must be an input name"
             )));
         }
@@ -606,7 +538,7 @@ fn parse_inputs(pairs: &[String]) -> Result<BTreeMap<String, Value>, Failure> {
             .insert(name.to_owned(), Value::from(value.to_owned()))
             .is_some()
         {
-            return Err(Failure::usage(format!(
+            return Err(CliError::usage(format!(
                 "--input `{name}` is given more than once"
             )));
         }
@@ -615,38 +547,41 @@ fn parse_inputs(pairs: &[String]) -> Result<BTreeMap<String, Value>, Failure> {
 }
 
 /// A capability by file path, `id@version`, or `id` (its latest version in the catalog).
-fn load_capability(reference: &str, catalog: &Path) -> Result<Capability, Failure> {
+fn load_capability(reference: &str, catalog: &Path) -> Result<Capability, CliError> {
     let as_file = Path::new(reference);
     let path = if as_file.is_file() {
         as_file.to_path_buf()
     } else if let Ok(reference) = CapabilityRef::parse(reference) {
         let path = catalog.join(reference.file_name());
         if !path.is_file() {
-            return Err(Failure::usage(format!(
-                "{reference} is not in the catalog {} (expected {})",
-                catalog.display(),
-                path.display()
-            )));
+            return Err(CliError::new(
+                ErrorCode::NotFound,
+                format!(
+                    "{reference} is not in the catalog {} (expected {})",
+                    catalog.display(),
+                    path.display()
+                ),
+            ));
         }
         path
     } else if let Ok(id) = CapabilityId::parse(reference) {
         latest_version(catalog, &id)?
     } else {
-        return Err(Failure::usage(format!(
+        return Err(CliError::usage(format!(
             "`{reference}` is neither a file nor a capability reference (id@version or id)"
         )));
     };
     let text = read(&path)?;
-    Capability::from_yaml(&text).map_err(|error| Failure::invalid(&path, &error))
+    Capability::from_yaml(&text).map_err(|error| invalid(&path, &error))
 }
 
 /// The file of the highest version of `id` in the catalog.
-fn latest_version(catalog: &Path, id: &CapabilityId) -> Result<PathBuf, Failure> {
+fn latest_version(catalog: &Path, id: &CapabilityId) -> Result<PathBuf, CliError> {
     let entries = std::fs::read_dir(catalog).map_err(|error| {
-        Failure::usage(format!(
-            "cannot read the catalog {}: {error}",
-            catalog.display()
-        ))
+        CliError::new(
+            ErrorCode::ReadFailed,
+            format!("cannot read the catalog {}: {error}", catalog.display()),
+        )
     })?;
     let prefix = format!("{id}@");
     let mut best: Option<(SemVer, PathBuf)> = None;
@@ -666,10 +601,10 @@ fn latest_version(catalog: &Path, id: &CapabilityId) -> Result<PathBuf, Failure>
         }
     }
     best.map(|(_, path)| path).ok_or_else(|| {
-        Failure::usage(format!(
-            "no version of {id} in the catalog {}",
-            catalog.display()
-        ))
+        CliError::new(
+            ErrorCode::NotFound,
+            format!("no version of {id} in the catalog {}", catalog.display()),
+        )
     })
 }
 
@@ -680,20 +615,23 @@ fn load_binding(
     catalog: &cua_catalog::Catalog,
     tenant: &TenantId,
     base: &Capability,
-) -> Result<TenantBinding, Failure> {
+) -> Result<TenantBinding, CliError> {
     match catalog.binding(tenant, &base.reference()) {
         Ok(Some(binding)) => Ok(binding),
-        Ok(None) => Err(Failure::usage(format!(
-            "tenant {tenant} has no binding for {} (expected {})",
-            base.id,
-            catalog
-                .config()
-                .tenants
-                .join(tenant.as_str())
-                .join(format!("{}.yaml", base.id))
-                .display()
-        ))),
-        Err(error) => Err(Failure::new(Exit::Usage, error.code(), error.to_string())),
+        Ok(None) => Err(CliError::new(
+            ErrorCode::NoBinding,
+            format!(
+                "tenant {tenant} has no binding for {} (expected {})",
+                base.id,
+                catalog
+                    .config()
+                    .tenants
+                    .join(tenant.as_str())
+                    .join(format!("{}.yaml", base.id))
+                    .display()
+            ),
+        )),
+        Err(error) => Err(CliError::from(&error)),
     }
 }
 
@@ -705,16 +643,15 @@ fn check_secrets(
     capability: &Capability,
     loader: &CatalogCapabilities,
     env_prefix: &str,
-) -> Result<(), Failure> {
+) -> Result<(), CliError> {
     let secrets = SecretResolver::from_process_env_with_prefix(env_prefix, Redactor::default());
     let mut pending = vec![capability.clone()];
     let mut seen = std::collections::BTreeSet::from([capability.reference()]);
     while let Some(capability) = pending.pop() {
         for name in capability.secret_names() {
             secrets.check(&name).map_err(|error| {
-                Failure::new(
-                    Exit::Usage,
-                    "missing_secret",
+                CliError::new(
+                    ErrorCode::MissingSecret,
                     format!("{} needs a secret: {error}", capability.reference()),
                 )
             })?;
@@ -738,23 +675,23 @@ fn recorded_approval(
     tenants: &Path,
     tenant: Option<&TenantId>,
     reference: &CapabilityRef,
-) -> Result<Option<CapabilityApproval>, Failure> {
+) -> Result<Option<CapabilityApproval>, CliError> {
     match catalog_at(catalog, tenants).approval_record(reference, tenant) {
         Ok(record) => Ok(record),
         Err(cua_catalog::CatalogError::NotFound { .. }) => Ok(None),
-        Err(error) => Err(Failure::new(Exit::Usage, error.code(), error.to_string())),
+        Err(error) => Err(CliError::from(&error)),
     }
 }
 
-fn load_approval(path: &Path) -> Result<CapabilityApproval, Failure> {
+fn load_approval(path: &Path) -> Result<CapabilityApproval, CliError> {
     let text = read(path)?;
     cua_artifact::yaml::from_yaml::<CapabilityApproval>(&text)
-        .map_err(|error| Failure::invalid(path, &ArtifactError::from(error)))
+        .map_err(|error| invalid(path, &ArtifactError::from(error)))
 }
 
-fn read(path: &Path) -> Result<String, Failure> {
+fn read(path: &Path) -> Result<String, CliError> {
     cua_fs::read_to_string_bounded(path, limits::DOCUMENT)
-        .map_err(|error| Failure::usage(error.to_string()))
+        .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))
 }
 
 /// A run id from the wall clock and the process id: `replay-20261130T034102123456Z-4242`.
@@ -805,7 +742,7 @@ mod tests {
             vec!["member_id=1".to_owned(), "member_id=2".to_owned()],
         ] {
             let failure = parse_inputs(&bad).expect_err("a malformed or duplicated pair");
-            assert_eq!(failure.exit, Exit::Usage, "{bad:?}");
+            assert_eq!(failure.exit(), Exit::Usage, "{bad:?}");
         }
     }
 }

@@ -6,34 +6,27 @@
 use cua_route::{Platform, ProviderRegistry, explain_capability};
 
 use crate::cli::{Format, RouteExplainArgs};
-use crate::commands::codegen::{Failure, load};
-use crate::output::{EnvelopeError, Exit, emit};
+use crate::commands::codegen::load;
+use crate::error::{CliError, ErrorCode};
+use crate::output::{Exit, emit};
 
 /// Runs `cua route explain`.
-pub(crate) fn explain(format: Format, args: &RouteExplainArgs) -> Exit {
+pub(crate) fn explain(format: Format, args: &RouteExplainArgs) -> Result<Exit, CliError> {
     let platform = match args.platform.as_deref() {
         None => host_platform(),
-        Some(name) => match name.parse::<Platform>() {
-            Ok(platform) => platform,
-            Err(_) => {
-                return Failure::new(
-                    Exit::Usage,
-                    "invalid_platform",
-                    format!("unknown platform {name:?}: use linux, macos or windows"),
-                )
-                .report(format, "route explain");
-            }
-        },
+        Some(name) => name.parse::<Platform>().map_err(|_| {
+            CliError::new(
+                ErrorCode::InvalidPlatform,
+                format!("unknown platform {name:?}: use linux, macos or windows"),
+            )
+        })?,
     };
-    let loaded = match load(
+    let loaded = load(
         &args.capability,
         args.tenant.as_deref(),
         &args.paths.catalog,
         &args.paths.tenants,
-    ) {
-        Ok(loaded) => loaded,
-        Err(failure) => return failure.report(format, "route explain"),
-    };
+    )?;
     let registry = ProviderRegistry::builtin();
     let Some(routes) = explain_capability(
         &loaded.capability,
@@ -47,22 +40,20 @@ pub(crate) fn explain(format: Format, args: &RouteExplainArgs) -> Exit {
             .iter()
             .map(|step| step.id.as_str())
             .collect();
-        return Failure::new(
-            Exit::Usage,
-            "unknown_step",
+        return Err(CliError::new(
+            ErrorCode::UnknownStep,
             format!(
                 "{} has no step {:?}; its steps are: {}",
                 loaded.capability.reference(),
                 args.step.as_deref().unwrap_or_default(),
                 steps.join(", ")
             ),
-        )
-        .report(format, "route explain");
+        ));
     };
     let selected = routes.all_selected();
-    let error = (!selected).then(|| EnvelopeError {
-        code: "route_unavailable".to_owned(),
-        message: "at least one step has no route; its explanation says why".to_owned(),
+    let error = (!selected).then(|| {
+        ErrorCode::RouteUnavailable
+            .envelope("at least one step has no route; its explanation says why")
     });
     emit(
         format,
@@ -71,11 +62,11 @@ pub(crate) fn explain(format: Format, args: &RouteExplainArgs) -> Exit {
         error.as_ref(),
         || routes.to_string(),
     );
-    if selected {
+    Ok(if selected {
         Exit::Success
     } else {
-        Exit::Failed
-    }
+        ErrorCode::RouteUnavailable.exit()
+    })
 }
 
 /// The platform this binary runs on.

@@ -9,8 +9,9 @@ use serde::Serialize;
 
 use crate::cli::{Format, SealArgs};
 use crate::commands::validate::render_diagnostics;
+use crate::error::{CliError, ErrorCode};
 use crate::limits;
-use crate::output::{EnvelopeError, Exit, emit};
+use crate::output::{self, Exit, emit};
 
 #[derive(Debug, Serialize)]
 struct SealReport {
@@ -23,7 +24,7 @@ struct SealReport {
 }
 
 /// Seals one file.
-pub(crate) fn run(format: Format, args: &SealArgs) -> Exit {
+pub(crate) fn run(format: Format, args: &SealArgs) -> Result<Exit, CliError> {
     let name = args.file.display().to_string();
     let mut report = SealReport {
         file: name.clone(),
@@ -42,7 +43,7 @@ pub(crate) fn run(format: Format, args: &SealArgs) -> Exit {
             )]
         })
         .and_then(|text| seal_source(&name, &text));
-    let (exit, error) = match outcome {
+    let error = match outcome {
         Ok(sealed) => {
             report.content_hash = Some(sealed.hash.to_string());
             report.previous = Some(sealed.previous.as_str());
@@ -54,46 +55,37 @@ pub(crate) fn run(format: Format, args: &SealArgs) -> Exit {
             } else {
                 Ok(())
             } {
-                Ok(()) => (Exit::Success, None),
-                Err(error) if error.is_refusal() => (
-                    Exit::Usage,
-                    Some(EnvelopeError {
-                        code: "refused_path".to_owned(),
-                        message: format!("nothing was written: {error}"),
-                    }),
-                ),
-                Err(error) => (
-                    Exit::Failed,
-                    Some(EnvelopeError {
-                        code: "write_failed".to_owned(),
-                        message: error.to_string(),
-                    }),
-                ),
+                Ok(()) => None,
+                Err(error) => {
+                    let refused = CliError::unwritten(&error, ErrorCode::WriteFailed);
+                    Some(CliError::new(
+                        refused.code(),
+                        format!("nothing was written: {error}"),
+                    ))
+                }
             }
         }
         Err(diagnostics) => {
             report.diagnostics = diagnostics;
-            (
-                Exit::Usage,
-                Some(EnvelopeError {
-                    code: "invalid_document".to_owned(),
-                    message: format!("{name} is not a valid capability; nothing was written"),
-                }),
-            )
+            Some(CliError::new(
+                ErrorCode::InvalidDocument,
+                format!("{name} is not a valid capability; nothing was written"),
+            ))
         }
     };
     if format == Format::Text {
         eprint!("{}", render_diagnostics(&report.diagnostics));
-        if let Some(error) = &error {
-            eprintln!("error: {}", error.message);
-        }
     }
-    emit(format, "seal", Some(&report), error.as_ref(), || {
-        match (&report.content_hash, report.changed) {
-            (Some(hash), true) => format!("sealed   {name} {hash}\n"),
-            (Some(hash), false) => format!("unchanged {name} {hash} (already sealed)\n"),
-            (None, _) => String::new(),
+    if let Some(error) = error {
+        return Ok(output::fail_with(format, "seal", Some(&report), &error));
+    }
+    emit(format, "seal", Some(&report), None, || {
+        let hash = report.content_hash.as_deref().unwrap_or_default();
+        if report.changed {
+            format!("sealed   {name} {hash}\n")
+        } else {
+            format!("unchanged {name} {hash} (already sealed)\n")
         }
     });
-    exit
+    Ok(Exit::Success)
 }

@@ -7,50 +7,34 @@ use cua_mcp::{HttpConfig, RunningHttp};
 use serde_json::json;
 
 use crate::cli::{Format, ServeArgs};
-use crate::commands::chain;
 use crate::commands::console::access;
-use crate::commands::mcp::{runtime, server};
+use crate::commands::mcp::server;
+use crate::error::{CliError, ErrorCode, runtime};
 use crate::output::{self, Exit};
 
 /// The server named in the refusal of a non-loopback address.
 const SERVER: &str = "the MCP tool server";
 
 /// Runs `cua serve` until interrupted.
-pub(crate) fn run(format: Format, args: &ServeArgs) -> Exit {
-    if let Err(error) = cua_access::check_bind(args.bind, args.access.allow_remote, SERVER) {
-        eprintln!("error: {error}");
-        return Exit::Usage;
-    }
-    let (access, token) = match access(args.access.operators.as_deref(), "operator") {
-        Ok(access) => access,
-        Err((exit, _, message)) => {
-            eprintln!("error: {message}");
-            return exit;
-        }
-    };
-    let server = match server("cua serve", &args.server) {
-        Ok(server) => server,
-        Err(exit) => return exit,
-    };
-    let Some(runtime) = runtime() else {
-        return Exit::Failed;
-    };
+pub(crate) fn run(format: Format, args: &ServeArgs) -> Result<Exit, CliError> {
+    cua_access::check_bind(args.bind, args.access.allow_remote, SERVER)
+        .map_err(|error| CliError::usage(error.to_string()))?;
+    let (access, token) = access(args.access.operators.as_deref(), "operator")?;
+    let server = server("cua serve", &args.server)?;
+    let runtime = runtime()?;
     let config = HttpConfig {
         bind: args.bind,
         allow_remote: args.access.allow_remote,
         access,
     };
     runtime.block_on(async move {
-        let running = match cua_mcp::serve_http(server, config).await {
-            Ok(running) => running,
-            Err(error) => {
-                eprintln!("error: {}", chain(&error));
-                return match error {
-                    cua_mcp::McpError::Access(_) => Exit::Usage,
-                    _ => Exit::Failed,
-                };
-            }
-        };
+        let running = cua_mcp::serve_http(server, config).await.map_err(|error| {
+            let code = match error {
+                cua_mcp::McpError::Access(_) => ErrorCode::Usage,
+                _ => ErrorCode::BindFailed,
+            };
+            CliError::chained(code, &error)
+        })?;
         if !running.address().ip().is_loopback() {
             eprintln!(
                 "warning: cua serve listens on {}, beyond this machine. Anyone who can reach it \
@@ -61,13 +45,11 @@ pub(crate) fn run(format: Format, args: &ServeArgs) -> Exit {
         announce(format, &running, token.as_deref());
         stopped().await;
         eprintln!("cua serve: stopping");
-        match running.shutdown().await {
-            Ok(()) => Exit::Success,
-            Err(error) => {
-                eprintln!("error: {}", chain(&error));
-                Exit::Failed
-            }
-        }
+        running
+            .shutdown()
+            .await
+            .map_err(|error| CliError::chained(ErrorCode::Internal, &error))?;
+        Ok(Exit::Success)
     })
 }
 

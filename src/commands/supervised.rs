@@ -16,22 +16,23 @@ use cua_replay::{
 };
 use serde_json::{Value, json};
 
-use super::console::{ChromiumLive, Common, Failure, catalog_at, fresh_run_id, launch, usage};
+use super::console::{ChromiumLive, Common, catalog_at, fresh_run_id};
+use super::replay::launch;
 use crate::cli::SupervisedArgs;
-use crate::output::Exit;
+use crate::error::{CliError, ErrorCode};
 
 /// Starts the supervised run `args` names, if it names one.
 pub(crate) async fn start(
     common: &Common,
     broker: &Arc<Broker>,
     args: &SupervisedArgs,
-) -> Result<Option<Supervised>, Failure> {
+) -> Result<Option<Supervised>, CliError> {
     match &args.capability {
         Some(reference) => start_supervised(common, broker, args, reference)
             .await
             .map(Some),
         None if args.arm_fault.is_some() || !args.inputs.is_empty() => {
-            Err(usage("--input and --arm-fault need --capability"))
+            Err(CliError::usage("--input and --arm-fault need --capability"))
         }
         None => Ok(None),
     }
@@ -62,15 +63,15 @@ async fn start_supervised(
     broker: &Arc<Broker>,
     args: &SupervisedArgs,
     reference: &str,
-) -> Result<Supervised, Failure> {
+) -> Result<Supervised, CliError> {
     let fixture = memberdesk::serve(memberdesk::FixtureConfig::loopback(args.variant))
         .await
-        .map_err(|error| (Exit::Unavailable, "fixture", error.to_string()))?;
+        .map_err(|error| CliError::new(ErrorCode::FixtureUnavailable, error.to_string()))?;
     let base_url = fixture.base_url();
     if let Some(fault) = &args.arm_fault {
         let fault: memberdesk::Fault = fault
             .parse()
-            .map_err(|error: memberdesk::FixtureError| usage(&error.to_string()))?;
+            .map_err(|error: memberdesk::FixtureError| CliError::usage(error.to_string()))?;
         fixture.handle().arm(
             fault,
             memberdesk::FaultCount::Times(args.fault_count.max(1)),
@@ -78,19 +79,19 @@ async fn start_supervised(
     }
     let capability = load_capability(&common.catalog, reference)?;
     let prepared = PreparedCapability::bind(capability, None, Some(&base_url), None)
-        .map_err(|error| usage(&format!("cannot bind the capability: {error}")))?;
+        .map_err(|error| CliError::usage(format!("cannot bind the capability: {error}")))?;
     let remedies = remedies(&common.catalog, &base_url);
     let inputs = parse_inputs(&args.inputs)?;
     let engine = common
         .policy
         .for_capability(&prepared.capability)
-        .map_err(|error| usage(&error.to_string()))?;
+        .map_err(|error| CliError::usage(error.to_string()))?;
     let surface = Arc::new(launch(engine.allowlist().clone()).await?);
     let run_id = args
         .run_id
         .clone()
         .unwrap_or_else(|| fresh_run_id("supervised"));
-    let run_id = RunId::parse(&run_id).map_err(|error| usage(&error.to_string()))?;
+    let run_id = RunId::parse(&run_id).map_err(|error| CliError::usage(error.to_string()))?;
     // The fixture's contract credentials, for its sign-on remedy, unless the environment
     // names others. They go to the resolver only, never to the process environment.
     let prefix = &common.policy_config.secrets.env_prefix;
@@ -112,10 +113,7 @@ async fn start_supervised(
             environment,
         )
     })
-    .map_err(|error| {
-        let (exit, code) = crate::commands::evidence_failure(&error);
-        (exit, code, error.to_string())
-    })?;
+    .map_err(|error| CliError::from(&error))?;
     let bus = Arc::clone(wiring.bus());
     let lease = Arc::clone(wiring.lease());
     let session_id = "live-1".to_owned();
@@ -129,7 +127,7 @@ async fn start_supervised(
             lease: Arc::clone(&lease),
             label: prepared.capability.reference().to_string(),
         })
-        .map_err(|error| (Exit::Failed, "session", error.to_string()))?;
+        .map_err(|error| CliError::new(ErrorCode::SessionFailed, error.to_string()))?;
     broker
         .attach_run(
             &session_id,
@@ -139,7 +137,7 @@ async fn start_supervised(
                 goal: Some(prepared.capability.title.clone()),
             },
         )
-        .map_err(|error| (Exit::Failed, "session", error.to_string()))?;
+        .map_err(|error| CliError::new(ErrorCode::SessionFailed, error.to_string()))?;
     let announcement = json!({
         "session": session_id,
         "run_id": run_id.as_str(),
@@ -153,7 +151,7 @@ async fn start_supervised(
     let mut request = RunRequest::new(prepared, inputs);
     request.allow_irreversible = false;
     let operators = super::replay::operators()
-        .map_err(|message| (Exit::Unavailable, "surface_unavailable", message))?;
+        .map_err(|message| CliError::new(ErrorCode::SurfaceUnavailable, message))?;
     let run = tokio::spawn(async move {
         let config = ReplayConfig {
             operators,
@@ -196,24 +194,26 @@ fn remedies(catalog: &Path, base_url: &str) -> CapabilityList {
 }
 
 /// A capability by reference (`id@version`, or `id` for the newest) from the catalog.
-fn load_capability(catalog: &Path, reference: &str) -> Result<Capability, Failure> {
+fn load_capability(catalog: &Path, reference: &str) -> Result<Capability, CliError> {
     let catalog = catalog_at(catalog);
     let resolved: CapabilityRef = catalog
         .resolve(reference)
-        .map_err(|error| usage(&error.to_string()))?;
+        .map_err(|error| CliError::from(&error))?;
     catalog
         .load(&resolved)
-        .map_err(|error| usage(&error.to_string()))
+        .map_err(|error| CliError::from(&error))
 }
 
-fn parse_inputs(pairs: &[String]) -> Result<BTreeMap<String, Value>, Failure> {
+fn parse_inputs(pairs: &[String]) -> Result<BTreeMap<String, Value>, CliError> {
     let mut inputs = BTreeMap::new();
     for pair in pairs {
         let Some((name, value)) = pair.split_once('=') else {
-            return Err(usage(&format!("--input {pair:?} is not NAME=VALUE")));
+            return Err(CliError::usage(format!(
+                "--input {pair:?} is not NAME=VALUE"
+            )));
         };
         if inputs.insert(name.to_owned(), Value::from(value)).is_some() {
-            return Err(usage(&format!("--input {name} is given twice")));
+            return Err(CliError::usage(format!("--input {name} is given twice")));
         }
     }
     Ok(inputs)

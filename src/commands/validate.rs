@@ -14,8 +14,9 @@ use cua_artifact::{
 use serde::Serialize;
 
 use crate::cli::{Format, ValidateArgs};
+use crate::error::{CliError, ErrorCode};
 use crate::limits;
-use crate::output::{EnvelopeError, Exit, emit};
+use crate::output::{Exit, emit};
 
 /// What `--format json` reports per file.
 #[derive(Debug, Serialize)]
@@ -42,7 +43,7 @@ struct Report {
 }
 
 /// Checks every file; diagnostics go to stderr (text) or into the envelope (JSON).
-pub(crate) fn run(format: Format, args: &ValidateArgs) -> Exit {
+pub(crate) fn run(format: Format, args: &ValidateArgs) -> Result<Exit, CliError> {
     let files: Vec<FileReport> = args.files.iter().map(|path| check_file(path)).collect();
     let invalid = files.iter().filter(|file| !file.valid).count();
     let report = Report {
@@ -57,18 +58,20 @@ pub(crate) fn run(format: Format, args: &ValidateArgs) -> Exit {
             .collect();
         eprint!("{}", render_diagnostics(diagnostics));
     }
-    let error = (invalid > 0).then(|| EnvelopeError {
-        code: "invalid_document".to_owned(),
-        message: format!("{invalid} of {} document(s) invalid", report.files.len()),
+    let error = (invalid > 0).then(|| {
+        ErrorCode::InvalidDocument.envelope(format!(
+            "{invalid} of {} document(s) invalid",
+            report.files.len()
+        ))
     });
     emit(format, "validate", Some(&report), error.as_ref(), || {
         summary(&report)
     });
-    if invalid == 0 {
+    Ok(if invalid == 0 {
         Exit::Success
     } else {
-        Exit::Usage
-    }
+        ErrorCode::InvalidDocument.exit()
+    })
 }
 
 fn check_file(path: &Path) -> FileReport {

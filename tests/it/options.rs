@@ -123,3 +123,79 @@ fn the_environment_override_is_what_the_command_reads() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("/nonexistent/cua-catalog"), "{stderr}");
 }
+
+/// Runs `cua` with `--format json` in the repository root; returns the exit code and the
+/// envelope on stdout.
+fn envelope(args: &[&str]) -> (i32, serde_json::Value) {
+    let output = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .arg("--format")
+        .arg("json")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("cua runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let envelope = serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
+        panic!(
+            "cua {args:?} printed no envelope ({error}):\n{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (output.status.code().unwrap_or(-1), envelope)
+}
+
+#[test]
+fn a_command_line_clap_refuses_still_gets_the_envelope_and_a_suggestion() {
+    let (code, envelope) = envelope(&["replay", "corebank.member.savings_balance", "--inptu", "x"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(envelope["ok"], false);
+    assert_eq!(envelope["error"]["code"], "usage");
+    assert!(
+        envelope["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("--inptu")),
+        "{envelope}"
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .args(["replay", "corebank.member.savings_balance", "--inptu", "x"])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("cua runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        output.stdout.is_empty(),
+        "text mode keeps stdout for results"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("a similar argument exists: '--input'"),
+        "{stderr}"
+    );
+}
+
+/// A capability that is not in the catalog is one code and one exit, whichever command is
+/// asked for it.
+#[test]
+fn an_unknown_capability_is_not_found_for_every_command_that_loads_one() {
+    let missing = "corebank.member.savings_balanc";
+    for args in [
+        vec!["replay", missing, "--input", "member_id=1"],
+        vec![
+            "codegen",
+            missing,
+            "--out",
+            "/nonexistent/never-written.spec.ts",
+        ],
+        vec!["route", "explain", missing],
+        vec!["probe", missing, "--snapshots", "/nonexistent"],
+        vec!["catalog", "show", missing],
+    ] {
+        let (code, envelope) = envelope(&args);
+        assert_eq!(
+            (code, envelope["error"]["code"].as_str()),
+            (2, Some("not_found")),
+            "cua {args:?}: {envelope}"
+        );
+    }
+}

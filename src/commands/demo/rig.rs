@@ -18,8 +18,8 @@ use cua_replay::{
 use memberdesk::RunningFixture;
 use serde_json::Value;
 
-use crate::commands::chain;
 use crate::commands::discover::{LoadedPolicy, Model};
+use crate::error::chain;
 
 /// The sign-on capability every `session_expired` remedy names.
 pub(super) const SIGN_ON: &str = "corebank.auth.sign_on@1.0.0";

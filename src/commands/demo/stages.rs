@@ -78,7 +78,7 @@ pub(super) fn discovery(demo: &mut Demo) -> StageFuture<'_> {
         let configured = ModelConfig::is_configured(|name| std::env::var(name).ok());
         let model = Model::start(!configured)
             .await
-            .map_err(|(_, code, message)| failed(format!("{code}: {message}")))?;
+            .map_err(|error| failed(format!("{}: {}", error.code(), error.message())))?;
         let (fixture, surface) = demo.first_valley()?;
         let mut request = DiscoveryRequest::new(GOAL, format!("{}/", fixture.base_url()));
         request.sign_in = Some(demo.reference(SIGN_ON)?);
@@ -101,7 +101,7 @@ pub(super) fn discovery(demo: &mut Demo) -> StageFuture<'_> {
         let scripted = model.llm.config().scripted;
         demo.model = Some(model);
         let (report, run_dir) =
-            outcome.map_err(|(_, code, message)| failed(format!("{code}: {message}")))?;
+            outcome.map_err(|error| failed(format!("{}: {}", error.code(), error.message())))?;
         expect(report.stop_reason == StopReason::GoalMet, || {
             format!(
                 "discovery stopped with {} after {} tool calls ({})",
@@ -144,7 +144,7 @@ pub(super) fn compiled_and_sealed_draft(demo: &mut Demo) -> StageFuture<'_> {
             .ok_or_else(|| failed("there is no discovery run to compile (stage 2)"))?;
         let transcript = run_dir.join(cua_evidence::TRACE_FILE).display().to_string();
         let summary = compile_run(&run_dir, &transcript, &demo.out.join("drafts"))
-            .map_err(|(_, code, message)| failed(format!("{code}: {message}")))?;
+            .map_err(|error| failed(format!("{}: {}", error.code(), error.message())))?;
         let path = PathBuf::from(&summary.path);
         let text = read(&path)?;
         let sealed = cua_artifact::seal_source(&summary.path, &text).map_err(|diagnostics| {

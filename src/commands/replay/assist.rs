@@ -15,8 +15,9 @@ use cua_evidence::{EvidenceBus, Redactor, RunId, SystemClock};
 use cua_replay::{ReplayReport, RunRequest};
 use serde::Serialize;
 
-use super::{Failure, Settings, exit_of, render, replay_request};
+use super::{Settings, exit_of, render, replay_request};
 use crate::cli::Format;
+use crate::error::{CliError, ErrorCode};
 use crate::output::{EnvelopeError, Exit, emit};
 
 /// What an assisted replay did.
@@ -36,11 +37,19 @@ pub(crate) struct Assisted {
 
 /// The model an assist calls, from `CUA_LLM_BASE_URL` and `CUA_LLM_MODEL`; checked before the
 /// browser starts.
-pub(crate) fn model() -> Result<OpenAiAdapter, Failure> {
-    let config = ModelConfig::from_env()
-        .map_err(|error| Failure::usage(format!("--assist needs a model: {error}")))?;
-    OpenAiAdapter::new(config)
-        .map_err(|error| Failure::usage(format!("--assist needs a model: {error}")))
+pub(crate) fn model() -> Result<OpenAiAdapter, CliError> {
+    let config = ModelConfig::from_env().map_err(|error| {
+        CliError::new(
+            ErrorCode::ModelNotConfigured,
+            format!("--assist needs a model: {error}"),
+        )
+    })?;
+    OpenAiAdapter::new(config).map_err(|error| {
+        CliError::new(
+            ErrorCode::InvalidModelConfig,
+            format!("--assist needs a model: {error}"),
+        )
+    })
 }
 
 /// Assists `report` when it is assistable, then continues it.
@@ -50,7 +59,7 @@ pub(crate) async fn after(
     run_id: &str,
     report: ReplayReport,
     llm: OpenAiAdapter,
-) -> Result<Assisted, Failure> {
+) -> Result<Assisted, CliError> {
     let stuck = match cua_assist::assistable(&settings.prepared.capability, &report) {
         Ok(stuck) => stuck,
         Err(reason) => {
@@ -63,19 +72,16 @@ pub(crate) async fn after(
         }
     };
     let assist_id = RunId::parse(&format!("{run_id}-assist"))
-        .map_err(|error| Failure::usage(error.to_string()))?;
+        .map_err(|error| CliError::usage(error.to_string()))?;
     let redactor = Redactor::from_policy(&settings.policy_config.redaction)
-        .map_err(|error| Failure::new(Exit::Usage, "invalid_document", error.to_string()))?;
+        .map_err(|error| CliError::new(ErrorCode::InvalidDocument, error.to_string()))?;
     let bus = EvidenceBus::create(
         &settings.evidence_dir,
         assist_id,
         Arc::new(SystemClock),
         redactor,
     )
-    .map_err(|error| {
-        let (exit, code) = crate::commands::evidence_failure(&error);
-        Failure::new(exit, code, error.to_string())
-    })?;
+    .map_err(|error| CliError::from(&error))?;
     let assistant = Assistant {
         driver: surface,
         policy: &settings.policy,
@@ -97,7 +103,7 @@ pub(crate) async fn after(
             invocation_vars,
         })
         .await
-        .map_err(|error| Failure::new(Exit::Failed, "assist_failed", error.to_string()))?;
+        .map_err(|error| CliError::new(ErrorCode::AssistFailed, error.to_string()))?;
     let continued = match outcome.candidate() {
         None => None,
         Some(candidate) => {
@@ -108,9 +114,8 @@ pub(crate) async fn after(
                 settings.base_url.as_ref().map(cua_artifact::Origin::as_str),
             )
             .map_err(|error| {
-                Failure::new(
-                    Exit::Failed,
-                    "assist_failed",
+                CliError::new(
+                    ErrorCode::AssistFailed,
                     format!("the candidate overlay does not apply: {error}"),
                 )
             })?;

@@ -31,8 +31,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::state::{BatchState, Earlier, Header, StateLine};
-use super::{Dispatches, Failure, Settings, exit_of, fresh_run_id, launch, replay_once};
+use super::{Dispatches, Settings, exit_of, fresh_run_id, launch, replay_once};
 use crate::cli::{Format, PoolKind, ReplayArgs};
+use crate::error::{CliError, ErrorCode};
 use crate::limits;
 use crate::output::Exit;
 
@@ -132,10 +133,10 @@ pub(super) async fn run(
     settings: &Settings,
     args: &ReplayArgs,
     rows_path: &Path,
-) -> Result<Exit, Failure> {
+) -> Result<Exit, CliError> {
     let shard = args.shard;
     let text = cua_fs::read_to_string_bounded(rows_path, limits::ROWS)
-        .map_err(|error| Failure::usage(error.to_string()))?;
+        .map_err(|error| CliError::usage(error.to_string()))?;
     let rows: Vec<(usize, ParsedRow)> = text
         .lines()
         .enumerate()
@@ -155,7 +156,7 @@ pub(super) async fn run(
             if args.resume || !evidence.has_file(&name) {
                 id
             } else if super::state::unfinished(&evidence, &name) {
-                return Err(Failure::usage(format!(
+                return Err(CliError::usage(format!(
                     "an earlier batch of these rows ({}) was interrupted with rows unfinished: pass --resume to \
                      finish it (a new batch would run its mutations again under new keys), or --run-id for a \
                      deliberately separate batch",
@@ -168,7 +169,7 @@ pub(super) async fn run(
     };
     let state_name = state_file(&batch_id);
     if !args.resume && evidence.has_file(&state_name) {
-        return Err(Failure::usage(format!(
+        return Err(CliError::usage(format!(
             "{} exists: pass --resume to continue that batch, or another --run-id",
             evidence.path().join(&state_name).display()
         )));
@@ -305,7 +306,7 @@ pub(super) async fn run(
                     )
                     .await
                     .map_err(|error| {
-                        Failure::new(Exit::Unavailable, "surface_unavailable", error.to_string())
+                        CliError::new(ErrorCode::SurfaceUnavailable, error.to_string())
                     })?
                 }
                 PoolKind::Browsers => launch(allowlist.clone()).await?,
@@ -529,18 +530,18 @@ async fn work_row(
                 run_dir.display().to_string(),
                 format!(
                     "{}; the run had announced the mutation(s) {mutations}, so check the application before running the row again",
-                    failure.message
+                    failure.message()
                 ),
             )),
             None => Worked::Line(RowLine {
                 row,
                 status: "failed".to_owned(),
-                exit_code: failure.exit as u8,
+                exit_code: failure.exit() as u8,
                 evidence_dir: Some(run_dir.display().to_string()),
                 run_id: Some(run_id),
                 effect: None,
                 result: None,
-                error: Some(failure.message),
+                error: Some(failure.message().to_owned()),
                 settled: None,
             }),
         },
@@ -564,14 +565,13 @@ fn record_done(state: &BatchState, line: &RowLine) {
 }
 
 /// 128 random bits, hex: the batch's nonce.
-fn nonce() -> Result<String, Failure> {
+fn nonce() -> Result<String, CliError> {
     let mut bytes = [0_u8; 32];
     cua_replay::SystemEntropy
         .fill(&mut bytes)
         .map_err(|error| {
-            Failure::new(
-                Exit::Failed,
-                "internal",
+            CliError::new(
+                ErrorCode::Internal,
                 format!("no randomness for the batch's nonce: {error}"),
             )
         })?;
@@ -643,7 +643,10 @@ async fn reconcile_row(
     .await
     {
         Ok(report) => (cua_replay::judge(reconcile, &report), run_id),
-        Err(failure) => (Reconciliation::Unknown(failure.message), run_id),
+        Err(failure) => (
+            Reconciliation::Unknown(failure.message().to_owned()),
+            run_id,
+        ),
     }
 }
 
@@ -657,11 +660,11 @@ fn parse_row(line: &str) -> Result<BTreeMap<String, Value>, String> {
 
 /// The batch id, checked: a run id, with room for the longest run id its rows derive from it
 /// (`<id>-row-<n>-reconcile-<fresh id>`), since each names a directory in the evidence root.
-fn check_batch_id(batch_id: &str, last_row: usize) -> Result<String, Failure> {
-    RunId::parse(batch_id).map_err(|error| Failure::usage(error.to_string()))?;
+fn check_batch_id(batch_id: &str, last_row: usize) -> Result<String, CliError> {
+    RunId::parse(batch_id).map_err(|error| CliError::usage(error.to_string()))?;
     let longest = format!("{batch_id}-row-{last_row}-reconcile-{}", fresh_run_id());
     if RunId::parse(&longest).is_err() {
-        return Err(Failure::usage(format!(
+        return Err(CliError::usage(format!(
             "invalid run id `{batch_id}`: too long for a batch, whose rows' run ids (such as \
              `{longest}`) must be at most 128 characters; pass a shorter --run-id"
         )));
@@ -676,12 +679,8 @@ fn state_file(batch_id: &str) -> String {
 
 /// A file of the batch that was refused for what is at its path (a link, a device, another
 /// user's file) is the user's to fix (exit 2); one that could not be written failed.
-pub(super) fn refused(error: cua_fs::FsError) -> Failure {
-    if error.is_refusal() {
-        Failure::new(Exit::Usage, "refused_path", error.to_string())
-    } else {
-        Failure::new(Exit::Failed, "evidence_unwritable", error.to_string())
-    }
+pub(super) fn refused(error: cua_fs::FsError) -> CliError {
+    CliError::unwritten(&error, ErrorCode::EvidenceUnwritable)
 }
 
 /// A batch id from the rows file's name (and the shard), so `--resume` finds its state.

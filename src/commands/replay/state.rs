@@ -24,10 +24,9 @@ use cua_evidence::RunId;
 use cua_fs::{Create, Dir, FileMode};
 use serde::{Deserialize, Serialize};
 
-use super::Failure;
 use super::batch::{RowLine, refused};
+use crate::error::{CliError, ErrorCode};
 use crate::limits;
-use crate::output::Exit;
 
 /// A line of the state file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -70,12 +69,11 @@ impl BatchState {
     /// Opens (or creates) the state file `name` in the evidence root and locks it. A new file
     /// gets `fresh` as its header; an existing one must carry the same rows digest and content
     /// hash.
-    pub(super) fn open(evidence: &Dir, name: &str, fresh: Header) -> Result<Self, Failure> {
+    pub(super) fn open(evidence: &Dir, name: &str, fresh: Header) -> Result<Self, CliError> {
         let path = &evidence.path().join(name);
         let unwritable = |what: &str, error: std::io::Error| {
-            Failure::new(
-                Exit::Failed,
-                "evidence_unwritable",
+            CliError::new(
+                ErrorCode::EvidenceUnwritable,
                 format!("cannot {what} {}: {error}", path.display()),
             )
         };
@@ -85,9 +83,8 @@ impl BatchState {
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(Failure::new(
-                    Exit::Usage,
-                    "batch_locked",
+                return Err(CliError::new(
+                    ErrorCode::BatchLocked,
                     format!(
                         "another cua is running this batch ({} is locked): wait for it to end, or stop it, before resuming",
                         path.display()
@@ -103,7 +100,7 @@ impl BatchState {
                 if header.rows_digest != fresh.rows_digest
                     || header.content_hash != fresh.content_hash
                 {
-                    return Err(Failure::usage(format!(
+                    return Err(CliError::usage(format!(
                         "{} belongs to another batch: its rows file or capability changed since it started \
                          (rows {} now {}, capability {} now {}); a row number would name another row, so resume \
                          the original rows, or start a new batch with another --run-id",
@@ -118,7 +115,7 @@ impl BatchState {
             }
             None if previous.is_empty() => fresh,
             None => {
-                return Err(Failure::usage(format!(
+                return Err(CliError::usage(format!(
                     "{} has no batch header (written by an older cua): resume it with that version, or start a new batch with another --run-id",
                     path.display()
                 )));

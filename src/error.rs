@@ -1,0 +1,296 @@
+//! The binary's one error type: a closed [`ErrorCode`] (its wire name and its exit status come
+//! from one table) and a message. Commands return [`CliError`]; `commands::run` prints it once.
+//!
+//! A run's own failure (a business outcome, `target_not_found`, …) is not a `CliError`: it is
+//! the run's result, with the run's closed `FailureCode`, and the command reports it as data.
+
+use std::fmt;
+
+use cua_catalog::CatalogError;
+use cua_chromium::LaunchError;
+use serde::Serialize;
+
+use crate::output::{EnvelopeError, Exit};
+
+/// Declares [`ErrorCode`] from one table: variant, wire name, exit status, and the sentence
+/// README.md's table gives for it.
+macro_rules! error_codes {
+    ($($(#[$meta:meta])* $variant:ident => $wire:literal, $exit:ident, $doc:literal;)+) => {
+        /// Every code a failing command reports in its envelope, and nothing else.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum ErrorCode {
+            $(#[doc = $doc] $(#[$meta])* $variant,)+
+        }
+
+        impl ErrorCode {
+            /// Every code, in the order README.md lists them.
+            #[cfg(test)]
+            pub(crate) const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)+];
+
+            /// The stable snake_case name the envelope carries.
+            pub(crate) fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $wire,)+
+                }
+            }
+
+            /// The process status a command that fails with this code exits with.
+            pub(crate) fn exit(self) -> Exit {
+                match self {
+                    $(ErrorCode::$variant => Exit::$exit,)+
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    Usage => "usage", Usage, "The command line is wrong: a flag, an argument or a combination.";
+    NotFound => "not_found", Usage, "No capability, run or file by that name.";
+    InvalidReference => "invalid_reference", Usage, "A capability reference that is not `id` or `id@version`.";
+    InvalidDocument => "invalid_document", Usage, "A document that does not load or validate.";
+    Tampered => "tampered", Usage, "A sealed document whose content does not match its hash.";
+    Unsealed => "unsealed", Usage, "A catalog document that has no content hash.";
+    InvalidTenant => "invalid_tenant", Usage, "A tenant name or overlay that is not valid.";
+    NoBinding => "no_binding", Usage, "The tenant has no binding of the capability.";
+    InvalidPolicy => "invalid_policy", Usage, "The policy file does not load.";
+    InvalidTrace => "invalid_trace", Usage, "A run directory that does not hold a compilable trace.";
+    UnknownStep => "unknown_step", Usage, "A step the capability does not have.";
+    InvalidPlatform => "invalid_platform", Usage, "A platform the route planner does not know.";
+    InvalidSecretName => "invalid_secret_name", Usage, "A secret name that is not an environment variable name.";
+    InvalidModelConfig => "invalid_model_config", Usage, "The model's environment settings are malformed.";
+    ModelNotConfigured => "model_not_configured", Usage, "Discovery needs a model and none is configured.";
+    MissingSecret => "missing_secret", Usage, "A secret the capability names is not in the environment.";
+    RefusedPath => "refused_path", Usage, "A path refused for what is at it: a link, another user's directory.";
+    ReadFailed => "read_failed", Usage, "A file or directory that cannot be read.";
+    NotARunDir => "not_a_run_dir", Usage, "A directory that is not a run's evidence.";
+    NoSnapshots => "no_snapshots", Usage, "A run without the snapshots a probe compares.";
+    NoReviewer => "no_reviewer", Usage, "A review decision without `--by`.";
+    NothingToRevoke => "nothing_to_revoke", Usage, "No approval is recorded to revoke.";
+    Refused => "refused", Usage, "The policy refuses the capability before anything runs.";
+    #[cfg_attr(not(feature = "fixture"), expect(dead_code, reason = "only the demo reports it"))]
+    DemoDirectory => "demo_directory", Usage, "The demo's output directory holds something else.";
+    BatchLocked => "batch_locked", Usage, "Another process holds the batch's state.";
+    KeyUnwritable => "key_unwritable", Usage, "The signing key cannot be written where asked.";
+    BadKey => "bad_key", Usage, "A public key that cannot be read.";
+    NoEvaluation => "no_evaluation", Failed, "No evaluation at this exact content backs the approval.";
+    EvaluationFailed => "evaluation_failed", Failed, "An evaluation at this content fails a criterion.";
+    DraftExists => "draft_exists", Failed, "A draft would overwrite an existing file.";
+    WriteFailed => "write_failed", Failed, "A file could not be written.";
+    EvidenceUnwritable => "evidence_unwritable", Failed, "The run's evidence cannot be written.";
+    EvidenceUnreadable => "evidence_unreadable", Failed, "A run's evidence cannot be read.";
+    EvidenceBroken => "evidence_broken", Failed, "A run's evidence chain does not verify.";
+    CompileFailed => "compile_failed", Failed, "A trace does not compile into a capability.";
+    GoalNotMet => "goal_not_met", Failed, "The trace did not reach its goal, so there is nothing to compile.";
+    Unexpressible => "unexpressible", Failed, "Codegen cannot express a step as a Playwright spec.";
+    CodegenFailed => "codegen_failed", Failed, "Codegen failed for another reason.";
+    DiscoveryFailed => "discovery_failed", Failed, "Discovery stopped before reaching the goal.";
+    AssistFailed => "assist_failed", Failed, "The assisted recovery could not run.";
+    EvalFailed => "eval_failed", Failed, "An evaluation could not run.";
+    WrongActionOrUnauthorizedDispatch => "wrong_action_or_unauthorized_dispatch", Failed, "An evaluation saw a wrong action or a dispatch without authorization.";
+    ProbeFoundDrift => "probe_found_drift", Failed, "A probe found a target that no longer resolves as recorded.";
+    RouteUnavailable => "route_unavailable", Failed, "No operator on this platform can perform a step.";
+    #[cfg_attr(not(feature = "fixture"), expect(dead_code, reason = "only the demo reports it"))]
+    StageFailed => "stage_failed", Failed, "A demo stage failed.";
+    SessionFailed => "session_failed", Failed, "The console could not open the supervised session.";
+    NavigationFailed => "navigation_failed", Failed, "The application answered the first navigation with an error.";
+    BindFailed => "bind_failed", Failed, "The server cannot listen on the address.";
+    NoToken => "no_token", Failed, "No access token could be generated.";
+    Internal => "internal", Failed, "A fault in cua itself; please report it.";
+    SurfaceUnavailable => "surface_unavailable", Unavailable, "The browser or the application cannot be reached.";
+    ChromiumMissing => "chromium_missing", Unavailable, "Chromium is not installed (`make deps`).";
+    FixtureUnavailable => "fixture_unavailable", Unavailable, "The MemberDesk fixture cannot start.";
+}
+
+impl Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+impl ErrorCode {
+    /// This code with `message`, as the envelope carries it.
+    pub(crate) fn envelope(self, message: impl Into<String>) -> EnvelopeError {
+        EnvelopeError {
+            code: self.as_str().to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A command that stopped before or instead of doing its work.
+#[derive(Debug)]
+pub(crate) struct CliError {
+    code: ErrorCode,
+    message: String,
+}
+
+impl CliError {
+    pub(crate) fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// A usage error.
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Usage, message)
+    }
+
+    /// A library error with its whole chain of causes as the message.
+    pub(crate) fn chained(code: ErrorCode, error: &dyn std::error::Error) -> Self {
+        Self::new(code, chain(error))
+    }
+
+    /// A file that could not be written: refused for what is at its path (a link, another
+    /// user's directory) is the user's to fix; any other failure is `otherwise`.
+    pub(crate) fn unwritten(error: &cua_fs::FsError, otherwise: ErrorCode) -> Self {
+        let code = if error.is_refusal() {
+            ErrorCode::RefusedPath
+        } else {
+            otherwise
+        };
+        Self::new(code, error.to_string())
+    }
+
+    pub(crate) fn code(&self) -> ErrorCode {
+        self.code
+    }
+
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub(crate) fn exit(&self) -> Exit {
+        self.code.exit()
+    }
+
+    /// The error as the envelope carries it.
+    pub(crate) fn envelope(&self) -> EnvelopeError {
+        self.code.envelope(self.message.clone())
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{} ({})", self.message, self.code)
+    }
+}
+
+impl From<&CatalogError> for CliError {
+    fn from(error: &CatalogError) -> Self {
+        let code = match error {
+            CatalogError::ReadDirectory { .. } | CatalogError::Read(_) => ErrorCode::ReadFailed,
+            CatalogError::Write(file) if file.is_refusal() => ErrorCode::RefusedPath,
+            CatalogError::Write(_) => ErrorCode::WriteFailed,
+            CatalogError::InvalidReference { .. } => ErrorCode::InvalidReference,
+            CatalogError::NotFound { .. } => ErrorCode::NotFound,
+            CatalogError::Invalid { .. } => ErrorCode::InvalidDocument,
+            CatalogError::Tampered { .. } => ErrorCode::Tampered,
+            CatalogError::Unsealed { .. } => ErrorCode::Unsealed,
+            CatalogError::NoReviewer => ErrorCode::NoReviewer,
+            CatalogError::NoBinding { .. } => ErrorCode::NoBinding,
+            CatalogError::NothingToRevoke { .. } => ErrorCode::NothingToRevoke,
+            CatalogError::NoEvaluation { .. } => ErrorCode::NoEvaluation,
+            CatalogError::EvaluationFailed { .. } => ErrorCode::EvaluationFailed,
+        };
+        Self::new(code, error.to_string())
+    }
+}
+
+impl From<LaunchError> for CliError {
+    fn from(error: LaunchError) -> Self {
+        let code = match error {
+            LaunchError::ChromiumMissing { .. } => ErrorCode::ChromiumMissing,
+            _ => ErrorCode::SurfaceUnavailable,
+        };
+        Self::new(code, error.to_string())
+    }
+}
+
+impl From<&cua_evidence::EvidenceError> for CliError {
+    /// Evidence a command could not start: a root or run directory refused for what is at its
+    /// path is the user's to fix; anything else failed.
+    fn from(error: &cua_evidence::EvidenceError) -> Self {
+        let code = match error {
+            cua_evidence::EvidenceError::File(file) if file.is_refusal() => ErrorCode::RefusedPath,
+            cua_evidence::EvidenceError::InvalidRedactionRule { .. } => ErrorCode::InvalidDocument,
+            _ => ErrorCode::EvidenceUnwritable,
+        };
+        Self::new(code, error.to_string())
+    }
+}
+
+/// An error and its sources on one line, `outer: cause: root`.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}
+
+/// The one multi-thread runtime a command's async work runs on.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| CliError::new(ErrorCode::Internal, format!("no async runtime: {error}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorCode;
+
+    /// README.md's table is the contract scripts read: every code with its exit status, and
+    /// no code the binary cannot produce.
+    #[test]
+    fn readme_lists_every_error_code_with_its_exit() {
+        let readme = include_str!("../README.md");
+        let listed: Vec<&str> = readme
+            .lines()
+            .filter_map(|line| line.strip_prefix("| `"))
+            .filter_map(|rest| rest.split_once("` |"))
+            .filter(|(name, rest)| {
+                !name.contains(' ') && rest.trim_start().starts_with(|c: char| c.is_ascii_digit())
+            })
+            .map(|(name, _)| name)
+            .collect();
+        for code in ErrorCode::ALL {
+            let row = format!("| `{}` | {} |", code.as_str(), code.exit() as u8);
+            assert!(
+                readme.contains(&row),
+                "README.md lacks the row `{row}` for {code:?}"
+            );
+        }
+        for name in listed {
+            assert!(
+                ErrorCode::ALL.iter().any(|code| code.as_str() == name),
+                "README.md lists `{name}`, which no command reports"
+            );
+        }
+    }
+
+    #[test]
+    fn wire_names_are_unique_snake_case() {
+        let mut seen = std::collections::BTreeSet::new();
+        for code in ErrorCode::ALL {
+            let name = code.as_str();
+            assert!(
+                name.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                "{name}"
+            );
+            assert!(seen.insert(name), "{name} is listed twice");
+        }
+    }
+}
