@@ -19,7 +19,7 @@ use cua_console::{
     FrameStream, LiveFrame, LiveSurface, RunningConsole, WallClock,
 };
 use cua_evidence::{Redactor, SystemClock};
-use cua_policy::{AuthorizedAction, PolicyEngine};
+use cua_policy::{Authorized, BrowserAction, PolicyEngine};
 use cua_snapshot::UiSnapshot;
 use cua_surface::{BlockedRequest, DispatchReceipt, SurfaceDriver, SurfaceError};
 use serde_json::{Value, json};
@@ -299,7 +299,7 @@ impl LiveSurface for ChromiumLive {
 
     fn dispatch(
         &self,
-        action: AuthorizedAction,
+        action: Authorized<BrowserAction>,
     ) -> BoxFuture<'_, Result<DispatchReceipt, SurfaceError>> {
         Box::pin(self.0.dispatch(action))
     }

@@ -19,8 +19,8 @@ use base64::Engine;
 use cua_artifact::{ActionKind, Actor};
 use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError};
 use cua_policy::{
-    ActionRequest, Allowlist, AuthorizationContext, Lease, PolicyEngine, PolicyRules, RawInput,
-    ResolvedTarget, SurfaceAction,
+    ActionRequest, Allowlist, AuthorizationContext, BrowserAction, Lease, PolicyEngine,
+    PolicyRules, RawInput, ResolvedTarget, SurfaceAction,
 };
 use cua_snapshot::{UiNode, UiSnapshot};
 use cua_surface::{SurfaceDriver, SurfaceError};
@@ -957,14 +957,16 @@ impl Operator {
             .engine
             .authorize_with(&self.lease, request, &context)
             .unwrap();
-        self.surface.dispatch(authorized).await
+        self.surface
+            .dispatch(authorized.into_browser().expect("a browser action"))
+            .await
     }
 
     async fn navigate(&self, url: &str) {
         self.act(
-            SurfaceAction::Navigate {
+            SurfaceAction::Browser(BrowserAction::Navigate {
                 url: url.to_owned(),
-            },
+            }),
             None,
         )
         .await;
@@ -990,7 +992,10 @@ impl Operator {
         // moment ago may have been replaced by an identical one; the driver refuses a node it
         // no longer has before sending any input. A person would look again and click again.
         for _ in 0..3 {
-            match self.try_act(SurfaceAction::Click, Some(&node)).await {
+            match self
+                .try_act(SurfaceAction::Browser(BrowserAction::Click), Some(&node))
+                .await
+            {
                 Err(SurfaceError::NodeGone { .. }) => {
                     let snapshot = self.observe().await;
                     node = find(&snapshot, role, name).clone();
@@ -1055,7 +1060,10 @@ impl Operator {
             view.bounds.y + top + y * scale,
         );
         self.act(
-            SurfaceAction::RawInput(RawInput::MouseClick { x: at.0, y: at.1 }),
+            SurfaceAction::Browser(BrowserAction::RawInput(RawInput::MouseClick {
+                x: at.0,
+                y: at.1,
+            })),
             None,
         )
         .await;
@@ -1067,7 +1075,9 @@ impl Operator {
     async fn type_keys(&self, text: &str) {
         for c in text.chars() {
             self.act(
-                SurfaceAction::RawInput(RawInput::Key { key: c.to_string() }),
+                SurfaceAction::Browser(BrowserAction::RawInput(RawInput::Key {
+                    key: c.to_string(),
+                })),
                 None,
             )
             .await;
@@ -1077,9 +1087,9 @@ impl Operator {
 
     async fn key(&self, key: &str) {
         self.act(
-            SurfaceAction::RawInput(RawInput::Key {
+            SurfaceAction::Browser(BrowserAction::RawInput(RawInput::Key {
                 key: key.to_owned(),
-            }),
+            })),
             None,
         )
         .await;

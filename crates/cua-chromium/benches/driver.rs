@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use cua_artifact::{ActionKind, Actor};
 use cua_chromium::{ChromiumConfig, ChromiumSurface};
 use cua_policy::{
-    ActionRequest, Allowlist, AuthorizationContext, AuthorizedAction, Lease, PolicyEngine,
-    PolicyRules, ResolvedTarget, SurfaceAction,
+    ActionRequest, Allowlist, AuthorizationContext, Authorized, BrowserAction, Lease, PolicyEngine,
+    PolicyRules, ResolvedTarget,
 };
 use cua_snapshot::{UiNode, UiSnapshot};
 use cua_surface::{SurfaceDriver, WaitOutcome};
@@ -51,11 +51,11 @@ impl Authority {
         }
     }
 
-    fn allow(&self, action: SurfaceAction, target: Option<&UiNode>) -> AuthorizedAction {
+    fn allow(&self, action: BrowserAction, target: Option<&UiNode>) -> Authorized<BrowserAction> {
         let request = ActionRequest {
             actor: Actor::Human,
             epoch: self.lease.epoch,
-            action,
+            action: action.into(),
             target: target.map(|node| ResolvedTarget {
                 node_id: node.id.clone(),
                 role: node.role.clone(),
@@ -70,6 +70,8 @@ impl Authority {
         self.engine
             .authorize_with(&self.lease, request, &context)
             .expect("the bench policy allows")
+            .into_browser()
+            .expect("a browser action")
     }
 }
 
@@ -114,7 +116,7 @@ async fn run() {
         .expect("Chromium launches");
     let act = |action, target: Option<&UiNode>| surface.dispatch(authority.allow(action, target));
     act(
-        SurfaceAction::Navigate {
+        BrowserAction::Navigate {
             url: format!("{}/", fixture.base_url()),
         },
         None,
@@ -122,7 +124,7 @@ async fn run() {
     .await
     .expect("navigate");
     let login = until(&surface, |s| has(s, "button", "Sign On")).await;
-    let typing = |text: &str| SurfaceAction::Type {
+    let typing = |text: &str| BrowserAction::Type {
         text: text.to_string(),
         clear_first: true,
     };
@@ -139,7 +141,7 @@ async fn run() {
     .await
     .expect("type");
     act(
-        SurfaceAction::Click,
+        BrowserAction::Click,
         Some(find(&login, "button", "Sign On")),
     )
     .await
@@ -152,7 +154,7 @@ async fn run() {
     .await
     .expect("type");
     act(
-        SurfaceAction::Click,
+        BrowserAction::Click,
         Some(find(&search, "button", "Search")),
     )
     .await
@@ -180,7 +182,7 @@ async fn run() {
     let mut clicks = Vec::new();
     for _ in 0..CLICKS {
         let started = Instant::now();
-        let receipt = act(SurfaceAction::Click, Some(&cell)).await.expect("click");
+        let receipt = act(BrowserAction::Click, Some(&cell)).await.expect("click");
         clicks.push(started.elapsed());
         assert!(!receipt.navigated);
     }
@@ -195,7 +197,7 @@ async fn run() {
         let page = surface.observe().await.expect("observe");
         let link = find(&page, "link", "Member Search").clone();
         let started = Instant::now();
-        let receipt = act(SurfaceAction::Click, Some(&link)).await.expect("click");
+        let receipt = act(BrowserAction::Click, Some(&link)).await.expect("click");
         navigations.push(started.elapsed());
         assert!(receipt.navigated, "{receipt:?}");
     }
@@ -206,7 +208,7 @@ async fn run() {
     );
 
     act(
-        SurfaceAction::Navigate {
+        BrowserAction::Navigate {
             url: format!("http://{large}/"),
         },
         None,

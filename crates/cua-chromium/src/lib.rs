@@ -36,7 +36,7 @@
 //!   on `/proc` and `/bin/sh`.
 //!
 //! Architecture invariant: the only crate that speaks CDP. It knows nothing of capabilities,
-//! targeting or evidence; it acts only on an `AuthorizedAction`, on the backend node its
+//! targeting or evidence; it acts only on an `Authorized<BrowserAction>`, on the backend node its
 //! target resolved to in the last observation.
 
 mod actions;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use chromiumoxide::Browser;
 use chromiumoxide::handler::HandlerConfig;
 use chromiumoxide::handler::viewport::Viewport as OxideViewport;
-use cua_policy::{AuthorizedAction, RawInput, ScrollDirection, SurfaceAction};
+use cua_policy::{Authorized, BrowserAction, RawInput, ScrollDirection};
 use cua_snapshot::{NodeId, UiSnapshot};
 use cua_surface::{
     BlockedRequest, DispatchReceipt, Screenshot, ScreenshotRequest, SurfaceDriver, SurfaceError,
@@ -325,7 +325,11 @@ impl ChromiumSurface {
         Ok(())
     }
 
-    async fn perform(&self, action: &AuthorizedAction, mark: Mark) -> Result<String, SurfaceError> {
+    async fn perform(
+        &self,
+        action: &Authorized<BrowserAction>,
+        mark: Mark,
+    ) -> Result<String, SurfaceError> {
         self.reclaim_foreground().await?;
         let resolved = action
             .target()
@@ -349,7 +353,7 @@ impl ChromiumSurface {
         // The name the policy judged: a control revealed by focus must still carry it.
         let judged = action.target().map(|resolved| resolved.name.as_str());
         match action.action() {
-            SurfaceAction::Click => {
+            BrowserAction::Click => {
                 actions::click(
                     session,
                     target.as_ref().ok_or_else(|| needs("click"))?,
@@ -358,16 +362,16 @@ impl ChromiumSurface {
                 )
                 .await
             }
-            SurfaceAction::ClickAcceptingConfirm { confirm } => {
+            BrowserAction::ClickAcceptingConfirm { confirm } => {
                 let target = target.as_ref().ok_or_else(|| needs("click"))?;
                 lock(&self.shared.state).expect_confirm(confirm);
                 actions::click(session, target, viewport, judged).await
             }
-            SurfaceAction::Type { text, clear_first } => {
+            BrowserAction::Type { text, clear_first } => {
                 let target = target.as_ref().ok_or_else(|| needs("type"))?;
                 actions::type_text(session, target, text, *clear_first).await
             }
-            SurfaceAction::Select { value } => {
+            BrowserAction::Select { value } => {
                 actions::select(
                     session,
                     target.as_ref().ok_or_else(|| needs("select"))?,
@@ -375,18 +379,18 @@ impl ChromiumSurface {
                 )
                 .await
             }
-            SurfaceAction::PressKey { key } => {
+            BrowserAction::PressKey { key } => {
                 actions::press_key(session, target.as_ref(), key).await
             }
-            SurfaceAction::Navigate { url } => self.navigate(url, mark).await,
-            SurfaceAction::Reload => {
+            BrowserAction::Navigate { url } => self.navigate(url, mark).await,
+            BrowserAction::Reload => {
                 session
                     .monitor_call("Page.reload", json!({}))
                     .await
                     .map_err(|error| error.into_surface("reloading"))?;
                 Ok("reloaded".to_string())
             }
-            SurfaceAction::Scroll { direction, amount } => {
+            BrowserAction::Scroll { direction, amount } => {
                 let down = match direction {
                     ScrollDirection::Up => Some(false),
                     ScrollDirection::Down => Some(true),
@@ -394,30 +398,20 @@ impl ChromiumSurface {
                 };
                 actions::scroll(session, target.as_ref(), down, *amount, viewport).await
             }
-            SurfaceAction::RawInput(RawInput::MouseClick { x, y }) => {
+            BrowserAction::RawInput(RawInput::MouseClick { x, y }) => {
                 actions::mouse_click(session, *x, *y).await?;
                 Ok(format!("clicked at ({x:.0}, {y:.0})"))
             }
-            SurfaceAction::PointClick { x, y } => {
+            BrowserAction::PointClick { x, y } => {
                 actions::mouse_click(session, *x, *y).await?;
                 Ok(format!("clicked at ({x:.1}, {y:.1}) in the viewport"))
             }
-            SurfaceAction::RawInput(RawInput::Text { text }) => {
+            BrowserAction::RawInput(RawInput::Text { text }) => {
                 actions::insert_text(session, text).await?;
                 Ok(format!("typed {} characters", text.chars().count()))
             }
-            SurfaceAction::RawInput(RawInput::Key { key }) => {
+            BrowserAction::RawInput(RawInput::Key { key }) => {
                 actions::press_key(session, None, key).await
-            }
-            // Requests and commands have operators of their own, and a screenshot is taken
-            // through `screenshot`: the browser never dispatches one.
-            SurfaceAction::Http(_) | SurfaceAction::Command(_) | SurfaceAction::Screenshot => {
-                Err(SurfaceError::ActionFailed {
-                    reason: format!(
-                        "the browser does not perform `{}`; it has its own operator",
-                        action.action().kind().as_str()
-                    ),
-                })
             }
         }
     }
@@ -552,7 +546,10 @@ impl SurfaceDriver for ChromiumSurface {
         self.observe_recorded().await.map(|(snapshot, _)| snapshot)
     }
 
-    async fn dispatch(&self, action: AuthorizedAction) -> Result<DispatchReceipt, SurfaceError> {
+    async fn dispatch(
+        &self,
+        action: Authorized<BrowserAction>,
+    ) -> Result<DispatchReceipt, SurfaceError> {
         let started = Instant::now();
         let mark = {
             let mut state = lock(&self.shared.state);
@@ -574,7 +571,7 @@ impl SurfaceDriver for ChromiumSurface {
             .await;
         let mut message = performed?;
         let grace = match action.action() {
-            SurfaceAction::Type { .. } | SurfaceAction::Scroll { .. } => {
+            BrowserAction::Type { .. } | BrowserAction::Scroll { .. } => {
                 QUIET_ACTION_GRACE.min(self.config.navigation_grace)
             }
             _ => self.config.navigation_grace,
@@ -584,7 +581,7 @@ impl SurfaceDriver for ChromiumSurface {
             let mut state = lock(&self.shared.state);
             (state.dialogs_since(mark), state.disarm_confirm())
         };
-        if let SurfaceAction::ClickAcceptingConfirm { confirm } = action.action()
+        if let BrowserAction::ClickAcceptingConfirm { confirm } = action.action()
             && unanswered
         {
             let seen = if dialogs.is_empty() {

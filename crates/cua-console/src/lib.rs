@@ -13,7 +13,7 @@
 //!
 //! Architecture invariant: the console depends on no concrete surface and no model client.
 //! The binary injects the browser ([`LiveSurface`]) and the catalog ([`CatalogView`]). Every
-//! human action reaches the surface only as an `AuthorizedAction` minted by the policy engine
+//! human action reaches the surface only as an `Authorized<BrowserAction>` minted by the policy engine
 //! for actor `human` at the lease epoch the operator holds.
 
 mod broker;

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use cua_policy::AuthorizedAction;
+use cua_policy::{Authorized, BrowserAction};
 use cua_snapshot::UiSnapshot;
 use cua_surface::{BlockedRequest, DispatchReceipt, SurfaceError};
 
@@ -51,7 +51,7 @@ pub trait LiveSurface: Send + Sync {
     /// Performs one authorized action.
     fn dispatch(
         &self,
-        action: AuthorizedAction,
+        action: Authorized<BrowserAction>,
     ) -> BoxFuture<'_, Result<DispatchReceipt, SurfaceError>>;
 
     /// Starts a continuous frame stream (a CDP screencast for Chromium).

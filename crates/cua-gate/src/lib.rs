@@ -25,8 +25,8 @@ use std::future::Future;
 use cua_artifact::{ActionKind, Actor, CapabilityRef, RiskTier, StepId};
 use cua_evidence::{Authorize, BlockedRequest, Dispatch, EvidenceBus, EvidenceError, Intent};
 use cua_policy::{
-    ActionRequest, AuthorizationContext, AuthorizedAction, Denial, Lease, PolicyEngine,
-    ResolvedTarget, SurfaceAction,
+    ActionRequest, AuthorizationContext, Authorized, AuthorizedAction, BrowserAction, Denial,
+    Lease, PolicyEngine, ResolvedTarget, SurfaceAction,
 };
 use cua_snapshot::NodeId;
 use cua_surface::{DispatchReceipt, SurfaceError};
@@ -450,14 +450,17 @@ impl<'g> Gate<'g> {
         take_blocked: impl FnOnce() -> Vec<cua_surface::BlockedRequest>,
     ) -> Result<Result<Passed, Refusal>, EvidenceError>
     where
-        F: FnOnce(AuthorizedAction) -> Fut,
+        F: FnOnce(Authorized<BrowserAction>) -> Fut,
         Fut: Future<Output = Result<DispatchReceipt, SurfaceError>>,
     {
         let Cleared { authorized, ticket } = match self.clear(request)? {
             Ok(cleared) => cleared,
             Err(refusal) => return Ok(Err(refusal)),
         };
-        let outcome = dispatch(authorized).await;
+        let outcome = match authorized.into_browser() {
+            Ok(browser) => dispatch(browser).await,
+            Err(kind) => Err(SurfaceError::wrong_port(kind.as_str(), "browser")),
+        };
         self.record(&ticket, Sent::from(&outcome), take_blocked())?;
         Ok(Ok(Passed { ticket, outcome }))
     }

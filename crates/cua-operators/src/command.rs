@@ -5,7 +5,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use cua_policy::{AuthorizedAction, SurfaceAction};
+use cua_policy::{Authorized, CommandInvocation};
 use cua_surface::{CommandOutput, CommandRunner, OperatorFuture, SurfaceError};
 use tokio::io::AsyncReadExt;
 
@@ -23,16 +23,9 @@ impl ProcessCommandRunner {
 }
 
 impl CommandRunner for ProcessCommandRunner {
-    fn run(&self, action: AuthorizedAction) -> OperatorFuture<'_, CommandOutput> {
+    fn run(&self, action: Authorized<CommandInvocation>) -> OperatorFuture<'_, CommandOutput> {
         Box::pin(async move {
-            let SurfaceAction::Command(invocation) = action.action() else {
-                return Err(SurfaceError::ActionFailed {
-                    reason: format!(
-                        "the command operator cannot perform `{}`",
-                        action.action().kind().as_str()
-                    ),
-                });
-            };
+            let invocation = action.action();
             let Some(program) = action.program() else {
                 return Err(SurfaceError::ActionFailed {
                     reason: format!(

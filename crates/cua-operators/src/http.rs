@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use cua_policy::{AuthorizedAction, SurfaceAction};
+use cua_policy::{Authorized, HttpRequest};
 use cua_surface::{OperatorFuture, ServiceClient, ServiceResponse, SurfaceError};
 
 /// Responses larger than this are refused rather than buffered.
@@ -31,16 +31,9 @@ impl HttpServiceClient {
 }
 
 impl ServiceClient for HttpServiceClient {
-    fn send(&self, action: AuthorizedAction) -> OperatorFuture<'_, ServiceResponse> {
+    fn send(&self, action: Authorized<HttpRequest>) -> OperatorFuture<'_, ServiceResponse> {
         Box::pin(async move {
-            let SurfaceAction::Http(request) = action.action() else {
-                return Err(SurfaceError::ActionFailed {
-                    reason: format!(
-                        "the HTTP operator cannot perform `{}`",
-                        action.action().kind().as_str()
-                    ),
-                });
-            };
+            let request = action.action();
             let method = reqwest::Method::from_bytes(request.method.as_str().as_bytes()).map_err(
                 |error| SurfaceError::ActionFailed {
                     reason: format!("method {}: {error}", request.method.as_str()),

@@ -37,10 +37,10 @@ impl std::fmt::Debug for RawInput {
     }
 }
 
-/// A concrete action with every value already bound. Typed text may be a secret, so `Debug`
-/// prints its length, never its characters.
+/// What the browser port performs, with every value already bound. Typed text may be a secret,
+/// so `Debug` prints its length, never its characters.
 #[derive(Clone, PartialEq)]
-pub enum SurfaceAction {
+pub enum BrowserAction {
     Click,
     /// A click that answers OK to the JavaScript `confirm()` it raises, when the dialog's
     /// message is exactly `confirm` (whitespace squashed); every other dialog is declined. The
@@ -67,10 +67,6 @@ pub enum SurfaceAction {
         amount: Option<i64>,
     },
     RawInput(RawInput),
-    /// A request to a declared service (the structured-api operator).
-    Http(HttpRequest),
-    /// A declared executable from an argv (the native-cli operator).
-    Command(CommandInvocation),
     /// A click at a point of the page's viewport, in CSS pixels (the visual-coordinate
     /// operator). The replay engine builds one only from a claimed observation ref, after the
     /// point was checked against the screenshot's bounds.
@@ -78,10 +74,28 @@ pub enum SurfaceAction {
         x: f64,
         y: f64,
     },
+}
+
+/// A concrete action with every value already bound, for whichever port performs it: what the
+/// policy decides on. Each port takes only its own part, as an [`Authorized`] of it.
+#[derive(Clone, PartialEq)]
+pub enum SurfaceAction {
+    /// An action in the browser (the surface driver).
+    Browser(BrowserAction),
+    /// A request to a declared service (the structured-api operator).
+    Http(HttpRequest),
+    /// A declared executable from an argv (the native-cli operator).
+    Command(CommandInvocation),
     /// A capture of the page's viewport (the visual-observation operator): a read, authorized
     /// like any action so the policy and the lease decide it, then taken through
     /// `SurfaceDriver::screenshot`, never dispatched.
     Screenshot,
+}
+
+impl From<BrowserAction> for SurfaceAction {
+    fn from(action: BrowserAction) -> Self {
+        Self::Browser(action)
+    }
 }
 
 /// An HTTP request with every value bound. Header values and the body may hold secrets, so
@@ -133,7 +147,7 @@ impl std::fmt::Debug for CommandInvocation {
     }
 }
 
-impl SurfaceAction {
+impl BrowserAction {
     /// The action's kind in the closed vocabulary.
     pub fn kind(&self) -> ActionKind {
         match self {
@@ -145,18 +159,7 @@ impl SurfaceAction {
             Self::Reload => ActionKind::Reload,
             Self::Scroll { .. } => ActionKind::Scroll,
             Self::RawInput(_) => ActionKind::RawInput,
-            Self::Http(_) => ActionKind::Http,
-            Self::Command(_) => ActionKind::Command,
             Self::PointClick { .. } => ActionKind::ClickAt,
-            Self::Screenshot => ActionKind::Screenshot,
-        }
-    }
-
-    /// Whether the action only reads: a read-only kind, or an HTTP request with a safe method.
-    pub fn is_read_only(&self) -> bool {
-        match self {
-            Self::Http(request) => request.method.is_safe(),
-            other => other.kind().is_read_only(),
         }
     }
 
@@ -172,7 +175,43 @@ impl SurfaceAction {
     }
 }
 
+impl SurfaceAction {
+    /// The action's kind in the closed vocabulary.
+    pub fn kind(&self) -> ActionKind {
+        match self {
+            Self::Browser(action) => action.kind(),
+            Self::Http(_) => ActionKind::Http,
+            Self::Command(_) => ActionKind::Command,
+            Self::Screenshot => ActionKind::Screenshot,
+        }
+    }
+
+    /// Whether the action only reads: a read-only kind, or an HTTP request with a safe method.
+    pub fn is_read_only(&self) -> bool {
+        match self {
+            Self::Http(request) => request.method.is_safe(),
+            other => other.kind().is_read_only(),
+        }
+    }
+
+    /// Whether this action needs a resolved node to act on.
+    pub fn needs_target(&self) -> bool {
+        matches!(self, Self::Browser(action) if action.needs_target())
+    }
+}
+
 impl std::fmt::Debug for SurfaceAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Browser(action) => action.fmt(f),
+            Self::Http(request) => write!(f, "Http({request:?})"),
+            Self::Command(command) => write!(f, "Command({command:?})"),
+            Self::Screenshot => f.write_str("Screenshot"),
+        }
+    }
+}
+
+impl std::fmt::Debug for BrowserAction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Click => f.write_str("Click"),
@@ -192,10 +231,7 @@ impl std::fmt::Debug for SurfaceAction {
             Self::Reload => f.write_str("Reload"),
             Self::Scroll { direction, amount } => write!(f, "Scroll({direction:?}, {amount:?})"),
             Self::RawInput(raw) => write!(f, "RawInput({raw:?})"),
-            Self::Http(request) => write!(f, "Http({request:?})"),
-            Self::Command(command) => write!(f, "Command({command:?})"),
             Self::PointClick { x, y } => write!(f, "PointClick({x}, {y})"),
-            Self::Screenshot => f.write_str("Screenshot"),
         }
     }
 }
@@ -209,21 +245,42 @@ pub struct ResolvedTarget {
     pub name: String,
 }
 
-/// An action the policy engine allowed. Private fields, no public constructor: only
-/// [`crate::PolicyEngine::authorize`] makes one, and a surface driver accepts nothing else.
-/// It is not `Clone` and every port takes it by value, so one decision is dispatched at most
-/// once; only a safe-method request may be sent again, through
-/// [`AuthorizedAction::retry_of_read`].
+/// An action the policy engine allowed, for the port that performs `A`. Private fields, no
+/// public constructor: only [`crate::PolicyEngine::authorize`] makes one (as an
+/// [`AuthorizedAction`], which [`Authorized::into_port`] splits by port), and each port accepts
+/// nothing else: the surface driver an `Authorized<BrowserAction>`, the HTTP operator an
+/// `Authorized<HttpRequest>`, the command operator an `Authorized<CommandInvocation>`. It is
+/// not `Clone` and every port takes it by value, so one decision is dispatched at most once;
+/// only a safe-method request may be sent again, through [`Authorized::retry_of_read`].
 #[derive(Debug, PartialEq)]
-pub struct AuthorizedAction {
+pub struct Authorized<A> {
+    grant: Grant,
+    action: A,
+}
+
+/// What the policy decided, whichever port performs the action.
+#[derive(Debug, PartialEq)]
+struct Grant {
     actor: Actor,
     lease_epoch: u64,
     decision_id: String,
     assessment: RiskAssessment,
-    action: SurfaceAction,
     target: Option<ResolvedTarget>,
     /// The program a command runs, from the policy's allowlist; `None` for every other action.
     program: Option<PathBuf>,
+}
+
+/// The policy's witness for any action, before it is split by port.
+pub type AuthorizedAction = Authorized<SurfaceAction>;
+
+/// An [`AuthorizedAction`] split by the port that performs it.
+#[derive(Debug)]
+pub enum ForPort {
+    Browser(Authorized<BrowserAction>),
+    Http(Authorized<HttpRequest>),
+    Command(Authorized<CommandInvocation>),
+    /// A screenshot is taken, not dispatched: the witness only shows it was allowed.
+    Screenshot(Authorized<()>),
 }
 
 impl AuthorizedAction {
@@ -237,65 +294,111 @@ impl AuthorizedAction {
         program: Option<PathBuf>,
     ) -> Self {
         Self {
-            actor,
-            lease_epoch,
-            decision_id,
-            assessment,
+            grant: Grant {
+                actor,
+                lease_epoch,
+                decision_id,
+                assessment,
+                target,
+                program,
+            },
             action,
-            target,
-            program,
         }
     }
 
+    /// The witness for the port that performs this action.
+    pub fn into_port(self) -> ForPort {
+        let Self { grant, action } = self;
+        match action {
+            SurfaceAction::Browser(action) => ForPort::Browser(Authorized { grant, action }),
+            SurfaceAction::Http(action) => ForPort::Http(Authorized { grant, action }),
+            SurfaceAction::Command(action) => ForPort::Command(Authorized { grant, action }),
+            SurfaceAction::Screenshot => ForPort::Screenshot(Authorized { grant, action: () }),
+        }
+    }
+
+    /// The browser's witness, or the kind of the action when the browser does not perform it.
+    pub fn into_browser(self) -> Result<Authorized<BrowserAction>, ActionKind> {
+        let kind = self.action.kind();
+        match self.into_port() {
+            ForPort::Browser(browser) => Ok(browser),
+            _ => Err(kind),
+        }
+    }
+
+    /// The HTTP operator's witness, or the kind of the action when it is not a request.
+    pub fn into_http(self) -> Result<Authorized<HttpRequest>, ActionKind> {
+        let kind = self.action.kind();
+        match self.into_port() {
+            ForPort::Http(http) => Ok(http),
+            _ => Err(kind),
+        }
+    }
+
+    /// The command operator's witness, or the kind of the action when it is not a command.
+    pub fn into_command(self) -> Result<Authorized<CommandInvocation>, ActionKind> {
+        let kind = self.action.kind();
+        match self.into_port() {
+            ForPort::Command(command) => Ok(command),
+            _ => Err(kind),
+        }
+    }
+}
+
+impl Authorized<HttpRequest> {
     /// A second witness for the same read, for the one retry a route offers after a failure:
     /// only a request with a safe method (GET, HEAD, OPTIONS) the policy assessed `safe`.
     /// `None` for anything else, whatever its declared risk: a step that may mutate is never
     /// sent twice under one decision.
     pub fn retry_of_read(&self) -> Option<Self> {
-        let read = matches!(&self.action, SurfaceAction::Http(request) if request.method.is_safe());
-        (read && self.assessment.tier == RiskTier::Safe).then(|| Self {
-            actor: self.actor,
-            lease_epoch: self.lease_epoch,
-            decision_id: self.decision_id.clone(),
-            assessment: self.assessment.clone(),
+        let grant = &self.grant;
+        (self.action.method.is_safe() && grant.assessment.tier == RiskTier::Safe).then(|| Self {
+            grant: Grant {
+                actor: grant.actor,
+                lease_epoch: grant.lease_epoch,
+                decision_id: grant.decision_id.clone(),
+                assessment: grant.assessment.clone(),
+                target: grant.target.clone(),
+                program: grant.program.clone(),
+            },
             action: self.action.clone(),
-            target: self.target.clone(),
-            program: self.program.clone(),
         })
     }
+}
 
+impl<A> Authorized<A> {
     /// The program the policy allowed for a command action: the only path a command runner
     /// may start.
     pub fn program(&self) -> Option<&Path> {
-        self.program.as_deref()
+        self.grant.program.as_deref()
     }
 
     pub fn actor(&self) -> Actor {
-        self.actor
+        self.grant.actor
     }
 
     pub fn lease_epoch(&self) -> u64 {
-        self.lease_epoch
+        self.grant.lease_epoch
     }
 
     pub fn decision_id(&self) -> &str {
-        &self.decision_id
+        &self.grant.decision_id
     }
 
     pub fn risk(&self) -> RiskTier {
-        self.assessment.tier
+        self.grant.assessment.tier
     }
 
     /// The risk tier with the signals and the reason the engine recorded.
     pub fn assessment(&self) -> &RiskAssessment {
-        &self.assessment
+        &self.grant.assessment
     }
 
-    pub fn action(&self) -> &SurfaceAction {
+    pub fn action(&self) -> &A {
         &self.action
     }
 
     pub fn target(&self) -> Option<&ResolvedTarget> {
-        self.target.as_ref()
+        self.grant.target.as_ref()
     }
 }

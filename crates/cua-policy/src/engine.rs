@@ -15,7 +15,7 @@ use cua_artifact::{
 };
 
 use crate::allowlist::{Allowlist, AllowlistError, BlockedUrl};
-use crate::authorized::{AuthorizedAction, ResolvedTarget, SurfaceAction};
+use crate::authorized::{AuthorizedAction, BrowserAction, ResolvedTarget, SurfaceAction};
 use crate::budget::RunBudget;
 use crate::grant::IrreversibleGrant;
 use crate::lease::Lease;
@@ -449,7 +449,7 @@ impl PolicyEngine {
         }
         let mut program = None;
         match &request.action {
-            SurfaceAction::Navigate { url } => {
+            SurfaceAction::Browser(BrowserAction::Navigate { url }) => {
                 self.allowlist
                     .check(url)
                     .map_err(|blocked| deny(DenialCode::NavigationBlocked, blocked.reason))?;
@@ -482,7 +482,9 @@ impl PolicyEngine {
             }
         } else {
             let confirm = match &request.action {
-                SurfaceAction::ClickAcceptingConfirm { confirm } => Some(confirm.as_str()),
+                SurfaceAction::Browser(BrowserAction::ClickAcceptingConfirm { confirm }) => {
+                    Some(confirm.as_str())
+                }
                 _ => None,
             };
             self.assess_with_confirm(

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use cua_artifact::{Actor, Capability, PolicyConfig, RunStatus};
 use cua_chromium::{ChromiumConfig, ChromiumSurface};
 use cua_evidence::{EvidenceBus, Redactor, RunId, SecretResolver, SystemClock};
-use cua_policy::{ActionRequest, Lease, PolicyEngine, SurfaceAction};
+use cua_policy::{ActionRequest, BrowserAction, Lease, PolicyEngine, SurfaceAction};
 use cua_replay::{
     CapabilityList, PreparedCapability, RecordedEscalations, ReplayConfig, Replayer, RunRequest,
     TokioClock,
@@ -136,15 +136,18 @@ impl Setup {
                 ActionRequest {
                     actor: Actor::Automation,
                     epoch: lease.epoch,
-                    action: SurfaceAction::Navigate {
+                    action: SurfaceAction::Browser(BrowserAction::Navigate {
                         url: format!("{}/logout", self.base_url),
-                    },
+                    }),
                     target: None,
                     declared_risk: None,
                 },
             )
             .unwrap();
-        surface.dispatch(action).await.unwrap();
+        surface
+            .dispatch(action.into_browser().expect("a browser action"))
+            .await
+            .unwrap();
     }
 }
 

@@ -11,7 +11,7 @@ use cua_artifact::{
     TenantId,
 };
 use cua_evidence::{Escalate, EvidenceBus, Note, RunEnd, RunStart, SecretResolver};
-use cua_policy::{IrreversibleGrant, Lease, PolicyEngine, RunBudget, SurfaceAction};
+use cua_policy::{BrowserAction, IrreversibleGrant, Lease, PolicyEngine, RunBudget, SurfaceAction};
 use cua_snapshot::{NodeId, UiSnapshot};
 use cua_surface::{ScreenshotRequest, SurfaceDriver};
 use serde_json::Value;
@@ -543,7 +543,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 frame,
                 tally,
                 None,
-                SurfaceAction::Navigate { url: url.clone() },
+                SurfaceAction::Browser(BrowserAction::Navigate { url: url.clone() }),
                 None,
                 None,
             )

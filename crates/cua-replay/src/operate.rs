@@ -69,12 +69,20 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         tally.fresh = None;
         let mut attempts: u8 = 0;
         walk.take(RecoveryEdge::Open);
-        let mut witness = authorized;
+        let mut witness = authorized
+            .into_http()
+            .map_err(|kind| cua_surface::SurfaceError::wrong_port(kind.as_str(), "HTTP operator"));
         let sent = loop {
             attempts = attempts.saturating_add(1);
             // Only a read's witness has a spare: a mutation is sent once whatever the route says.
-            let spare = witness.retry_of_read();
-            let result = client.send(witness).await;
+            let spare = witness
+                .as_ref()
+                .ok()
+                .and_then(cua_policy::Authorized::retry_of_read);
+            let result = match witness {
+                Ok(witness) => client.send(witness).await,
+                Err(wrong) => Err(wrong),
+            };
             tally.dispatches += 1;
             let Err(error) = &result else {
                 break result;
@@ -84,7 +92,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 Some(spare) if walk.take(RecoveryEdge::Retry) => spare,
                 _ => break result,
             };
-            witness = next;
+            witness = Ok(next);
             self.record_sent(
                 frame,
                 &ticket,
@@ -209,7 +217,13 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         // A command is sent once, whatever it does: its route never retries.
         let mut walk = RouteWalk::start(&frame.routes[position.index as usize]);
         walk.take(RecoveryEdge::Open);
-        let ran = runner.run(authorized).await;
+        let ran = match authorized.into_command() {
+            Ok(command) => runner.run(command).await,
+            Err(kind) => Err(cua_surface::SurfaceError::wrong_port(
+                kind.as_str(),
+                "command operator",
+            )),
+        };
         tally.dispatches += 1;
         self.mark_mutation(tally, &position.id, risk, false);
         let output = match ran {

@@ -5,7 +5,7 @@
 //! and a rejected claim dispatches nothing.
 
 use cua_artifact::{ActionKind, EffectVerdict, FailureCode, Step, StepId};
-use cua_policy::SurfaceAction;
+use cua_policy::{BrowserAction, SurfaceAction};
 use cua_route::{
     AttemptOutcome, CoordinateClaim, DispatchReceipt, Millis, ObservationBinding, ObservationScope,
     PixelPoint, ProviderKind, RecoveryEdge, RouteError, TargetScope,
@@ -232,10 +232,10 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                     }
                     other => rejected(other.to_string()),
                 })?;
-        Ok(SurfaceAction::PointClick {
+        Ok(SurfaceAction::Browser(BrowserAction::PointClick {
             x: claimed.action_point.x,
             y: claimed.action_point.y,
-        })
+        }))
     }
 
     /// The run clock as the observation ledger reads it.

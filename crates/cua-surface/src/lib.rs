@@ -10,7 +10,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use cua_policy::AuthorizedAction;
+use cua_policy::{Authorized, BrowserAction, CommandInvocation, HttpRequest};
 use cua_snapshot::{Bounds, UiSnapshot};
 use serde::Serialize;
 
@@ -113,6 +113,16 @@ pub enum SurfaceError {
     Timeout { what: String, after: Duration },
 }
 
+impl SurfaceError {
+    /// An authorized action handed to a port that does not perform it (`port`: "browser",
+    /// "HTTP operator", "command operator"): refused before anything is sent.
+    pub fn wrong_port(kind: &str, port: &str) -> Self {
+        Self::ActionFailed {
+            reason: format!("the {port} does not perform `{kind}`"),
+        }
+    }
+}
+
 /// The port. Static dispatch (`impl Future`) inside the engine; adapters box where needed.
 pub trait SurfaceDriver: Send + Sync {
     /// Observes the surface: every frame's semantic tree, stitched in document order.
@@ -121,7 +131,7 @@ pub trait SurfaceDriver: Send + Sync {
     /// Performs one authorized action on the node it was resolved to.
     fn dispatch(
         &self,
-        action: AuthorizedAction,
+        action: Authorized<BrowserAction>,
     ) -> impl Future<Output = Result<DispatchReceipt, SurfaceError>> + Send;
 
     /// Waits for a built-in condition, bounded by `timeout`.
@@ -180,7 +190,7 @@ impl std::fmt::Debug for ServiceResponse {
 /// to the URL the policy checked, and never follows a redirect (a redirect could leave the
 /// allowlist).
 pub trait ServiceClient: Send + Sync {
-    fn send(&self, action: AuthorizedAction) -> OperatorFuture<'_, ServiceResponse>;
+    fn send(&self, action: Authorized<HttpRequest>) -> OperatorFuture<'_, ServiceResponse>;
 }
 
 /// How a command ended.
@@ -210,5 +220,5 @@ impl std::fmt::Debug for CommandOutput {
 /// exactly [`AuthorizedAction::program`] with the bound argv, never through a shell, and kills
 /// the child when its timeout passes.
 pub trait CommandRunner: Send + Sync {
-    fn run(&self, action: AuthorizedAction) -> OperatorFuture<'_, CommandOutput>;
+    fn run(&self, action: Authorized<CommandInvocation>) -> OperatorFuture<'_, CommandOutput>;
 }

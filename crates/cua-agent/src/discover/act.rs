@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use cua_artifact::{Actor, Identifier};
 use cua_evidence::{Resolve, SecretResolver};
 use cua_gate::{Gate, Passed, Request};
-use cua_policy::{ResolvedTarget, SurfaceAction};
+use cua_policy::{BrowserAction, ResolvedTarget, SurfaceAction};
 use cua_surface::SurfaceDriver;
 use cua_target::{
     BoundValues, ResolverConfig, SnapshotIndex, SynthesisConfig, cell_text, resolve_with,
@@ -114,29 +114,32 @@ impl<D: SurfaceDriver, L: LlmPort> Discovery<'_, D, L> {
                     data.insert("value".into(), typed.evidence());
                 }
                 match &action {
-                    SurfaceAction::Select { value } => {
+                    SurfaceAction::Browser(BrowserAction::Select { value }) => {
                         data.insert("option".into(), json!(value));
                     }
-                    SurfaceAction::PressKey { key } => {
+                    SurfaceAction::Browser(BrowserAction::PressKey { key }) => {
                         data.insert("key".into(), json!(key));
                     }
-                    SurfaceAction::Navigate { url } => {
+                    SurfaceAction::Browser(BrowserAction::Navigate { url }) => {
                         data.insert("url".into(), json!(url));
                     }
                     _ => {}
                 }
                 let action = match (action, typed) {
-                    (SurfaceAction::Type { clear_first, .. }, Some(typed)) => {
-                        match bind(self.secrets, &typed, &session.sensitive) {
-                            Ok(text) => SurfaceAction::Type { text, clear_first },
-                            Err(reason) => {
-                                data.insert("outcome".into(), json!("invalid"));
-                                data.insert("reason".into(), json!(reason));
-                                self.note(ACTION_NOTE, Value::Object(data))?;
-                                return Ok((format!("invalid tool call: {reason}"), None));
-                            }
+                    (
+                        SurfaceAction::Browser(BrowserAction::Type { clear_first, .. }),
+                        Some(typed),
+                    ) => match bind(self.secrets, &typed, &session.sensitive) {
+                        Ok(text) => {
+                            SurfaceAction::Browser(BrowserAction::Type { text, clear_first })
                         }
-                    }
+                        Err(reason) => {
+                            data.insert("outcome".into(), json!("invalid"));
+                            data.insert("reason".into(), json!(reason));
+                            self.note(ACTION_NOTE, Value::Object(data))?;
+                            return Ok((format!("invalid tool call: {reason}"), None));
+                        }
+                    },
                     (action, _) => action,
                 };
                 match self.chokepoint(session, spec, action, None).await? {
@@ -385,20 +388,34 @@ pub(super) fn surface_action_parts(
     action: AgentAction,
 ) -> Result<(Option<TargetSpec>, SurfaceAction, Option<TypedValue>), String> {
     Ok(match action {
-        AgentAction::Click { target } => (Some(target), SurfaceAction::Click, None),
+        AgentAction::Click { target } => (
+            Some(target),
+            SurfaceAction::Browser(BrowserAction::Click),
+            None,
+        ),
         AgentAction::Type { target, text } => (
             Some(target),
-            SurfaceAction::Type {
+            SurfaceAction::Browser(BrowserAction::Type {
                 text: String::new(),
                 clear_first: true,
-            },
+            }),
             Some(text),
         ),
-        AgentAction::Select { target, option } => {
-            (Some(target), SurfaceAction::Select { value: option }, None)
-        }
-        AgentAction::PressKey { key, target } => (target, SurfaceAction::PressKey { key }, None),
-        AgentAction::Navigate { url } => (None, SurfaceAction::Navigate { url }, None),
+        AgentAction::Select { target, option } => (
+            Some(target),
+            SurfaceAction::Browser(BrowserAction::Select { value: option }),
+            None,
+        ),
+        AgentAction::PressKey { key, target } => (
+            target,
+            SurfaceAction::Browser(BrowserAction::PressKey { key }),
+            None,
+        ),
+        AgentAction::Navigate { url } => (
+            None,
+            SurfaceAction::Browser(BrowserAction::Navigate { url }),
+            None,
+        ),
         other => return Err(format!("`{}` does not act on the surface", other.tool())),
     })
 }

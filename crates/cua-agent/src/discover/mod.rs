@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use cua_artifact::{Actor, Capability, Identifier, RunKind, RunStatus};
 use cua_evidence::{EvidenceBus, RunEnd, RunStart, SecretResolver};
-use cua_policy::{Lease, PolicyEngine, SurfaceAction};
+use cua_policy::{BrowserAction, Lease, PolicyEngine, SurfaceAction};
 use cua_snapshot::UiSnapshot;
 use cua_surface::SurfaceDriver;
 use serde::Serialize;
@@ -318,9 +318,9 @@ impl<D: SurfaceDriver, L: LlmPort> Discovery<'_, D, L> {
             expanded: BTreeSet::new(),
             sensitive: request.sensitive_inputs.clone(),
         };
-        let navigate = SurfaceAction::Navigate {
+        let navigate = SurfaceAction::Browser(BrowserAction::Navigate {
             url: request.target_url.clone(),
-        };
+        });
         match self.chokepoint(&mut session, None, navigate, None).await? {
             Passage::Dispatched { .. } => {}
             Passage::Refused { reason, .. } | Passage::Failed { reason } => {

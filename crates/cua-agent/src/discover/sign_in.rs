@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use cua_artifact::{Action, Capability, ValueExpr};
-use cua_policy::SurfaceAction;
+use cua_policy::{BrowserAction, SurfaceAction};
 use cua_surface::SurfaceDriver;
 use cua_target::{BoundValues, evaluate};
 use serde_json::json;
@@ -52,10 +52,10 @@ impl<D: SurfaceDriver, L: LlmPort> Discovery<'_, D, L> {
                     let text = bind(self.secrets, &text, &BTreeMap::new())
                         .map_err(|reason| AgentError::SignIn { reason })?;
                     (
-                        SurfaceAction::Type {
+                        SurfaceAction::Browser(BrowserAction::Type {
                             text,
                             clear_first: *clear_first,
-                        },
+                        }),
                         target,
                     )
                 }
@@ -64,10 +64,12 @@ impl<D: SurfaceDriver, L: LlmPort> Discovery<'_, D, L> {
                     accept_confirm,
                 } => (
                     match accept_confirm {
-                        Some(confirm) => SurfaceAction::ClickAcceptingConfirm {
-                            confirm: confirm.clone(),
-                        },
-                        None => SurfaceAction::Click,
+                        Some(confirm) => {
+                            SurfaceAction::Browser(BrowserAction::ClickAcceptingConfirm {
+                                confirm: confirm.clone(),
+                            })
+                        }
+                        None => SurfaceAction::Browser(BrowserAction::Click),
                     },
                     target,
                 ),

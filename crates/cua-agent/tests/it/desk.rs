@@ -1,6 +1,6 @@
 //! A small in-memory stand-in for MemberDesk behind the `SurfaceDriver` port: a sign-on form, a
 //! search form, a member record with a multi-column accounts grid and a summary table, and a
-//! hostile notice page. It renders real `UiSnapshot`s and applies only `AuthorizedAction`s, so
+//! hostile notice page. It renders real `UiSnapshot`s and applies only the browser's `Authorized` actions, so
 //! the discovery loop runs against it exactly as against Chromium (the end-to-end tests of the
 //! `cua` binary do that), deterministically and without a browser.
 
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use cua_artifact::{ActionKind, Actor};
 use cua_evidence::{Clock, EvidenceBus, Redactor, RunId, SecretResolver, SteppingClock, Timestamp};
-use cua_policy::{Allowlist, AuthorizedAction, PolicyEngine, PolicyRules, SurfaceAction};
+use cua_policy::{Allowlist, Authorized, BrowserAction, PolicyEngine, PolicyRules};
 use cua_snapshot::{NodeId, NodeScope, UiNode, UiSnapshot};
 use cua_surface::{
     BlockedRequest, DispatchReceipt, Screenshot, ScreenshotRequest, SurfaceDriver, SurfaceError,
@@ -96,7 +96,10 @@ impl SurfaceDriver for Desk {
         Ok(self.snapshot())
     }
 
-    async fn dispatch(&self, action: AuthorizedAction) -> Result<DispatchReceipt, SurfaceError> {
+    async fn dispatch(
+        &self,
+        action: Authorized<BrowserAction>,
+    ) -> Result<DispatchReceipt, SurfaceError> {
         let last = self
             .last
             .lock()
@@ -115,9 +118,9 @@ impl SurfaceDriver for Desk {
         let mut page = self.page.lock().unwrap();
         let before = page.clone();
         match (action.action(), role.as_str(), name.as_str(), &mut *page) {
-            (SurfaceAction::Navigate { .. }, ..) => {}
+            (BrowserAction::Navigate { .. }, ..) => {}
             (
-                SurfaceAction::Type { text, .. },
+                BrowserAction::Type { text, .. },
                 "textbox",
                 "Operator ID",
                 Page::SignOn { operator, .. },
@@ -125,14 +128,14 @@ impl SurfaceDriver for Desk {
                 *operator = text.clone();
             }
             (
-                SurfaceAction::Type { text, .. },
+                BrowserAction::Type { text, .. },
                 "textbox",
                 "Password",
                 Page::SignOn { password, .. },
             ) => {
                 *password = text.clone();
             }
-            (SurfaceAction::Click, "button", "Sign On", Page::SignOn { operator, password }) => {
+            (BrowserAction::Click, "button", "Sign On", Page::SignOn { operator, password }) => {
                 if operator == OPERATOR_ID && password == PASSWORD {
                     *page = if self.hostile {
                         Page::Notice
@@ -143,16 +146,16 @@ impl SurfaceDriver for Desk {
                     };
                 }
             }
-            (SurfaceAction::Click, "button", "Transfer Funds", _) => {
+            (BrowserAction::Click, "button", "Transfer Funds", _) => {
                 *self.transfers.lock().unwrap() += 1
             }
-            (SurfaceAction::Click, "link", "Continue", Page::Notice) => {
+            (BrowserAction::Click, "link", "Continue", Page::Notice) => {
                 *page = Page::Search {
                     typed: String::new(),
                 };
             }
             (
-                SurfaceAction::Type { text, .. },
+                BrowserAction::Type { text, .. },
                 "textbox",
                 "Member Number",
                 Page::Search { typed } | Page::NotFound { typed },
@@ -160,7 +163,7 @@ impl SurfaceDriver for Desk {
                 *typed = text.clone();
             }
             (
-                SurfaceAction::Click,
+                BrowserAction::Click,
                 "button",
                 "Search",
                 Page::Search { typed } | Page::NotFound { typed },
@@ -172,7 +175,7 @@ impl SurfaceDriver for Desk {
                     Page::NotFound { typed }
                 };
             }
-            (SurfaceAction::Click, "link", "New Search", Page::Detail { .. }) => {
+            (BrowserAction::Click, "link", "New Search", Page::Detail { .. }) => {
                 *page = Page::Search {
                     typed: String::new(),
                 };

@@ -11,7 +11,7 @@ use cua_artifact::{
 };
 use cua_evidence::Resolve;
 use cua_gate::{Gate, Request as GateRequest};
-use cua_policy::{Lease, ResolvedTarget, SurfaceAction};
+use cua_policy::{BrowserAction, Lease, ResolvedTarget, SurfaceAction};
 use cua_snapshot::UiSnapshot;
 use cua_surface::SurfaceDriver;
 use cua_target::{BoundValues, ResolverConfig, SnapshotIndex, SynthesisConfig};
@@ -291,16 +291,16 @@ impl<D: SurfaceDriver, L: LlmPort> Assistant<'_, D, L> {
         lease: &Lease,
     ) -> Result<Option<String>, Refusal> {
         let surface_action = match action {
-            ActionKind::Click => SurfaceAction::Click,
+            ActionKind::Click => SurfaceAction::Browser(BrowserAction::Click),
             // The value is bound by the executor at its dispatch; the policy's judgement does
             // not depend on it, and a secret is never resolved for a judgement.
-            ActionKind::Type => SurfaceAction::Type {
+            ActionKind::Type => SurfaceAction::Browser(BrowserAction::Type {
                 text: String::new(),
                 clear_first: true,
-            },
-            ActionKind::Select => SurfaceAction::Select {
+            }),
+            ActionKind::Select => SurfaceAction::Browser(BrowserAction::Select {
                 value: String::new(),
-            },
+            }),
             _ => return Ok(None),
         };
         let engine = self.policy.for_capability(effective).map_err(|error| {

@@ -1,6 +1,6 @@
 //! Every action kind on a hand-written page, checked by what the page then holds.
 
-use cua_policy::{RawInput, ScrollDirection, SurfaceAction};
+use cua_policy::{BrowserAction, RawInput, ScrollDirection};
 use cua_snapshot::{UiNode, UiSnapshot};
 use cua_surface::{DispatchReceipt, SurfaceDriver, SurfaceError};
 
@@ -55,7 +55,7 @@ impl Bench {
 
     async fn act(
         &self,
-        action: SurfaceAction,
+        action: BrowserAction,
         target: Option<&UiNode>,
     ) -> Result<DispatchReceipt, SurfaceError> {
         self.surface
@@ -71,8 +71,8 @@ impl Bench {
     }
 }
 
-fn typing(text: &str, clear_first: bool) -> SurfaceAction {
-    SurfaceAction::Type {
+fn typing(text: &str, clear_first: bool) -> BrowserAction {
+    BrowserAction::Type {
         text: text.to_string(),
         clear_first,
     }
@@ -110,12 +110,12 @@ async fn keys_and_raw_input_reach_the_focused_element() {
         y: bounds.y + bounds.height / 2.0,
     };
     bench
-        .act(SurfaceAction::RawInput(click), None)
+        .act(BrowserAction::RawInput(click), None)
         .await
         .unwrap();
     bench
         .act(
-            SurfaceAction::RawInput(RawInput::Text {
+            BrowserAction::RawInput(RawInput::Text {
                 text: "hello".into(),
             }),
             None,
@@ -125,7 +125,7 @@ async fn keys_and_raw_input_reach_the_focused_element() {
     assert_eq!(bench.value("Second").await, "hello");
     bench
         .act(
-            SurfaceAction::PressKey {
+            BrowserAction::PressKey {
                 key: "Backspace".into(),
             },
             Some(&second),
@@ -135,7 +135,7 @@ async fn keys_and_raw_input_reach_the_focused_element() {
     assert_eq!(bench.value("Second").await, "hell");
     bench
         .act(
-            SurfaceAction::RawInput(RawInput::Key { key: "a".into() }),
+            BrowserAction::RawInput(RawInput::Key { key: "a".into() }),
             None,
         )
         .await
@@ -150,7 +150,7 @@ async fn keys_and_raw_input_reach_the_focused_element() {
         "the keydown listener saw the key"
     );
     bench
-        .act(SurfaceAction::PressKey { key: "Tab".into() }, None)
+        .act(BrowserAction::PressKey { key: "Tab".into() }, None)
         .await
         .unwrap();
     let tabbed = bench.snapshot().await;
@@ -162,7 +162,7 @@ async fn keys_and_raw_input_reach_the_focused_element() {
     );
     let unknown = bench
         .act(
-            SurfaceAction::PressKey {
+            BrowserAction::PressKey {
                 key: "Hyper+Q".into(),
             },
             None,
@@ -178,7 +178,7 @@ async fn keys_and_raw_input_reach_the_focused_element() {
 async fn select_by_value_or_label() {
     let bench = Bench::open().await;
     let pick = find(&bench.snapshot().await, "combobox", "Pick").clone();
-    let select = |value: &str| SurfaceAction::Select {
+    let select = |value: &str| BrowserAction::Select {
         value: value.to_string(),
     };
     bench.act(select("Beta"), Some(&pick)).await.unwrap();
@@ -220,7 +220,7 @@ async fn clicks_scroll_into_view_and_fall_back_when_covered() {
         "below the fold: {:?}",
         far.bounds
     );
-    let receipt = bench.act(SurfaceAction::Click, Some(&far)).await.unwrap();
+    let receipt = bench.act(BrowserAction::Click, Some(&far)).await.unwrap();
     assert!(receipt.message.starts_with("clicked at"), "{receipt:?}");
     let after = observe_until(&bench.surface, "the far click", |s| {
         has(s, "button", "Far clicked")
@@ -236,7 +236,7 @@ async fn clicks_scroll_into_view_and_fall_back_when_covered() {
 
     let covered = find(&after, "button", "Covered").clone();
     let receipt = bench
-        .act(SurfaceAction::Click, Some(&covered))
+        .act(BrowserAction::Click, Some(&covered))
         .await
         .unwrap();
     assert!(
@@ -254,21 +254,21 @@ async fn scrolling_moves_the_page_by_the_amount_and_into_view() {
     let bench = Bench::open().await;
     let top = |s: &UiSnapshot| find(s, "button", "Far").bounds.expect("rendered").y;
     let start = top(&bench.snapshot().await);
-    let down = SurfaceAction::Scroll {
+    let down = BrowserAction::Scroll {
         direction: ScrollDirection::Down,
         amount: Some(500),
     };
     bench.act(down, None).await.unwrap();
     let moved = top(&bench.snapshot().await);
     assert!((start - moved - 500.0).abs() < 1.0, "{start} → {moved}");
-    let up = SurfaceAction::Scroll {
+    let up = BrowserAction::Scroll {
         direction: ScrollDirection::Up,
         amount: Some(200),
     };
     bench.act(up, None).await.unwrap();
     assert!((top(&bench.snapshot().await) - (moved + 200.0)).abs() < 1.0);
     let far = find(&bench.snapshot().await, "button", "Far").clone();
-    let into_view = SurfaceAction::Scroll {
+    let into_view = BrowserAction::Scroll {
         direction: ScrollDirection::IntoView,
         amount: None,
     };
@@ -287,7 +287,7 @@ async fn dialogs_never_hang_and_confirm_is_declined() {
     let bench = Bench::open().await;
     let snapshot = bench.snapshot().await;
     let alert = find(&snapshot, "button", "Alert");
-    let receipt = bench.act(SurfaceAction::Click, Some(alert)).await.unwrap();
+    let receipt = bench.act(BrowserAction::Click, Some(alert)).await.unwrap();
     assert!(
         receipt
             .message
@@ -300,7 +300,7 @@ async fn dialogs_never_hang_and_confirm_is_declined() {
     .await;
     let confirm = find(&snapshot, "button", "Confirm");
     let receipt = bench
-        .act(SurfaceAction::Click, Some(confirm))
+        .act(BrowserAction::Click, Some(confirm))
         .await
         .unwrap();
     assert!(
@@ -351,7 +351,7 @@ async fn a_click_answers_ok_only_to_the_confirm_it_declares() {
     let bench = Bench::open().await;
     let snapshot = bench.snapshot().await;
     let confirm = find(&snapshot, "button", "Confirm").clone();
-    let accepting = |message: &str| SurfaceAction::ClickAcceptingConfirm {
+    let accepting = |message: &str| BrowserAction::ClickAcceptingConfirm {
         confirm: message.to_string(),
     };
     // Another message: declined, and the action fails saying what it saw.
@@ -398,7 +398,7 @@ async fn a_click_answers_ok_only_to_the_confirm_it_declares() {
     // The next plain click does not inherit the armed answer.
     let confirmed = find(&bench.snapshot().await, "button", "Confirmed").clone();
     let receipt = bench
-        .act(SurfaceAction::Click, Some(&confirmed))
+        .act(BrowserAction::Click, Some(&confirmed))
         .await
         .unwrap();
     assert!(
@@ -414,7 +414,7 @@ async fn a_control_shown_on_focus_is_clicked_unless_focusing_renamed_it() {
     let bench = Bench::open().await;
     // Off screen until focused, as WordPress's row actions are.
     let shy = find(&bench.snapshot().await, "button", "Shy").clone();
-    let receipt = bench.act(SurfaceAction::Click, Some(&shy)).await.unwrap();
+    let receipt = bench.act(BrowserAction::Click, Some(&shy)).await.unwrap();
     assert!(
         receipt.message.contains("(shown once focused)"),
         "{receipt:?}"
@@ -426,7 +426,7 @@ async fn a_control_shown_on_focus_is_clicked_unless_focusing_renamed_it() {
     // A page that renames the control as it is focused gets no click: the policy judged "Trap".
     let trap = find(&bench.snapshot().await, "button", "Trap").clone();
     let refused = bench
-        .act(SurfaceAction::Click, Some(&trap))
+        .act(BrowserAction::Click, Some(&trap))
         .await
         .expect_err("renamed on focus");
     assert!(

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cua_chromium::{ChromiumSurface, LaunchError};
-use cua_policy::SurfaceAction;
+use cua_policy::BrowserAction;
 use cua_surface::{SurfaceDriver, SurfaceError};
 
 use crate::support::{Authority, Page, Site, assert_unavailable, config, goto, launch};
@@ -114,7 +114,7 @@ async fn a_killed_browser_is_unavailable_within_a_bound() {
     let started = Instant::now();
     assert_unavailable(
         surface
-            .dispatch(authority.allow(SurfaceAction::Reload, None))
+            .dispatch(authority.allow(BrowserAction::Reload, None))
             .await,
     );
     assert_unavailable(surface.screenshot(Default::default()).await);
@@ -295,7 +295,7 @@ async fn a_target_whose_port_is_closed_is_unavailable_quickly() {
     let started = Instant::now();
     let url = format!("http://127.0.0.1:{closed}/login");
     let result = surface
-        .dispatch(authority.allow(SurfaceAction::Navigate { url }, None))
+        .dispatch(authority.allow(BrowserAction::Navigate { url }, None))
         .await;
     match result {
         Err(SurfaceError::Unavailable { reason }) => {

@@ -2,7 +2,7 @@
 //! compilation stand on), determinism across loads, and every action checked by the app's own
 //! state.
 
-use cua_policy::SurfaceAction;
+use cua_policy::BrowserAction;
 use cua_snapshot::{UiNode, UiSnapshot};
 use cua_surface::SurfaceDriver;
 use memberdesk::{FixtureConfig, RunningFixture, Variant};
@@ -67,7 +67,7 @@ impl Walk {
 
     async fn act(
         &self,
-        action: SurfaceAction,
+        action: BrowserAction,
         target: Option<&UiNode>,
     ) -> cua_surface::DispatchReceipt {
         let described = format!("{action:?} on {:?}", target.map(|t| &t.id));
@@ -78,11 +78,11 @@ impl Walk {
     }
 
     async fn click(&self, node: &UiNode) -> cua_surface::DispatchReceipt {
-        self.act(SurfaceAction::Click, Some(node)).await
+        self.act(BrowserAction::Click, Some(node)).await
     }
 
     async fn type_into(&self, node: &UiNode, text: &str) {
-        let action = SurfaceAction::Type {
+        let action = BrowserAction::Type {
             text: text.to_string(),
             clear_first: true,
         };
@@ -91,7 +91,7 @@ impl Walk {
 
     async fn select(&self, node: &UiNode, value: &str) {
         self.act(
-            SurfaceAction::Select {
+            BrowserAction::Select {
                 value: value.to_string(),
             },
             Some(node),
@@ -121,7 +121,7 @@ impl Walk {
         );
         let receipt = self
             .act(
-                SurfaceAction::PressKey {
+                BrowserAction::PressKey {
                     key: "Enter".into(),
                 },
                 Some(field),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use cua_policy::SurfaceAction;
+use cua_policy::BrowserAction;
 use cua_surface::{SurfaceDriver, SurfaceError};
 
 use crate::support::{
@@ -133,7 +133,7 @@ async fn every_escape_is_blocked_reported_and_the_page_keeps_working() {
         assert_eq!(snapshot.url, url, "{} moved the page", escape.path);
         let button = find(&snapshot, "button", "Count").clone();
         surface
-            .dispatch(authority.allow(SurfaceAction::Click, Some(&button)))
+            .dispatch(authority.allow(BrowserAction::Click, Some(&button)))
             .await
             .unwrap();
         observe_until(&surface, "the counter", |s| has(s, "button", "Clicked 1")).await;
@@ -169,7 +169,7 @@ async fn navigation_off_the_list_is_refused_and_the_page_does_not_move() {
     // Allowed first hop, off-list second hop: stopped at the redirect.
     let redirected = surface
         .dispatch(authority.allow(
-            SurfaceAction::Navigate {
+            BrowserAction::Navigate {
                 url: site.url("/redirect"),
             },
             None,

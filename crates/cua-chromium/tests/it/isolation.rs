@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use cua_policy::SurfaceAction;
+use cua_policy::BrowserAction;
 use cua_surface::SurfaceDriver;
 
 use crate::support::{Authority, Page, Site, find, goto, launch, observe_until};
@@ -268,7 +268,7 @@ async fn what_is_typed_into_a_form_is_not_kept_by_the_browser() {
     let snapshot = surface.observe().await.unwrap();
     for name in ["Operator ID", "Password", "Branch"] {
         let field = find(&snapshot, "textbox", name);
-        let typing = SurfaceAction::Type {
+        let typing = BrowserAction::Type {
             text: typed.to_owned(),
             clear_first: true,
         };
@@ -279,7 +279,7 @@ async fn what_is_typed_into_a_form_is_not_kept_by_the_browser() {
     }
     let button = find(&snapshot, "button", "Sign in");
     surface
-        .dispatch(authority.allow(SurfaceAction::Click, Some(button)))
+        .dispatch(authority.allow(BrowserAction::Click, Some(button)))
         .await
         .unwrap();
     observe_until(&surface, "the signed-in page", |snapshot| {

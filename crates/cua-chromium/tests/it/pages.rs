@@ -1,7 +1,7 @@
 //! Observation on hand-written pages: frames stitched under their hosts, ids, scopes, values,
 //! states, bounds in top-level coordinates, HTTP statuses, determinism.
 
-use cua_policy::{RawInput, SurfaceAction};
+use cua_policy::{BrowserAction, RawInput};
 use cua_surface::{SurfaceDriver, SurfaceError};
 
 use crate::support::{Authority, Page, Site, find, goto, has, launch, observe_until, render};
@@ -102,7 +102,7 @@ async fn frames_are_stitched_under_their_hosts() {
 
     // A click two frames deep lands on the button.
     let receipt = surface
-        .dispatch(authority.allow(SurfaceAction::Click, Some(inner)))
+        .dispatch(authority.allow(BrowserAction::Click, Some(inner)))
         .await
         .unwrap();
     assert!(receipt.message.starts_with("clicked at"), "{receipt:?}");
@@ -123,7 +123,7 @@ async fn frames_are_stitched_under_their_hosts() {
         snapshot.nodes[snapshot.hit_test(x, y).unwrap()].name,
         "Inner Button"
     );
-    let click = authority.allow(SurfaceAction::RawInput(RawInput::MouseClick { x, y }), None);
+    let click = authority.allow(BrowserAction::RawInput(RawInput::MouseClick { x, y }), None);
     surface.dispatch(click).await.unwrap();
     observe_until(&surface, "the second press", |s| {
         has(s, "button", "Pressed 2")
@@ -144,7 +144,7 @@ async fn the_same_page_state_gives_the_same_bytes() {
     let again = surface.observe().await.unwrap();
     assert_eq!(again.to_json_bytes(), first.to_json_bytes());
     let receipt = surface
-        .dispatch(authority.allow(SurfaceAction::Reload, None))
+        .dispatch(authority.allow(BrowserAction::Reload, None))
         .await
         .unwrap();
     assert!(receipt.navigated, "{receipt:?}");
@@ -203,7 +203,7 @@ async fn a_node_from_a_previous_document_is_gone() {
     let button = find(&snapshot, "button", "Inner Button").clone();
     goto(&surface, &authority, &site.url("/bye")).await;
     let stale = surface
-        .dispatch(authority.allow(SurfaceAction::Click, Some(&button)))
+        .dispatch(authority.allow(BrowserAction::Click, Some(&button)))
         .await;
     match stale {
         Err(SurfaceError::NodeGone { node_id }) => assert_eq!(node_id, button.id.as_str()),
@@ -213,7 +213,7 @@ async fn a_node_from_a_previous_document_is_gone() {
     let mut invented = button.clone();
     invented.id = cua_snapshot::NodeId::new("main:/document[0]/button[7]");
     let missing = surface
-        .dispatch(authority.allow(SurfaceAction::Click, Some(&invented)))
+        .dispatch(authority.allow(BrowserAction::Click, Some(&invented)))
         .await;
     assert!(
         matches!(missing, Err(SurfaceError::NodeGone { .. })),

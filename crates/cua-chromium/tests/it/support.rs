@@ -11,8 +11,8 @@ use axum::http::{Response, StatusCode};
 use cua_artifact::{ActionKind, Actor};
 use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError};
 use cua_policy::{
-    ActionRequest, Allowlist, AuthorizationContext, AuthorizedAction, Lease, PolicyEngine,
-    PolicyRules, ResolvedTarget, SurfaceAction,
+    ActionRequest, Allowlist, AuthorizationContext, Authorized, BrowserAction, Lease, PolicyEngine,
+    PolicyRules, ResolvedTarget,
 };
 use cua_snapshot::{UiNode, UiSnapshot};
 use cua_surface::{BlockedRequest, DispatchReceipt, SurfaceDriver, SurfaceError};
@@ -64,7 +64,11 @@ impl Authority {
     }
 
     /// Authorizes `action`, on `target` when given.
-    pub(crate) fn allow(&self, action: SurfaceAction, target: Option<&UiNode>) -> AuthorizedAction {
+    pub(crate) fn allow(
+        &self,
+        action: BrowserAction,
+        target: Option<&UiNode>,
+    ) -> Authorized<BrowserAction> {
         let target = target.map(|node| ResolvedTarget {
             node_id: node.id.clone(),
             role: node.role.clone(),
@@ -73,7 +77,7 @@ impl Authority {
         let request = ActionRequest {
             actor: Actor::Human,
             epoch: self.lease.epoch,
-            action,
+            action: action.into(),
             target,
             declared_risk: None,
         };
@@ -84,14 +88,16 @@ impl Authority {
         self.engine
             .authorize_with(&self.lease, request, &context)
             .unwrap_or_else(|denial| panic!("the test policy denied an action: {denial:?}"))
+            .into_browser()
+            .expect("a browser action")
     }
 
     /// A navigation that skips the engine's own allowlist check is impossible, so blocked
     /// navigations are authorized against a wide engine and must be stopped by the driver.
-    pub(crate) fn allow_anywhere(&self, url: &str) -> AuthorizedAction {
+    pub(crate) fn allow_anywhere(&self, url: &str) -> Authorized<BrowserAction> {
         let wide = Authority::new(&[host_of(url)]);
         wide.allow(
-            SurfaceAction::Navigate {
+            BrowserAction::Navigate {
                 url: url.to_string(),
             },
             None,
@@ -116,7 +122,7 @@ pub(crate) async fn goto(
     url: &str,
 ) -> DispatchReceipt {
     let action = authority.allow(
-        SurfaceAction::Navigate {
+        BrowserAction::Navigate {
             url: url.to_string(),
         },
         None,

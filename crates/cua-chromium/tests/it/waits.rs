@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use cua_policy::SurfaceAction;
+use cua_policy::BrowserAction;
 use cua_surface::{SurfaceDriver, WaitCondition, WaitOutcome};
 
 use crate::support::{Authority, Page, Site, find, goto, has, launch};
@@ -77,7 +77,7 @@ async fn navigation_is_met_by_a_new_document_in_any_frame() {
     let before = surface.observe().await.unwrap();
     let link = find(&before, "link", "Next").clone();
     let receipt = surface
-        .dispatch(authority.allow(SurfaceAction::Click, Some(&link)))
+        .dispatch(authority.allow(BrowserAction::Click, Some(&link)))
         .await
         .unwrap();
     assert!(receipt.navigated, "{receipt:?}");
@@ -111,7 +111,7 @@ async fn navigation_is_met_by_a_new_document_in_any_frame() {
     let shell = surface.observe().await.unwrap();
     let settle = find(&shell, "link", "Settle").clone();
     surface
-        .dispatch(authority.allow(SurfaceAction::Click, Some(&settle)))
+        .dispatch(authority.allow(BrowserAction::Click, Some(&settle)))
         .await
         .unwrap();
     let outcome = surface

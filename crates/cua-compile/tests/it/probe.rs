@@ -15,8 +15,8 @@ use cua_chromium::{ChromiumConfig, ChromiumSurface, LaunchError};
 use cua_compile::probe::{ProbeStatus, load_snapshots, probe};
 use cua_evidence::{EvidenceBus, FixedClock, Observe, Redactor, RunId, RunStart, Timestamp};
 use cua_policy::{
-    ActionRequest, Allowlist, AuthorizationContext, Lease, PolicyEngine, PolicyRules,
-    ResolvedTarget, SurfaceAction,
+    ActionRequest, Allowlist, AuthorizationContext, BrowserAction, Lease, PolicyEngine,
+    PolicyRules, ResolvedTarget, SurfaceAction,
 };
 use cua_snapshot::UiSnapshot;
 use cua_surface::{SurfaceDriver, WaitOutcome};
@@ -114,7 +114,10 @@ impl Recorder {
             .engine
             .authorize_with(&self.lease, request, &context)
             .unwrap();
-        self.surface.dispatch(authorized).await.unwrap();
+        self.surface
+            .dispatch(authorized.into_browser().expect("a browser action"))
+            .await
+            .unwrap();
     }
 
     fn text(&self, value: &ValueExpr) -> String {
@@ -159,16 +162,16 @@ impl Recorder {
                 .target()
                 .map(|target| resolve(&snapshot, target, &self.bindings).unwrap().node);
             let action = match &step.action {
-                Action::Click { .. } => SurfaceAction::Click,
+                Action::Click { .. } => SurfaceAction::Browser(BrowserAction::Click),
                 Action::Type {
                     value, clear_first, ..
-                } => SurfaceAction::Type {
+                } => SurfaceAction::Browser(BrowserAction::Type {
                     text: self.text(value),
                     clear_first: *clear_first,
-                },
-                Action::Select { value, .. } => SurfaceAction::Select {
+                }),
+                Action::Select { value, .. } => SurfaceAction::Browser(BrowserAction::Select {
                     value: self.text(value),
-                },
+                }),
                 _ => continue,
             };
             self.act(action, node.map(|node| (&snapshot, node))).await;
@@ -216,9 +219,9 @@ async fn record(variant: Variant, driving: &Capability, root: &Path) -> PathBuf 
     .unwrap();
     recorder
         .act(
-            SurfaceAction::Navigate {
+            SurfaceAction::Browser(BrowserAction::Navigate {
                 url: format!("{}/", fixture.base_url()),
-            },
+            }),
             None,
         )
         .await;

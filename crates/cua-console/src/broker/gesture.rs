@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cua_artifact::Actor;
 use cua_evidence::Resolve;
 use cua_gate::{Gate, Passed, Refusal, Request, Ticket};
-use cua_policy::{DenialCode, LeaseState, RawInput, ResolvedTarget, SurfaceAction};
+use cua_policy::{BrowserAction, DenialCode, LeaseState, RawInput, ResolvedTarget, SurfaceAction};
 use cua_snapshot::UiSnapshot;
 use serde_json::{Value, json};
 
@@ -80,15 +80,20 @@ impl Broker {
         let snapshot_ref = record_snapshot(session, "human", &snapshot)?;
         let (action, landed) = match &gesture {
             Gesture::Click { x, y } => (
-                SurfaceAction::RawInput(RawInput::MouseClick { x: *x, y: *y }),
+                SurfaceAction::Browser(BrowserAction::RawInput(RawInput::MouseClick {
+                    x: *x,
+                    y: *y,
+                })),
                 landing(&snapshot, snapshot.hit_test(*x, *y)),
             ),
             Gesture::Text { text } => (
-                SurfaceAction::RawInput(RawInput::Text { text: text.clone() }),
+                SurfaceAction::Browser(BrowserAction::RawInput(RawInput::Text {
+                    text: text.clone(),
+                })),
                 landing(&snapshot, focused(&snapshot)),
             ),
             Gesture::Key { key } => (
-                SurfaceAction::RawInput(RawInput::Key { key: key.clone() }),
+                SurfaceAction::Browser(BrowserAction::RawInput(RawInput::Key { key: key.clone() })),
                 landing(&snapshot, focused(&snapshot)),
             ),
             Gesture::Extract { x, y, into } => {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use cua_artifact::{ActionKind, Actor, RunStatus};
 use cua_evidence::{Note, Observe, RunEnd};
-use cua_policy::{ResolvedTarget, SurfaceAction};
+use cua_policy::{BrowserAction, ResolvedTarget, SurfaceAction};
 use cua_snapshot::UiSnapshot;
 use serde_json::{Value, json};
 
@@ -86,9 +86,9 @@ impl Broker {
                 &session,
                 operator,
                 lease.epoch,
-                SurfaceAction::Navigate {
+                SurfaceAction::Browser(BrowserAction::Navigate {
                     url: url.to_owned(),
-                },
+                }),
                 None,
                 false,
                 &mut note,

@@ -13,7 +13,7 @@ use cua_console::{
     RunAttachment, Session, SessionConfig, SessionMode,
 };
 use cua_evidence::{EvidenceBus, Redactor, RunId, RunStart, SteppingClock, Timestamp};
-use cua_policy::{AuthorizedAction, Lease, PolicyEngine};
+use cua_policy::{Authorized, BrowserAction, Lease, PolicyEngine};
 use cua_replay::EscalationRequest;
 use cua_snapshot::{Bounds, NodeId, NodeScope, UiNode, UiSnapshot};
 use cua_surface::{BlockedRequest, DispatchReceipt, SurfaceError};
@@ -187,7 +187,7 @@ impl LiveSurface for FakeLive {
 
     fn dispatch(
         &self,
-        action: AuthorizedAction,
+        action: Authorized<BrowserAction>,
     ) -> BoxFuture<'_, Result<DispatchReceipt, SurfaceError>> {
         Box::pin(async move {
             self.dispatched.lock().unwrap().push(format!(

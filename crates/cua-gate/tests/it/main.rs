@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use cua_artifact::{Actor, PolicyConfig, RiskTier, StepId};
 use cua_evidence::{Event, EvidenceBus, FixedClock, Redactor, RunId, Timestamp, read_trace};
 use cua_gate::{Gate, IntentKey, Refusal, Request, Withholding};
-use cua_policy::{Lease, PolicyEngine, ResolvedTarget, SurfaceAction};
+use cua_policy::{BrowserAction, Lease, PolicyEngine, ResolvedTarget, SurfaceAction};
 use cua_snapshot::NodeId;
 use cua_surface::DispatchReceipt;
 
@@ -44,7 +44,7 @@ fn click(actor: Actor, epoch: u64, name: &str, declared: Option<RiskTier>) -> Re
         step: Some(StepId::parse("press").expect("a valid step id")),
         target: button(name),
         declared_risk: declared,
-        ..Request::new(actor, epoch, SurfaceAction::Click)
+        ..Request::new(actor, epoch, SurfaceAction::Browser(BrowserAction::Click))
     }
 }
 
@@ -98,7 +98,7 @@ struct Port(AtomicU32);
 impl Port {
     async fn dispatch(
         &self,
-        _authorized: cua_policy::AuthorizedAction,
+        _authorized: cua_policy::Authorized<BrowserAction>,
     ) -> Result<DispatchReceipt, cua_surface::SurfaceError> {
         self.0.fetch_add(1, Ordering::SeqCst);
         Ok(receipt())

@@ -10,7 +10,7 @@ use cua_artifact::{CapabilityRef, PolicyConfig};
 use cua_catalog::{ApproveRequest, Catalog, CatalogConfig};
 use cua_evidence::{Clock, Timestamp};
 use cua_mcp::{CapabilityServer, McpConfig, PlanKey, SurfaceFactory, SurfaceUnavailable};
-use cua_policy::{Allowlist, AuthorizedAction};
+use cua_policy::{Allowlist, Authorized, BrowserAction};
 use cua_snapshot::UiSnapshot;
 use cua_surface::{
     BlockedRequest, DispatchReceipt, Screenshot, ScreenshotRequest, SurfaceDriver, SurfaceError,
@@ -144,7 +144,10 @@ impl SurfaceDriver for DeadSurface {
         Err(gone())
     }
 
-    async fn dispatch(&self, _action: AuthorizedAction) -> Result<DispatchReceipt, SurfaceError> {
+    async fn dispatch(
+        &self,
+        _action: Authorized<BrowserAction>,
+    ) -> Result<DispatchReceipt, SurfaceError> {
         Err(gone())
     }
 

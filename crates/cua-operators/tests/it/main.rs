@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use cua_artifact::{Actor, DeclaredCommand, HttpMethod, PolicyConfig, RiskTier};
 use cua_operators::{HttpServiceClient, ProcessCommandRunner};
 use cua_policy::{
-    ActionRequest, AuthorizedAction, CommandInvocation, HttpRequest, Lease, PolicyEngine,
-    SurfaceAction,
+    ActionRequest, Authorized, AuthorizedAction, CommandInvocation, HttpRequest, Lease,
+    PolicyEngine, SurfaceAction,
 };
 use cua_surface::{CommandRunner, ServiceClient, SurfaceError};
 use memberdesk::{FixtureConfig, Variant};
@@ -49,6 +49,18 @@ fn authorize(action: SurfaceAction, declared: RiskTier) -> AuthorizedAction {
         .unwrap()
 }
 
+/// The HTTP operator's witness for a request the policy allowed.
+fn http_grant(action: SurfaceAction, declared: RiskTier) -> Authorized<HttpRequest> {
+    authorize(action, declared).into_http().expect("a request")
+}
+
+/// The command operator's witness for a command the policy allowed.
+fn command_grant(action: SurfaceAction, declared: RiskTier) -> Authorized<CommandInvocation> {
+    authorize(action, declared)
+        .into_command()
+        .expect("a command")
+}
+
 fn request(method: HttpMethod, url: String, body: Option<&str>) -> SurfaceAction {
     SurfaceAction::Http(HttpRequest {
         method,
@@ -68,7 +80,7 @@ async fn http_requests_reach_the_service_once_and_never_follow_redirects() {
     let client = HttpServiceClient::new().unwrap();
 
     let read = client
-        .send(authorize(
+        .send(http_grant(
             request(HttpMethod::Get, format!("{base}/api/members/12345"), None),
             RiskTier::Safe,
         ))
@@ -79,7 +91,7 @@ async fn http_requests_reach_the_service_once_and_never_follow_redirects() {
     assert_eq!(member["name"], "Ada Lovelace");
 
     let created = client
-        .send(authorize(
+        .send(http_grant(
             request(
                 HttpMethod::Post,
                 format!("{base}/api/members/12345/notes"),
@@ -97,7 +109,7 @@ async fn http_requests_reach_the_service_once_and_never_follow_redirects() {
 
     // `/logout` answers with a redirect; the client reports it and goes nowhere.
     let redirected = client
-        .send(authorize(
+        .send(http_grant(
             request(HttpMethod::Get, format!("{base}/logout"), None),
             RiskTier::Safe,
         ))
@@ -111,7 +123,7 @@ async fn http_requests_reach_the_service_once_and_never_follow_redirects() {
 
     // A command handed to the HTTP operator is refused, not improvised.
     let refused = client
-        .send(authorize(
+        .send(http_grant(
             SurfaceAction::Command(CommandInvocation {
                 executable: "member-risk".to_owned(),
                 args: vec!["1".to_owned()],
@@ -125,7 +137,7 @@ async fn http_requests_reach_the_service_once_and_never_follow_redirects() {
     // Nothing listens: unavailable, so a mutation can be judged not sent.
     drop(fixture);
     let unreachable = client
-        .send(authorize(
+        .send(http_grant(
             request(HttpMethod::Get, format!("{base}/api/members/12345"), None),
             RiskTier::Safe,
         ))
@@ -136,8 +148,8 @@ async fn http_requests_reach_the_service_once_and_never_follow_redirects() {
     );
 }
 
-fn run(name: &str, args: &[&str], timeout_ms: u32) -> AuthorizedAction {
-    authorize(
+fn run(name: &str, args: &[&str], timeout_ms: u32) -> Authorized<CommandInvocation> {
+    command_grant(
         SurfaceAction::Command(CommandInvocation {
             executable: name.to_owned(),
             args: args.iter().map(|arg| (*arg).to_owned()).collect(),
@@ -201,7 +213,7 @@ async fn commands_take_an_argv_never_a_shell_and_die_at_their_timeout() {
 
     // A request handed to the command operator is refused.
     let refused = runner
-        .run(authorize(
+        .run(command_grant(
             request(HttpMethod::Get, "http://127.0.0.1:8811/".to_owned(), None),
             RiskTier::Safe,
         ))

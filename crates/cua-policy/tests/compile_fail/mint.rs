@@ -1,5 +1,5 @@
 use cua_artifact::{Actor, RiskTier};
-use cua_policy::{AuthorizedAction, SurfaceAction};
+use cua_policy::{AuthorizedAction, BrowserAction, SurfaceAction};
 
 fn main() {
     let _forged = AuthorizedAction::mint(
@@ -7,7 +7,7 @@ fn main() {
         1,
         "dec-forged".to_string(),
         cua_policy::RiskAssessment { tier: RiskTier::Safe, signals: vec![], reason: String::new() },
-        SurfaceAction::Click,
+        SurfaceAction::Browser(BrowserAction::Click),
         None,
         None,
     );

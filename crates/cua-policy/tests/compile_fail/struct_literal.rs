@@ -1,14 +1,14 @@
-use cua_artifact::{Actor, RiskTier};
-use cua_policy::{AuthorizedAction, SurfaceAction};
+use cua_policy::{Authorized, BrowserAction};
 
-fn main() {
-    let _forged = AuthorizedAction {
-        actor: Actor::Automation,
-        lease_epoch: 1,
-        decision_id: "dec-forged".to_string(),
-        assessment: cua_policy::RiskAssessment { tier: RiskTier::Safe, signals: vec![], reason: String::new() },
-        action: SurfaceAction::Click,
-        target: None,
-        program: Some(std::path::PathBuf::from("/bin/sh")),
-    };
+// Only the policy engine makes a witness, and its fields are private: a granted click cannot
+// be turned into another action under the same decision.
+fn swap(granted: Authorized<BrowserAction>) -> Authorized<BrowserAction> {
+    Authorized {
+        action: BrowserAction::Navigate {
+            url: "https://attacker.example/".to_owned(),
+        },
+        ..granted
+    }
 }
+
+fn main() {}

@@ -4,7 +4,8 @@
 
 use cua_artifact::Actor;
 use cua_policy::{
-    ActionRequest, DenialCode, Lease, LeaseError, LeaseOperation, LeaseState, SurfaceAction,
+    ActionRequest, BrowserAction, DenialCode, Lease, LeaseError, LeaseOperation, LeaseState,
+    SurfaceAction,
 };
 
 const HOLD_MS: u64 = 30 * 60 * 1000;
@@ -264,9 +265,9 @@ fn a_stale_epoch_is_refused_before_anything_else() {
         actor,
         epoch,
         // Off the allowlist: a lease refusal must come first, before the navigation check.
-        action: SurfaceAction::Navigate {
+        action: SurfaceAction::Browser(BrowserAction::Navigate {
             url: "http://evil.example/".to_string(),
-        },
+        }),
         target: None,
         declared_risk: None,
     };

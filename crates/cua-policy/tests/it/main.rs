@@ -8,8 +8,8 @@ use cua_artifact::{
     CapabilityApproval, RiskTier, SealState,
 };
 use cua_policy::{
-    ActionRequest, Allowlist, AuthorizationContext, BudgetExceeded, DenialCode, IrreversibleGrant,
-    Lease, PolicyEngine, PolicyRules, ResolvedTarget, SurfaceAction,
+    ActionRequest, Allowlist, AuthorizationContext, BrowserAction, BudgetExceeded, DenialCode,
+    IrreversibleGrant, Lease, PolicyEngine, PolicyRules, ResolvedTarget, SurfaceAction,
 };
 use cua_snapshot::NodeId;
 
@@ -87,7 +87,7 @@ fn click(actor: Actor, epoch: u64, name: &str, declared: Option<RiskTier>) -> Ac
     ActionRequest {
         actor,
         epoch,
-        action: SurfaceAction::Click,
+        action: SurfaceAction::Browser(BrowserAction::Click),
         target: Some(ResolvedTarget {
             node_id: NodeId::new("content:/document[0]/button[0]"),
             role: "button".to_string(),
@@ -295,9 +295,9 @@ fn a_capability_only_narrows() {
     let navigate = |url: &str| ActionRequest {
         actor: Actor::Automation,
         epoch: 1,
-        action: SurfaceAction::Navigate {
+        action: SurfaceAction::Browser(BrowserAction::Navigate {
             url: url.to_string(),
-        },
+        }),
         target: None,
         declared_risk: None,
     };
@@ -312,10 +312,10 @@ fn a_capability_only_narrows() {
     assert_eq!(denial.code, DenialCode::NavigationBlocked);
     // `type` is allowed by the policy but not by this capability.
     let typing = ActionRequest {
-        action: SurfaceAction::Type {
+        action: SurfaceAction::Browser(BrowserAction::Type {
             text: "x".to_string(),
             clear_first: true,
-        },
+        }),
         ..click(Actor::Automation, 1, "Member Number", None)
     };
     assert_eq!(
@@ -371,9 +371,9 @@ mod lease;
 fn answering_ok_to_a_confirm_is_judged_by_its_message() {
     use RiskTier::{Elevated, Irreversible};
     let accepting = |message: &str, declared| ActionRequest {
-        action: SurfaceAction::ClickAcceptingConfirm {
+        action: SurfaceAction::Browser(BrowserAction::ClickAcceptingConfirm {
             confirm: message.to_string(),
-        },
+        }),
         ..click(Actor::Automation, 1, "Remove", declared)
     };
     // The control is a harmless link name here; the dialog is what makes it a mutation.

@@ -138,7 +138,9 @@ fn only_a_read_has_a_spare_witness_for_its_retry() {
     let read = grant(
         http(HttpMethod::Get, "http://127.0.0.1:8811/api/members/12345"),
         RiskTier::Safe,
-    );
+    )
+    .into_http()
+    .unwrap();
     let spare = read.retry_of_read().unwrap();
     assert_eq!(spare.decision_id(), read.decision_id());
     assert_eq!(spare.action(), read.action());
@@ -148,7 +150,9 @@ fn only_a_read_has_a_spare_witness_for_its_retry() {
             "http://127.0.0.1:8811/api/members/12345/notes",
         ),
         RiskTier::Elevated,
-    );
+    )
+    .into_http()
+    .unwrap();
     assert!(write.retry_of_read().is_none());
     // A POST declared safe is still no read, and a command never has a spare.
     let declared_safe = grant(
@@ -157,11 +161,15 @@ fn only_a_read_has_a_spare_witness_for_its_retry() {
             "http://127.0.0.1:8811/api/members/12345/notes",
         ),
         RiskTier::Safe,
-    );
+    )
+    .into_http()
+    .unwrap();
     assert!(declared_safe.retry_of_read().is_none());
-    assert!(
+    // A command's witness has no `retry_of_read` at all, and it never becomes a request's.
+    assert_eq!(
         grant(command("member-risk"), RiskTier::Safe)
-            .retry_of_read()
-            .is_none()
+            .into_http()
+            .unwrap_err(),
+        cua_artifact::ActionKind::Command
     );
 }

@@ -2,7 +2,7 @@
 //! dispatch that types them) and transforms.
 
 use cua_artifact::{Action, FailureCode, ValueExpr};
-use cua_policy::{ScrollDirection, SurfaceAction};
+use cua_policy::{BrowserAction, ScrollDirection, SurfaceAction};
 use cua_surface::SurfaceDriver;
 
 use crate::executor::{Execution, Replayer};
@@ -20,35 +20,37 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         let mut sensitive = false;
         let surface = match action {
             Action::Click { accept_confirm, .. } => match accept_confirm {
-                Some(confirm) => SurfaceAction::ClickAcceptingConfirm {
+                Some(confirm) => SurfaceAction::Browser(BrowserAction::ClickAcceptingConfirm {
                     confirm: confirm.clone(),
-                },
-                None => SurfaceAction::Click,
+                }),
+                None => SurfaceAction::Browser(BrowserAction::Click),
             },
             Action::Type {
                 value, clear_first, ..
-            } => SurfaceAction::Type {
+            } => SurfaceAction::Browser(BrowserAction::Type {
                 text: self.bind_value(frame, value, &mut sensitive)?,
                 clear_first: *clear_first,
-            },
-            Action::Select { value, .. } => SurfaceAction::Select {
+            }),
+            Action::Select { value, .. } => SurfaceAction::Browser(BrowserAction::Select {
                 value: self.bind_value(frame, value, &mut sensitive)?,
-            },
-            Action::PressKey { key, .. } => SurfaceAction::PressKey { key: key.clone() },
-            Action::Navigate { url } => SurfaceAction::Navigate {
+            }),
+            Action::PressKey { key, .. } => {
+                SurfaceAction::Browser(BrowserAction::PressKey { key: key.clone() })
+            }
+            Action::Navigate { url } => SurfaceAction::Browser(BrowserAction::Navigate {
                 url: self.bind_url(frame, url)?,
-            },
-            Action::Reload {} => SurfaceAction::Reload,
+            }),
+            Action::Reload {} => SurfaceAction::Browser(BrowserAction::Reload),
             Action::Scroll {
                 direction, amount, ..
-            } => SurfaceAction::Scroll {
+            } => SurfaceAction::Browser(BrowserAction::Scroll {
                 direction: match direction {
                     cua_artifact::ScrollDirection::Up => ScrollDirection::Up,
                     cua_artifact::ScrollDirection::Down => ScrollDirection::Down,
                     cua_artifact::ScrollDirection::IntoView => ScrollDirection::IntoView,
                 },
                 amount: amount.map(i64::from),
-            },
+            }),
             Action::RawInput { .. } => {
                 return Err(Stop::new(
                     FailureCode::PolicyDenied,

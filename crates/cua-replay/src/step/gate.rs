@@ -149,7 +149,13 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             },
         )?;
         tally.fresh = None;
-        let outcome = self.driver.dispatch(authorized).await;
+        let outcome = match authorized.into_browser() {
+            Ok(browser) => self.driver.dispatch(browser).await,
+            Err(kind) => Err(cua_surface::SurfaceError::wrong_port(
+                kind.as_str(),
+                "browser",
+            )),
+        };
         tally.dispatches += 1;
         self.record_sent(
             frame,

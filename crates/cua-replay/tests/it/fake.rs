@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use cua_policy::AuthorizedAction;
+use cua_policy::{Authorized, BrowserAction};
 use cua_snapshot::{NodeId, NodeScope, UiNode, UiSnapshot};
 use cua_surface::{
     BlockedRequest, DispatchReceipt, Screenshot, ScreenshotRequest, SurfaceDriver, SurfaceError,
@@ -70,7 +70,10 @@ impl SurfaceDriver for FakeSurface {
         Ok(Self::page())
     }
 
-    async fn dispatch(&self, action: AuthorizedAction) -> Result<DispatchReceipt, SurfaceError> {
+    async fn dispatch(
+        &self,
+        action: Authorized<BrowserAction>,
+    ) -> Result<DispatchReceipt, SurfaceError> {
         self.push(format!("dispatch {:?}", action.action()));
         Ok(DispatchReceipt {
             ok: true,

@@ -6,7 +6,7 @@ use cua_artifact::{
     ApprovalSchema, ApprovalScope, ApprovalState, CapabilityApproval, EffectVerdict, FailureCode,
     RunStatus,
 };
-use cua_policy::{AuthorizedAction, SurfaceAction};
+use cua_policy::{Authorized, BrowserAction};
 use cua_replay::{PreparedCapability, RunRequest};
 use cua_snapshot::UiSnapshot;
 use cua_surface::{
@@ -187,8 +187,11 @@ impl SurfaceDriver for ArmOnClick<'_> {
         self.inner.observe().await
     }
 
-    async fn dispatch(&self, action: AuthorizedAction) -> Result<DispatchReceipt, SurfaceError> {
-        let clicking = matches!(action.action(), SurfaceAction::Click)
+    async fn dispatch(
+        &self,
+        action: Authorized<BrowserAction>,
+    ) -> Result<DispatchReceipt, SurfaceError> {
+        let clicking = matches!(action.action(), BrowserAction::Click)
             && action
                 .target()
                 .is_some_and(|target| target.role == "button" && target.name == self.control);

@@ -335,7 +335,7 @@ impl cua_surface::SurfaceDriver for Shutter<'_> {
 
     async fn dispatch(
         &self,
-        action: cua_policy::AuthorizedAction,
+        action: cua_policy::Authorized<cua_policy::BrowserAction>,
     ) -> Result<cua_surface::DispatchReceipt, cua_surface::SurfaceError> {
         self.surface.dispatch(action).await
     }
