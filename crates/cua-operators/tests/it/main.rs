@@ -121,18 +121,21 @@ async fn http_requests_reach_the_service_once_and_never_follow_redirects() {
         redirected.status
     );
 
-    // A command handed to the HTTP operator is refused, not improvised.
-    let refused = client
-        .send(http_grant(
+    // A command's witness never becomes the HTTP operator's: the port's type refuses it (a
+    // compile-fail test shows a browser witness cannot be sent either).
+    assert_eq!(
+        authorize(
             SurfaceAction::Command(CommandInvocation {
                 executable: "member-risk".to_owned(),
                 args: vec!["1".to_owned()],
                 timeout_ms: 1_000,
             }),
             RiskTier::Safe,
-        ))
-        .await;
-    assert!(matches!(refused, Err(SurfaceError::ActionFailed { .. })));
+        )
+        .into_http()
+        .unwrap_err(),
+        cua_artifact::ActionKind::Command
+    );
 
     // Nothing listens: unavailable, so a mutation can be judged not sent.
     drop(fixture);
@@ -211,12 +214,14 @@ async fn commands_take_an_argv_never_a_shell_and_die_at_their_timeout() {
         started.elapsed()
     );
 
-    // A request handed to the command operator is refused.
-    let refused = runner
-        .run(command_grant(
+    // A request's witness never becomes the command operator's.
+    assert_eq!(
+        authorize(
             request(HttpMethod::Get, "http://127.0.0.1:8811/".to_owned(), None),
             RiskTier::Safe,
-        ))
-        .await;
-    assert!(matches!(refused, Err(SurfaceError::ActionFailed { .. })));
+        )
+        .into_command()
+        .unwrap_err(),
+        cua_artifact::ActionKind::Http
+    );
 }
