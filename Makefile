@@ -16,7 +16,7 @@ MCP_VENV := target/mcp-venv
 MCP_SDK_VERSION := 2.3.0
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help deps deps-chromium deps-node deps-python build demo test lint test-only conformance-up conformance-down leftovers soak bench evidence fmt clean
+.PHONY: help deps deps-chromium deps-node deps-python build demo test lint deny deps-deny test-only conformance-up conformance-down leftovers soak bench evidence fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -66,11 +66,17 @@ demo: build deps-node ## Run the end-to-end demo against the MemberDesk fixture 
 fmt: ## Format the workspace
 	$(CARGO) fmt --all
 
-lint: deps ## Format check and clippy with warnings as errors
+lint: deps deny ## Format check, clippy with warnings as errors, and cargo-deny
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	# The product build: no MemberDesk fixture, no demo.
 	$(CARGO) clippy --bin cua --no-default-features -- -D warnings
+
+deps-deny: ## Install cargo-deny when missing
+	@$(CARGO) deny --version >/dev/null 2>&1 || $(CARGO) install cargo-deny --locked
+
+deny: deps-deny ## cargo-deny (deny.toml): wrapped crates only their wrappers name, sources
+	$(CARGO) deny --offline check bans sources
 
 test: lint test-only ## Format check, clippy, and every test (Chromium ones included)
 
