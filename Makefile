@@ -16,7 +16,7 @@ MCP_VENV := target/mcp-venv
 MCP_SDK_VERSION := 2.3.0
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help deps deps-chromium deps-node deps-python build demo test lint deny deps-deny test-only conformance-up conformance-down leftovers soak bench evidence fmt clean
+.PHONY: help deps deps-chromium deps-node deps-python build demo test lint deny deps-deny mutants mutants-diff deps-mutants test-only conformance-up conformance-down leftovers soak bench evidence fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -73,10 +73,22 @@ lint: deps deny ## Format check, clippy with warnings as errors, and cargo-deny
 	$(CARGO) clippy --bin cua --no-default-features -- -D warnings
 
 deps-deny: ## Install cargo-deny when missing
-	@$(CARGO) deny --version >/dev/null 2>&1 || $(CARGO) install cargo-deny --locked
+	@$(CARGO) deny --version >/dev/null 2>&1 || $(CARGO) install cargo-deny --locked --version 0.20.2
 
 deny: deps-deny ## cargo-deny (deny.toml): wrapped crates only their wrappers name, sources
-	$(CARGO) deny --offline check bans sources
+	$(CARGO) deny --locked check bans sources
+
+deps-mutants: ## Install cargo-mutants when missing
+	@$(CARGO) mutants --version >/dev/null 2>&1 || $(CARGO) install cargo-mutants --locked --version 27.1.0
+
+# What `mutants-diff` checks: the source changed since this revision.
+MUTANTS_BASE ?= HEAD~1
+
+mutants: deps-mutants ## Mutation testing of the safety-critical crates (hours): evidence/mutants.txt, evidence/mutants-missed.txt
+	scripts/mutants.sh
+
+mutants-diff: deps-mutants ## Mutation testing of the code changed since MUTANTS_BASE (default HEAD~1); fails on a missed mutant
+	scripts/mutants.sh --in-diff $(MUTANTS_BASE)
 
 test: lint test-only ## Format check, clippy, and every test (Chromium ones included)
 

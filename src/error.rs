@@ -34,6 +34,14 @@ macro_rules! error_codes {
                 }
             }
 
+            /// What the code means, as README.md's table says it.
+            #[cfg(test)]
+            pub(crate) fn meaning(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $doc,)+
+                }
+            }
+
             /// The process status a command that fails with this code exits with.
             pub(crate) fn exit(self) -> Exit {
                 match self {
@@ -46,7 +54,7 @@ macro_rules! error_codes {
 
 error_codes! {
     Usage => "usage", Usage, "The command line is wrong: a flag, an argument or a combination.";
-    NotFound => "not_found", Usage, "No capability, run or file by that name.";
+    NotFound => "not_found", Usage, "No capability by that name in the catalog.";
     InvalidReference => "invalid_reference", Usage, "A capability reference that is not `id` or `id@version`.";
     InvalidDocument => "invalid_document", Usage, "A document that does not load or validate.";
     Tampered => "tampered", Usage, "A sealed document whose content does not match its hash.";
@@ -67,8 +75,8 @@ error_codes! {
     NoSnapshots => "no_snapshots", Usage, "A run without the snapshots a probe compares.";
     NoReviewer => "no_reviewer", Usage, "A review decision without `--by`.";
     NothingToRevoke => "nothing_to_revoke", Usage, "No approval is recorded to revoke.";
-    Refused => "refused", Usage, "The policy refuses the capability before anything runs.";
-    #[cfg_attr(not(feature = "fixture"), expect(dead_code, reason = "only the demo reports it"))]
+    Refused => "refused", Usage, "The capability is refused before anything runs: by the policy, or as tampered, a draft, or with an unbound placeholder.";
+    #[cfg_attr(all(not(feature = "fixture"), not(test)), expect(dead_code, reason = "only the demo reports it"))]
     DemoDirectory => "demo_directory", Usage, "The demo's output directory holds something else.";
     BatchLocked => "batch_locked", Usage, "Another process holds the batch's state.";
     KeyUnwritable => "key_unwritable", Usage, "The signing key cannot be written where asked.";
@@ -81,22 +89,23 @@ error_codes! {
     EvidenceUnreadable => "evidence_unreadable", Failed, "A run's evidence cannot be read.";
     EvidenceBroken => "evidence_broken", Failed, "A run's evidence chain does not verify.";
     CompileFailed => "compile_failed", Failed, "A trace does not compile into a capability.";
-    GoalNotMet => "goal_not_met", Failed, "The trace did not reach its goal, so there is nothing to compile.";
+    GoalNotMet => "goal_not_met", Failed, "Discovery, or the trace given to compile, did not reach its goal: nothing was compiled.";
+    RecordingUnfinished => "recording_unfinished", Failed, "The recording was stopped before it was finished; its trace does not compile.";
     Unexpressible => "unexpressible", Failed, "Codegen cannot express a step as a Playwright spec.";
     CodegenFailed => "codegen_failed", Failed, "Codegen failed for another reason.";
-    DiscoveryFailed => "discovery_failed", Failed, "Discovery stopped before reaching the goal.";
+    DiscoveryFailed => "discovery_failed", Failed, "Discovery could not run to its end: the model or the surface failed.";
     AssistFailed => "assist_failed", Failed, "The assisted recovery could not run.";
     EvalFailed => "eval_failed", Failed, "An evaluation could not run.";
     WrongActionOrUnauthorizedDispatch => "wrong_action_or_unauthorized_dispatch", Failed, "An evaluation saw a wrong action or a dispatch without authorization.";
     ProbeFoundDrift => "probe_found_drift", Failed, "A probe found a target that no longer resolves as recorded.";
     RouteUnavailable => "route_unavailable", Failed, "No operator on this platform can perform a step.";
-    #[cfg_attr(not(feature = "fixture"), expect(dead_code, reason = "only the demo reports it"))]
+    #[cfg_attr(all(not(feature = "fixture"), not(test)), expect(dead_code, reason = "only the demo reports it"))]
     StageFailed => "stage_failed", Failed, "A demo stage failed.";
     SessionFailed => "session_failed", Failed, "The console could not open the supervised session.";
-    NavigationFailed => "navigation_failed", Failed, "The application answered the first navigation with an error.";
+    NavigationFailed => "navigation_failed", Failed, "The recording's first navigation was refused or failed.";
     BindFailed => "bind_failed", Failed, "The server cannot listen on the address.";
     NoToken => "no_token", Failed, "No access token could be generated.";
-    Internal => "internal", Failed, "A fault in cua itself; please report it.";
+    Internal => "internal", Failed, "A part of cua itself could not run (its async runtime, a loopback server, a transport).";
     SurfaceUnavailable => "surface_unavailable", Unavailable, "The browser or the application cannot be reached.";
     ChromiumMissing => "chromium_missing", Unavailable, "Chromium is not installed (`make deps`).";
     FixtureUnavailable => "fixture_unavailable", Unavailable, "The MemberDesk fixture cannot start.";
@@ -228,6 +237,24 @@ impl From<&cua_evidence::EvidenceError> for CliError {
     }
 }
 
+impl From<&cua_agent::AgentError> for CliError {
+    /// A model the environment does not configure, configures with a value that cannot be
+    /// used, or a discovery that could not run to its end.
+    fn from(error: &cua_agent::AgentError) -> Self {
+        use cua_agent::AgentError;
+        let code = match error {
+            AgentError::ModelNotConfigured { .. } => ErrorCode::ModelNotConfigured,
+            AgentError::InvalidModelConfig { .. } | AgentError::HttpClient(_) => {
+                ErrorCode::InvalidModelConfig
+            }
+            AgentError::ScriptedServer(_) => ErrorCode::Internal,
+            AgentError::Evidence(_) => ErrorCode::EvidenceUnwritable,
+            _ => ErrorCode::DiscoveryFailed,
+        };
+        Self::chained(code, error)
+    }
+}
+
 /// An error and its sources on one line, `outer: cause: root`.
 pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();
@@ -267,7 +294,12 @@ mod tests {
             .map(|(name, _)| name)
             .collect();
         for code in ErrorCode::ALL {
-            let row = format!("| `{}` | {} |", code.as_str(), code.exit() as u8);
+            let row = format!(
+                "| `{}` | {} | {} |",
+                code.as_str(),
+                code.exit() as u8,
+                code.meaning()
+            );
             assert!(
                 readme.contains(&row),
                 "README.md lacks the row `{row}` for {code:?}"

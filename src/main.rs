@@ -38,13 +38,16 @@ fn command_line_refused(error: &clap::Error) -> ExitCode {
     ) {
         return ExitCode::SUCCESS;
     }
-    let message = error.render().to_string();
-    let message = message
+    // Everything clap says before its usage line: the error, what it missed, its suggestion.
+    let rendered = error.render().to_string();
+    let message = rendered
         .lines()
-        .next()
-        .unwrap_or_default()
-        .trim_start_matches("error: ");
-    let refused = error::CliError::usage(message);
+        .take_while(|line| !line.starts_with("Usage:"))
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let refused = error::CliError::usage(message.trim_start_matches("error: "));
     let format = if json_requested(std::env::args_os().skip(1)) {
         cli::Format::Json
     } else {
@@ -55,19 +58,26 @@ fn command_line_refused(error: &clap::Error) -> ExitCode {
 }
 
 /// Whether the raw arguments ask for `--format json`, read without clap (which refused them).
+/// Never for `cua mcp`, whose stdout belongs to the MCP client.
 fn json_requested(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
     let mut previous_was_format = false;
+    let mut json = false;
+    let mut command = None;
     for arg in args {
         let arg = arg.to_string_lossy();
         if arg == "--" {
             break;
         }
         if arg == "--format=json" || (previous_was_format && arg == "json") {
-            return true;
+            json = true;
+        } else if command.is_none() && !previous_was_format && !arg.starts_with('-') {
+            command = Some(arg.into_owned());
+            previous_was_format = false;
+            continue;
         }
         previous_was_format = arg == "--format";
     }
-    false
+    json && command.as_deref() != Some("mcp")
 }
 
 /// Libraries' diagnostics (`tracing` events) on stderr: warnings and errors by default, more

@@ -25,6 +25,7 @@ use cua_surface::{BlockedRequest, DispatchReceipt, SurfaceDriver, SurfaceError};
 use serde_json::{Value, json};
 
 use crate::cli::{ConsoleArgs, Format};
+use crate::commands::policy::LoadedPolicy;
 use crate::error::{CliError, ErrorCode, chain, runtime};
 use crate::limits;
 use crate::output::{self, Exit};
@@ -93,21 +94,11 @@ pub(crate) struct Common {
 
 impl Common {
     pub(crate) fn load(policy: &Path, catalog: &Path, evidence: &Path) -> Result<Self, CliError> {
-        let text = cua_fs::read_to_string_bounded(policy, limits::DOCUMENT)
-            .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
-        let invalid = |error: &dyn std::fmt::Display| {
-            CliError::new(
-                ErrorCode::InvalidPolicy,
-                format!("{}: {error}", policy.display()),
-            )
-        };
-        let policy_config = PolicyConfig::from_yaml(&text).map_err(|error| invalid(&error))?;
-        let engine = PolicyEngine::from_config(&policy_config)
-            .map_err(|error| invalid(&error))?
-            // A declared command path is relative to the policy file that declares it.
-            .with_command_base(policy.parent().unwrap_or(Path::new(".")));
-        let redactor =
-            Redactor::from_policy(&policy_config.redaction).map_err(|error| invalid(&error))?;
+        let LoadedPolicy {
+            config: policy_config,
+            engine,
+            redactor,
+        } = LoadedPolicy::read(policy)?;
         // The evidence root may not be a link: runs and interventions would go where it points.
         cua_fs::Dir::create_all(evidence, cua_fs::FileMode::Private)
             .map_err(|error| CliError::unwritten(&error, ErrorCode::EvidenceUnwritable))?;

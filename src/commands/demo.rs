@@ -33,7 +33,7 @@ use cua_fs::FileMode;
 use serde::Serialize;
 
 use crate::cli::{DemoArgs, Format};
-use crate::commands::discover::LoadedPolicy;
+use crate::commands::policy::LoadedPolicy;
 use crate::error::{CliError, ErrorCode, runtime};
 use crate::output::{self, Exit};
 use rig::{Demo, StageFailure, StageResult};

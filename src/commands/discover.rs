@@ -12,14 +12,14 @@ use cua_agent::{
     Discovery, DiscoveryConfig, DiscoveryReport, DiscoveryRequest, ModelConfig, OpenAiAdapter,
     StopReason,
 };
-use cua_artifact::{Capability, PolicyConfig, SecretName};
+use cua_artifact::{Capability, SecretName};
 use cua_chromium::ChromiumSurface;
-use cua_evidence::{EvidenceBus, Redactor, RunId, SecretResolver, SystemClock};
-use cua_policy::PolicyEngine;
+use cua_evidence::{EvidenceBus, RunId, SecretResolver, SystemClock};
 use serde::Serialize;
 
 use crate::cli::{DiscoverArgs, Format};
 use crate::commands::compile::{DraftSummary, compile_run, render};
+use crate::commands::policy::LoadedPolicy;
 use crate::commands::replay::launch;
 use crate::error::{CliError, ErrorCode, runtime};
 use crate::output::{self, Exit};
@@ -29,17 +29,6 @@ struct Discovered {
     run_dir: String,
     report: DiscoveryReport,
     draft: Option<DraftSummary>,
-}
-
-/// The policy file, read once: the document, the engine built from it and its redactor.
-pub(crate) struct LoadedPolicy {
-    #[cfg_attr(
-        not(feature = "fixture"),
-        expect(dead_code, reason = "the demo reads it")
-    )]
-    pub(crate) config: PolicyConfig,
-    pub(crate) engine: PolicyEngine,
-    pub(crate) redactor: Redactor,
 }
 
 /// The model discovery asks: the built-in scripted model (a loopback server this process
@@ -63,52 +52,24 @@ pub(crate) fn run(format: Format, args: &DiscoverArgs) -> Result<Exit, CliError>
     runtime()?.block_on(discover_and_compile(format, args))
 }
 
-impl LoadedPolicy {
-    /// Reads and checks the policy file; any problem is a usage error naming the file.
-    pub(crate) fn read(path: &Path) -> Result<Self, CliError> {
-        let invalid = |error: String| {
-            CliError::new(
-                ErrorCode::InvalidPolicy,
-                format!("{}: {error}", path.display()),
-            )
-        };
-        let config = cua_fs::read_to_string_bounded(path, crate::limits::DOCUMENT)
-            .map_err(|error| error.to_string())
-            .and_then(|text| PolicyConfig::from_yaml(&text).map_err(|error| error.to_string()))
-            .map_err(invalid)?;
-        let engine =
-            PolicyEngine::from_config(&config).map_err(|error| invalid(error.to_string()))?;
-        let redactor =
-            Redactor::from_policy(&config.redaction).map_err(|error| invalid(error.to_string()))?;
-        Ok(Self {
-            config,
-            engine,
-            redactor,
-        })
-    }
-}
-
 impl Model {
     /// Starts the scripted model server, or reads the configured model from the environment
     /// (`CUA_LLM_BASE_URL`, `CUA_LLM_MODEL`, …), which is a usage error when it is missing.
     pub(crate) async fn start(scripted: bool) -> Result<Self, CliError> {
         let server = if scripted {
-            Some(ScriptedServer::start().await.map_err(|error| {
-                CliError::new(
-                    ErrorCode::Internal,
-                    format!("the scripted model cannot start: {error}"),
-                )
-            })?)
+            Some(
+                ScriptedServer::start()
+                    .await
+                    .map_err(|error| CliError::from(&error))?,
+            )
         } else {
             None
         };
         let config = match &server {
             Some(server) => server.model_config(),
-            None => ModelConfig::from_env()
-                .map_err(|error| CliError::new(ErrorCode::ModelNotConfigured, error.to_string()))?,
+            None => ModelConfig::from_env().map_err(|error| CliError::from(&error))?,
         };
-        let llm = OpenAiAdapter::new(config)
-            .map_err(|error| CliError::new(ErrorCode::InvalidModelConfig, error.to_string()))?;
+        let llm = OpenAiAdapter::new(config).map_err(|error| CliError::from(&error))?;
         Ok(Self { llm, server })
     }
 
@@ -162,7 +123,7 @@ pub(crate) async fn discover_on(
     let report = discovery
         .run(run.request)
         .await
-        .map_err(|error| CliError::new(ErrorCode::DiscoveryFailed, error.to_string()))?;
+        .map_err(|error| CliError::from(&error))?;
     Ok((report, bus.dir().to_path_buf()))
 }
 
@@ -245,15 +206,22 @@ async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exi
         report,
         draft,
     };
-    let exit = if discovered.draft.is_some() {
-        Exit::Success
-    } else {
-        Exit::Failed
-    };
-    output::emit(format, "discover", Some(&discovered), None, || {
-        text(&discovered, &run_dir)
+    let unmet = discovered.draft.is_none().then(|| {
+        CliError::new(
+            ErrorCode::GoalNotMet,
+            format!(
+                "discovery stopped ({}) before reaching the goal; nothing was compiled",
+                discovered.report.stop_reason.as_str()
+            ),
+        )
     });
-    Ok(exit)
+    Ok(output::report(
+        format,
+        "discover",
+        Some(&discovered),
+        unmet.as_ref(),
+        || text(&discovered, &run_dir),
+    ))
 }
 
 fn text(discovered: &Discovered, run_dir: &Path) -> String {

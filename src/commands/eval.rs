@@ -24,6 +24,7 @@ use serde::Serialize;
 use crate::fixture_app::{FixtureApp, NotStarted};
 
 use crate::cli::{EvalArgs, Format};
+use crate::commands::policy::LoadedPolicy;
 use crate::commands::replay::launch;
 use crate::error::{CliError, ErrorCode, runtime};
 use crate::limits;
@@ -62,18 +63,11 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, CliError> {
         Dir::create_all(directory, mode)
             .map_err(|error| CliError::unwritten(&error, ErrorCode::EvidenceUnwritable))?;
     }
-    let policy_text = cua_fs::read_to_string_bounded(&args.policy.file, limits::DOCUMENT)
-        .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
-    let invalid_policy = |error: &dyn std::fmt::Display| {
-        CliError::new(
-            ErrorCode::InvalidPolicy,
-            format!("{}: {error}", args.policy.file.display()),
-        )
-    };
-    let policy_config =
-        PolicyConfig::from_yaml(&policy_text).map_err(|error| invalid_policy(&error))?;
-    let policy =
-        PolicyEngine::from_config(&policy_config).map_err(|error| invalid_policy(&error))?;
+    let LoadedPolicy {
+        config: policy_config,
+        engine: policy,
+        ..
+    } = LoadedPolicy::read(&args.policy.file)?;
     let catalog = Catalog::new(CatalogConfig {
         capabilities: args.paths.catalog.clone(),
         evaluations: args.out.clone(),
@@ -128,12 +122,15 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, CliError> {
         if let Some(tenant) = &suite.tenant
             && binding(&catalog, tenant, &suite.capability)?.is_none()
         {
-            return Err(invalid(format!(
-                "{}: tenant {tenant} has no binding of {} in {}",
-                path.display(),
-                suite.capability.id(),
-                args.paths.tenants.display()
-            )));
+            return Err(CliError::new(
+                ErrorCode::NoBinding,
+                format!(
+                    "{}: tenant {tenant} has no binding of {} in {}",
+                    path.display(),
+                    suite.capability.id(),
+                    args.paths.tenants.display()
+                ),
+            ));
         }
         loaded.push(Loaded { path, suite });
     }

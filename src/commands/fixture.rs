@@ -7,7 +7,7 @@ use memberdesk::FixtureConfig;
 use serde::Serialize;
 
 use crate::cli::{FixtureServeArgs, Format};
-use crate::error::{CliError, ErrorCode, runtime};
+use crate::error::{CliError, ErrorCode, chain, runtime};
 use crate::output::{self, Exit};
 
 #[derive(Serialize)]
@@ -26,7 +26,7 @@ pub(crate) fn serve(format: Format, args: &FixtureServeArgs) -> Result<Exit, Cli
     runtime.block_on(async move {
         let fixture = memberdesk::serve(config)
             .await
-            .map_err(|error| CliError::chained(ErrorCode::SurfaceUnavailable, &error))?;
+            .map_err(|error| CliError::chained(ErrorCode::FixtureUnavailable, &error))?;
         let serving = Serving {
             base_url: fixture.base_url(),
             variant: fixture.variant(),
@@ -41,10 +41,11 @@ pub(crate) fn serve(format: Format, args: &FixtureServeArgs) -> Result<Exit, Cli
         if let Err(error) = tokio::signal::ctrl_c().await {
             eprintln!("cannot wait for Ctrl-C ({error}); stopping");
         }
-        fixture
-            .shutdown()
-            .await
-            .map_err(|error| CliError::chained(ErrorCode::Internal, &error))?;
+        // The envelope is already out: a failed shutdown is said on stderr, not in a second one.
+        if let Err(error) = fixture.shutdown().await {
+            tracing::error!("the fixture did not shut down cleanly: {}", chain(&error));
+            return Ok(Exit::Failed);
+        }
         Ok(Exit::Success)
     })
 }

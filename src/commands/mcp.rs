@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cua_artifact::{PolicyConfig, TenantId};
+use cua_artifact::TenantId;
 use cua_catalog::CatalogConfig;
 use cua_chromium::ChromiumSurface;
 use cua_evidence::SystemClock;
@@ -37,14 +37,7 @@ pub(crate) fn server(
     command: &str,
     args: &McpArgs,
 ) -> Result<CapabilityServer<ChromiumSurfaces>, CliError> {
-    let policy_text = cua_fs::read_to_string_bounded(&args.policy.file, crate::limits::DOCUMENT)
-        .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
-    let policy = PolicyConfig::from_yaml(&policy_text).map_err(|error| {
-        CliError::new(
-            ErrorCode::InvalidPolicy,
-            format!("{}: {error}", args.policy.file.display()),
-        )
-    })?;
+    let policy = crate::commands::policy::LoadedPolicy::read(&args.policy.file)?.config;
     let tenant = args
         .tenant
         .as_deref()

@@ -14,6 +14,7 @@ mod eval;
 #[cfg(feature = "fixture")]
 mod fixture;
 mod mcp;
+mod policy;
 mod probe;
 
 mod record;

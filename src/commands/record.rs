@@ -131,23 +131,30 @@ async fn record(format: Format, args: &RecordArgs) -> Result<Exit, CliError> {
         "finished": finished,
         "compile": format!("cua compile {}", trace.display()),
     });
-    output::emit(format, "record", Some(&data), None, || {
-        if finished {
-            format!(
-                "recorded {}\ncompile it: cua compile {}\n",
-                run_id,
-                trace.display()
-            )
-        } else {
-            format!(
-                "interrupted: the recording in {} has no run_end and will not compile\n",
-                bus.dir().display()
-            )
-        }
+    let unfinished = (!finished).then(|| {
+        CliError::new(
+            ErrorCode::RecordingUnfinished,
+            format!("the recording {run_id} was stopped before it was finished"),
+        )
     });
-    Ok(if finished {
-        Exit::Success
-    } else {
-        Exit::Failed
-    })
+    Ok(output::report(
+        format,
+        "record",
+        Some(&data),
+        unfinished.as_ref(),
+        || {
+            if finished {
+                format!(
+                    "recorded {}\ncompile it: cua compile {}\n",
+                    run_id,
+                    trace.display()
+                )
+            } else {
+                format!(
+                    "interrupted: the recording in {} has no run_end and will not compile\n",
+                    bus.dir().display()
+                )
+            }
+        },
+    ))
 }

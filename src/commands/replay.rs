@@ -27,6 +27,7 @@ use cua_replay::{
 use serde_json::Value;
 
 use crate::cli::{Format, ReplayArgs};
+use crate::commands::policy::LoadedPolicy;
 use crate::error::{CliError, ErrorCode, chain, runtime};
 use crate::limits;
 use crate::output::{EnvelopeError, Exit, emit};
@@ -139,7 +140,8 @@ impl Settings {
             .tenant
             .as_deref()
             .map(|tenant| {
-                TenantId::parse(tenant).map_err(|error| CliError::usage(error.to_string()))
+                TenantId::parse(tenant)
+                    .map_err(|error| CliError::new(ErrorCode::InvalidTenant, error.to_string()))
             })
             .transpose()?;
         let binding = match &tenant {
@@ -159,18 +161,11 @@ impl Settings {
                 &base.reference(),
             )?,
         };
-        let policy_text = read(&args.policy.file)?;
-        let policy_config = PolicyConfig::from_yaml(&policy_text)
-            .map_err(|error| invalid(&args.policy.file, &error))?;
-        let policy = PolicyEngine::from_config(&policy_config)
-            .map_err(|error| {
-                CliError::new(
-                    ErrorCode::InvalidDocument,
-                    format!("{}: {error}", args.policy.file.display()),
-                )
-            })?
-            // A declared command path is relative to the policy file that declares it.
-            .with_command_base(args.policy.file.parent().unwrap_or(Path::new(".")));
+        let LoadedPolicy {
+            config: policy_config,
+            engine: policy,
+            ..
+        } = LoadedPolicy::read(&args.policy.file)?;
         let prepared = PreparedCapability::bind(
             base,
             binding,
@@ -212,7 +207,8 @@ impl Settings {
             base_url: args.base_url.clone(),
             stop: Stop::default(),
             // Read before the browser starts: a run told to sign that cannot does not start.
-            signing_key: super::evidence::signing_key().map_err(CliError::usage)?,
+            signing_key: super::evidence::signing_key()
+                .map_err(|message| CliError::new(ErrorCode::BadKey, message))?,
         })
     }
 
@@ -567,9 +563,12 @@ fn load_capability(reference: &str, catalog: &Path) -> Result<Capability, CliErr
     } else if let Ok(id) = CapabilityId::parse(reference) {
         latest_version(catalog, &id)?
     } else {
-        return Err(CliError::usage(format!(
-            "`{reference}` is neither a file nor a capability reference (id@version or id)"
-        )));
+        return Err(CliError::new(
+            ErrorCode::InvalidReference,
+            format!(
+                "`{reference}` is neither a file nor a capability reference (id@version or id)"
+            ),
+        ));
     };
     let text = read(&path)?;
     Capability::from_yaml(&text).map_err(|error| invalid(&path, &error))

@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::cli::{Format, ServeArgs};
 use crate::commands::console::access;
 use crate::commands::mcp::server;
-use crate::error::{CliError, ErrorCode, runtime};
+use crate::error::{CliError, ErrorCode, chain, runtime};
 use crate::output::{self, Exit};
 
 /// The server named in the refusal of a non-loopback address.
@@ -45,10 +45,11 @@ pub(crate) fn run(format: Format, args: &ServeArgs) -> Result<Exit, CliError> {
         announce(format, &running, token.as_deref());
         stopped().await;
         eprintln!("cua serve: stopping");
-        running
-            .shutdown()
-            .await
-            .map_err(|error| CliError::chained(ErrorCode::Internal, &error))?;
+        // The envelope is already out: a failed shutdown is said on stderr, not in a second one.
+        if let Err(error) = running.shutdown().await {
+            tracing::error!("cua serve did not shut down cleanly: {}", chain(&error));
+            return Ok(Exit::Failed);
+        }
         Ok(Exit::Success)
     })
 }

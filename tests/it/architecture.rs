@@ -268,6 +268,7 @@ fn wrapped() -> Vec<(String, Vec<String>)> {
         .as_array()
         .expect("bans.deny")
         .iter()
+        .filter(|entry| entry.get("wrappers").is_some())
         .map(|entry| {
             let name = entry["name"].as_str().expect("a name").to_owned();
             let wrappers = entry["wrappers"]

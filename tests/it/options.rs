@@ -154,8 +154,20 @@ fn a_command_line_clap_refuses_still_gets_the_envelope_and_a_suggestion() {
     assert!(
         envelope["error"]["message"]
             .as_str()
-            .is_some_and(|message| message.contains("--inptu")),
-        "{envelope}"
+            .is_some_and(|message| message.contains("--inptu") && message.contains("'--input'")),
+        "the message names the flag and the nearest one: {envelope}"
+    );
+    // `cua mcp`'s stdout is the client's: a refused command line says so on stderr only.
+    let output = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .args(["--format", "json", "mcp", "--bogus"])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("cua runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        output.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
     );
     let output = Command::new(env!("CARGO_BIN_EXE_cua"))
         .args(["replay", "corebank.member.savings_balance", "--inptu", "x"])
@@ -198,4 +210,59 @@ fn an_unknown_capability_is_not_found_for_every_command_that_loads_one() {
             "cua {args:?}: {envelope}"
         );
     }
+}
+
+/// One situation, one code: a policy file that does not load is `invalid_policy` (exit 2) for
+/// every command that reads one, and a malformed tenant name is `invalid_tenant`.
+#[test]
+fn the_same_mistake_gets_the_same_code_from_every_command() {
+    let scratch = tempfile::tempdir().expect("a scratch directory");
+    let policy = scratch.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "schema_version: cua.policy/v1\nnot_a_field: true\n",
+    )
+    .expect("a policy file");
+    let policy = policy.display().to_string();
+    for args in [
+        vec![
+            "replay",
+            "corebank.member.savings_balance",
+            "--input",
+            "member_id=1",
+            "--policy",
+            &policy,
+        ],
+        vec!["serve", "--policy", &policy],
+        vec![
+            "discover",
+            "--scripted",
+            "--goal",
+            "g",
+            "--target",
+            "http://127.0.0.1:9/",
+            "--policy",
+            &policy,
+        ],
+    ] {
+        let (code, envelope) = envelope(&args);
+        assert_eq!(
+            (code, envelope["error"]["code"].as_str()),
+            (2, Some("invalid_policy")),
+            "cua {args:?}: {envelope}"
+        );
+    }
+    let (code, envelope) = envelope(&[
+        "replay",
+        "corebank.member.savings_balance",
+        "--input",
+        "member_id=1",
+        "--tenant",
+        "Not A Tenant",
+    ]);
+    assert_eq!(
+        (code, envelope["error"]["code"].as_str()),
+        (2, Some("invalid_tenant")),
+        "{envelope}"
+    );
 }

@@ -107,6 +107,7 @@ impl CatalogError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::ReadDirectory { .. } | Self::Read(_) => "read_failed",
+            Self::Write(file) if file.is_refusal() => "refused_path",
             Self::Write(_) => "write_failed",
             Self::InvalidReference { .. } => "invalid_reference",
             Self::NotFound { .. } => "not_found",

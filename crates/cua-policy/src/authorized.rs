@@ -8,7 +8,7 @@ use cua_snapshot::NodeId;
 
 use crate::engine::RiskAssessment;
 
-/// Scroll direction for [`SurfaceAction::Scroll`].
+/// Scroll direction for [`BrowserAction::Scroll`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScrollDirection {
     Up,

@@ -1,11 +1,12 @@
 //! The driver port every surface implements: observe a [`UiSnapshot`], dispatch an
-//! [`AuthorizedAction`], wait for a condition, take a screenshot; and the two operator ports
-//! beside it, [`ServiceClient`] (structured-api) and [`CommandRunner`] (native-cli), which take
-//! the same witness.
+//! `Authorized<BrowserAction>`, wait for a condition, take a screenshot; and the two operator
+//! ports beside it, [`ServiceClient`] (structured-api) and [`CommandRunner`] (native-cli), which
+//! take `Authorized<HttpRequest>` and `Authorized<CommandInvocation>`.
 //!
-//! Architecture invariant: [`SurfaceDriver::dispatch`] takes an [`AuthorizedAction`] by value
-//! and nothing else, so nothing reaches a surface without the policy engine's decision. Drivers
-//! know nothing of capabilities, evidence or targeting.
+//! Architecture invariant: [`SurfaceDriver::dispatch`] takes the browser's witness by value and
+//! nothing else, so nothing reaches a surface without the policy engine's decision, and no
+//! request or command reaches the browser. Drivers know nothing of capabilities, evidence or
+//! targeting.
 
 use std::future::Future;
 use std::time::Duration;
@@ -217,7 +218,7 @@ impl std::fmt::Debug for CommandOutput {
 }
 
 /// The native-cli port: runs one authorized [`cua_policy::SurfaceAction::Command`], starting
-/// exactly [`AuthorizedAction::program`] with the bound argv, never through a shell, and kills
+/// exactly [`Authorized::program`] with the bound argv, never through a shell, and kills
 /// the child when its timeout passes.
 pub trait CommandRunner: Send + Sync {
     fn run(&self, action: Authorized<CommandInvocation>) -> OperatorFuture<'_, CommandOutput>;

@@ -18,7 +18,8 @@ use cua_replay::{
 use memberdesk::RunningFixture;
 use serde_json::Value;
 
-use crate::commands::discover::{LoadedPolicy, Model};
+use crate::commands::discover::Model;
+use crate::commands::policy::LoadedPolicy;
 use crate::error::chain;
 
 /// The sign-on capability every `session_expired` remedy names.

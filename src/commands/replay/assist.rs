@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use cua_agent::{ModelConfig, OpenAiAdapter};
+use cua_agent::{AgentError, ModelConfig, OpenAiAdapter};
 use cua_assist::{AssistOutcome, AssistRequest, Assistant, Decision};
 use cua_chromium::ChromiumSurface;
 use cua_evidence::{EvidenceBus, Redactor, RunId, SystemClock};
@@ -38,18 +38,15 @@ pub(crate) struct Assisted {
 /// The model an assist calls, from `CUA_LLM_BASE_URL` and `CUA_LLM_MODEL`; checked before the
 /// browser starts.
 pub(crate) fn model() -> Result<OpenAiAdapter, CliError> {
-    let config = ModelConfig::from_env().map_err(|error| {
+    let needs = |error: AgentError| {
+        let error = CliError::from(&error);
         CliError::new(
-            ErrorCode::ModelNotConfigured,
-            format!("--assist needs a model: {error}"),
+            error.code(),
+            format!("--assist needs a model: {}", error.message()),
         )
-    })?;
-    OpenAiAdapter::new(config).map_err(|error| {
-        CliError::new(
-            ErrorCode::InvalidModelConfig,
-            format!("--assist needs a model: {error}"),
-        )
-    })
+    };
+    let config = ModelConfig::from_env().map_err(needs)?;
+    OpenAiAdapter::new(config).map_err(needs)
 }
 
 /// Assists `report` when it is assistable, then continues it.
@@ -74,7 +71,7 @@ pub(crate) async fn after(
     let assist_id = RunId::parse(&format!("{run_id}-assist"))
         .map_err(|error| CliError::usage(error.to_string()))?;
     let redactor = Redactor::from_policy(&settings.policy_config.redaction)
-        .map_err(|error| CliError::new(ErrorCode::InvalidDocument, error.to_string()))?;
+        .map_err(|error| CliError::new(ErrorCode::InvalidPolicy, error.to_string()))?;
     let bus = EvidenceBus::create(
         &settings.evidence_dir,
         assist_id,

@@ -136,7 +136,7 @@ pub(super) async fn run(
 ) -> Result<Exit, CliError> {
     let shard = args.shard;
     let text = cua_fs::read_to_string_bounded(rows_path, limits::ROWS)
-        .map_err(|error| CliError::usage(error.to_string()))?;
+        .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
     let rows: Vec<(usize, ParsedRow)> = text
         .lines()
         .enumerate()
