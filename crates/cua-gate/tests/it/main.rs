@@ -5,10 +5,16 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use cua_artifact::{Actor, PolicyConfig, RiskTier, StepId};
+use cua_artifact::{
+    Actor, ApprovalSchema, ApprovalScope, ApprovalState, Capability, CapabilityApproval,
+    PolicyConfig, RiskTier, SealState, StepId,
+};
 use cua_evidence::{Event, EvidenceBus, FixedClock, Redactor, RunId, Timestamp, read_trace};
 use cua_gate::{Gate, IntentKey, Refusal, Request, Withholding};
-use cua_policy::{BrowserAction, Lease, PolicyEngine, ResolvedTarget, SurfaceAction};
+use cua_policy::{
+    AuthorizationContext, BrowserAction, IrreversibleGrant, Lease, PolicyEngine, ResolvedTarget,
+    SurfaceAction,
+};
 use cua_snapshot::NodeId;
 use cua_surface::DispatchReceipt;
 
@@ -469,4 +475,75 @@ fn a_judgement_records_the_decision_and_performs_nothing() {
             "authorize agent denied elevated policy_denied",
         ]
     );
+}
+
+/// The grant of the repository's sealed transfer, approved by `reviewer` and opted into.
+fn approved_transfer() -> AuthorizationContext {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../capabilities/corebank.member.transfer_funds@1.0.0.yaml"),
+    )
+    .expect("the repository's transfer capability");
+    let capability = Capability::from_yaml(&text).expect("a valid capability");
+    let SealState::Sealed(hash) = capability.seal_state() else {
+        panic!("the transfer is sealed")
+    };
+    let approval = CapabilityApproval {
+        schema: ApprovalSchema::V1,
+        capability: capability.reference(),
+        content_hash: hash,
+        state: ApprovalState::Approved,
+        approved_by: Some("reviewer".to_owned()),
+        approved_at: None,
+        scope: ApprovalScope::default(),
+        notes: String::new(),
+    };
+    AuthorizationContext {
+        confirmed: false,
+        grant: IrreversibleGrant::evaluate(&capability, Some(&approval), None, true),
+    }
+}
+
+/// The approval an action was granted under is in its record exactly when the action is
+/// irreversible: a reviewer reading the trace sees which approval let the transfer through, and
+/// no other action claims one.
+#[tokio::test]
+async fn the_approval_is_recorded_for_the_irreversible_action_and_no_other() {
+    let root = tempfile::tempdir().unwrap();
+    let bus = bus(root.path());
+    let engine = engine();
+    let lease = || Lease::new(Actor::Automation);
+    let port = Port::default();
+    for (name, declared) in [
+        ("Transfer Funds", Some(RiskTier::Irreversible)),
+        ("Search", Some(RiskTier::Safe)),
+    ] {
+        let request = Request {
+            context: approved_transfer(),
+            ..click(Actor::Automation, 1, name, declared)
+        };
+        Gate::new(&engine, Some(&bus), &lease)
+            .pass(request, |authorized| port.dispatch(authorized), Vec::new)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let approvals: Vec<(RiskTier, Option<String>)> = read_trace(bus.dir())
+        .expect("a readable trace")
+        .into_iter()
+        .filter_map(|line| match line.event {
+            Event::Authorize(event) => Some((event.risk, event.approval)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(approvals.len(), 2, "{approvals:?}");
+    assert_eq!(approvals[0].0, RiskTier::Irreversible);
+    assert!(
+        approvals[0]
+            .1
+            .as_deref()
+            .is_some_and(|approval| approval.contains("reviewer")),
+        "{approvals:?}"
+    );
+    assert_eq!(approvals[1], (RiskTier::Safe, None));
 }
