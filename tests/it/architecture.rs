@@ -563,3 +563,45 @@ fn every_crate_is_in_the_crate_map_and_the_architecture() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// A mutant left out of mutation testing is a claim a reviewer must be able to challenge:
+/// every `exclude_re` entry in `.cargo/mutants.toml` has its reason on the line above it, and
+/// every file `examine_globs` names exists (a renamed file would silently leave the run).
+#[test]
+fn every_excluded_mutant_says_why_and_every_examined_file_exists() {
+    let path = repository().join(".cargo/mutants.toml");
+    let text = std::fs::read_to_string(&path).expect(".cargo/mutants.toml");
+    let config: toml::Table = toml::from_str(&text).expect("mutants.toml is TOML");
+    let mut problems = Vec::new();
+    for glob in config["examine_globs"].as_array().expect("examine_globs") {
+        let glob = glob.as_str().expect("a glob");
+        let exists = match glob.strip_suffix("*.rs") {
+            Some(dir) => repository().join(dir).is_dir(),
+            None => repository().join(glob).is_file(),
+        };
+        if !exists {
+            problems.push(format!("examine_globs names {glob}, which is not there"));
+        }
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|line| line.starts_with("exclude_re"))
+        .expect("an exclude_re list");
+    let mut reason = false;
+    for line in &lines[start + 1..] {
+        let line = line.trim();
+        if line == "]" {
+            break;
+        }
+        if line.starts_with('#') {
+            reason = line.trim_start_matches('#').trim().len() >= 10;
+        } else if line.starts_with('"') {
+            if !reason {
+                problems.push(format!("{line} has no reason on the line above it"));
+            }
+            reason = false;
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
