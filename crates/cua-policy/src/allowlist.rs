@@ -12,7 +12,7 @@ pub enum AllowlistError {
         #[source]
         source: regex::Error,
     },
-    #[error("allowlist host `{0}` is not `host` or `host:port`")]
+    #[error("allowlist host `{0}` is not `host`, `host:port`, `[v6]` or `[v6]:port`")]
     BadHost(String),
 }
 
@@ -152,19 +152,35 @@ impl Allowlist {
     }
 }
 
+/// `host`, `host:port`, `[v6]` or `[v6]:port`; the host as a URL's `host_str` gives it (an IPv6
+/// literal keeps its brackets). Anything else, an unbracketed IPv6 literal included, could never
+/// match a URL and is refused as a misconfiguration.
 fn parse_host_entry(entry: &str) -> Result<HostEntry, AllowlistError> {
     let entry = entry.trim().to_ascii_lowercase();
-    let (host, port) = match entry.rsplit_once(':') {
-        Some((host, port)) if !host.contains(':') || host.starts_with('[') => {
-            let port = port
-                .parse::<u16>()
-                .map_err(|_| AllowlistError::BadHost(entry.clone()))?;
-            (host.to_string(), Some(port))
+    let bad = || AllowlistError::BadHost(entry.clone());
+    let (host, port) = match entry.strip_prefix('[') {
+        Some(bracketed) => {
+            let (address, after) = bracketed.split_once(']').ok_or_else(bad)?;
+            let port = match after {
+                "" => None,
+                _ => Some(after.strip_prefix(':').ok_or_else(bad)?),
+            };
+            (format!("[{address}]"), port)
         }
-        _ => (entry.clone(), None),
+        None => match entry.split_once(':') {
+            Some((host, port)) => (host.to_owned(), Some(port)),
+            None => (entry.clone(), None),
+        },
     };
-    if host.is_empty() || host.contains('/') || host.contains('@') {
-        return Err(AllowlistError::BadHost(entry));
+    let port = port
+        .map(|port| port.parse::<u16>().map_err(|_| bad()))
+        .transpose()?;
+    let inner = host.trim_start_matches('[').trim_end_matches(']');
+    if inner.is_empty() || ['/', '@', '[', ']'].iter().any(|c| inner.contains(*c)) {
+        return Err(bad());
+    }
+    if !host.starts_with('[') && host.contains(':') {
+        return Err(bad());
     }
     Ok(HostEntry { host, port })
 }
@@ -227,6 +243,9 @@ mod tests {
             Err("scheme `javascript`"),
         );
         check(&allowlist, "http://user:pw@127.0.0.1/", Err("credentials"));
+        // A user name alone, or a password alone, is a credential too.
+        check(&allowlist, "http://user@127.0.0.1/", Err("credentials"));
+        check(&allowlist, "http://:pw@127.0.0.1/", Err("credentials"));
         check(&allowlist, "", Err("empty"));
         check(&allowlist, "not a url", Err("parseable"));
         check(
@@ -237,7 +256,47 @@ mod tests {
         let blocked = allowlist
             .check("http://user:secretpw@evil.example/")
             .unwrap_err();
-        assert!(!blocked.url.contains("secretpw"));
+        assert_eq!(
+            blocked.url, "http://evil.example/",
+            "credentials removed, the rest kept"
+        );
+    }
+
+    #[test]
+    fn host_entries_are_hosts_with_an_optional_port_or_refused() {
+        let v6 = list(&["[::1]", "[::2]:8811"], &[]);
+        check(&v6, "http://[::1]:9/", Ok(()));
+        check(&v6, "http://[::2]:8811/", Ok(()));
+        check(&v6, "http://[::2]:8812/", Err("not on the allowlist"));
+        for bad in [
+            "::1",
+            "a:b:80",
+            "host:port",
+            "a/b",
+            "a@b",
+            "",
+            "[::1",
+            "[::1]x",
+            "[]",
+            "host:99999",
+        ] {
+            assert!(
+                Allowlist::new(&[bad.to_owned()], &[]).is_err(),
+                "{bad:?} is not a host entry"
+            );
+        }
+    }
+
+    #[test]
+    fn hosts_and_patterns_each_admit_on_their_own() {
+        let allowlist = list(&["localhost:8811"], &[r"https://docs\.example/"]);
+        check(&allowlist, "http://localhost:8811/", Ok(()));
+        check(&allowlist, "https://docs.example/page", Ok(()));
+        check(
+            &allowlist,
+            "https://other.example/",
+            Err("not on the allowlist"),
+        );
     }
 
     #[test]
@@ -266,6 +325,19 @@ mod tests {
         check(&narrowed, "http://127.0.0.1:8812/", Err("allowed domains"));
         check(&narrowed, "http://localhost:8811/", Err("allowed domains"));
         check(&narrowed, "https://wide.example/", Err("allowed domains"));
+        // A bare `host:port` (which a URL parser reads as a scheme) narrows to that host and
+        // port, not to nothing.
+        let bare = allowlist.narrowed(&["localhost:8811".to_string()]).unwrap();
+        check(&bare, "http://localhost:8811/", Ok(()));
+        check(&bare, "http://localhost:8812/", Err("allowed domains"));
+        // A second narrowing keeps the first: nothing outside both is reachable.
+        let twice = allowlist
+            .narrowed(&["http://127.0.0.1:8811".to_string()])
+            .unwrap()
+            .narrowed(&["localhost".to_string()])
+            .unwrap();
+        check(&twice, "http://localhost:8811/", Err("allowed domains"));
+        check(&twice, "http://127.0.0.1:8811/", Err("allowed domains"));
         let outside = list(&["127.0.0.1"], &[])
             .narrowed(&["evil.example".to_string()])
             .unwrap();

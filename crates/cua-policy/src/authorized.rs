@@ -402,3 +402,93 @@ impl<A> Authorized<A> {
         self.grant.target.as_ref()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use cua_artifact::HttpMethod;
+
+    use super::*;
+
+    /// What an action prints for logs and panics: its shape, never a value that may be a
+    /// secret (typed text, a selected value, header values, a body, a command's arguments).
+    #[test]
+    fn debug_shows_the_shape_and_never_a_value() {
+        let shown = [
+            format!(
+                "{:?}",
+                SurfaceAction::Browser(BrowserAction::Type {
+                    text: "hunter2".to_owned(),
+                    clear_first: true,
+                })
+            ),
+            format!(
+                "{:?}",
+                BrowserAction::Select {
+                    value: "hunter2".to_owned()
+                }
+            ),
+            format!(
+                "{:?}",
+                RawInput::Text {
+                    text: "hunter2".to_owned()
+                }
+            ),
+            format!(
+                "{:?}",
+                SurfaceAction::Http(HttpRequest {
+                    method: HttpMethod::Post,
+                    url: "http://127.0.0.1:8811/api/notes".to_owned(),
+                    headers: vec![("authorization".to_owned(), "Bearer hunter2".to_owned())],
+                    body: Some("{\"pin\":\"hunter2\"}".to_owned()),
+                    timeout_ms: 5_000,
+                })
+            ),
+            format!(
+                "{:?}",
+                SurfaceAction::Command(CommandInvocation {
+                    executable: "member-risk".to_owned(),
+                    args: vec!["hunter2".to_owned()],
+                    timeout_ms: 1_000,
+                })
+            ),
+        ];
+        assert_eq!(
+            shown,
+            [
+                "Type(<7 chars>, clear_first: true)",
+                "Select(<7 chars>)",
+                "Text(<7 chars>)",
+                "Http(HttpRequest(POST http://127.0.0.1:8811/api/notes, headers: [\"authorization\"], body: Some(17) bytes, timeout 5000 ms))",
+                "Command(CommandInvocation(member-risk, 1 args, timeout 1000 ms))",
+            ]
+        );
+    }
+
+    #[test]
+    fn only_actions_on_a_node_need_a_target() {
+        let needs: Vec<bool> = [
+            BrowserAction::Click,
+            BrowserAction::ClickAcceptingConfirm {
+                confirm: "Post it?".to_owned(),
+            },
+            BrowserAction::Type {
+                text: String::new(),
+                clear_first: false,
+            },
+            BrowserAction::Select {
+                value: String::new(),
+            },
+            BrowserAction::PressKey {
+                key: "Enter".to_owned(),
+            },
+            BrowserAction::Reload,
+            BrowserAction::PointClick { x: 1.0, y: 2.0 },
+        ]
+        .iter()
+        .map(BrowserAction::needs_target)
+        .collect();
+        assert_eq!(needs, [true, true, true, true, false, false, false]);
+        assert!(SurfaceAction::Browser(BrowserAction::Click).needs_target());
+        assert!(!SurfaceAction::Screenshot.needs_target());
+    }
+}

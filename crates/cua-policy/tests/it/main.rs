@@ -420,3 +420,15 @@ fn answering_ok_to_a_confirm_is_judged_by_its_message() {
         r#"irreversible (accepts_confirm, confirm_lexicon:"delete", declared:elevated)"#
     );
 }
+
+/// A click, a typing or a selection the resolver found no node for is denied, whoever asks:
+/// the engine never lets an action land wherever the focus happens to be.
+#[test]
+fn an_action_on_a_node_without_a_resolved_node_is_denied() {
+    // A human holds the lease from its transfer, one epoch on.
+    for (actor, epoch) in [(Actor::Automation, 1), (Actor::Human, 2)] {
+        let mut request = click(actor, epoch, "Search", Some(RiskTier::Safe));
+        request.target = None;
+        check(request, plain(), Err(DenialCode::PolicyDenied));
+    }
+}

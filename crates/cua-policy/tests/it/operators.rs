@@ -2,9 +2,10 @@
 //! request's URL, a command must be declared (and the policy, not the proposer, names the
 //! program), and only a safe method is a read whatever the step declares.
 
-use cua_artifact::{Actor, HttpMethod, PolicyConfig, RiskTier};
+use cua_artifact::{ActionKind, Actor, HttpMethod, PolicyConfig, RiskTier};
 use cua_policy::{
-    ActionRequest, CommandInvocation, HttpRequest, Lease, PolicyEngine, SurfaceAction,
+    ActionRequest, BrowserAction, CommandInvocation, ForPort, HttpRequest, Lease, PolicyEngine,
+    SurfaceAction,
 };
 
 fn engine() -> PolicyEngine {
@@ -171,5 +172,66 @@ fn only_a_read_has_a_spare_witness_for_its_retry() {
             .into_http()
             .unwrap_err(),
         cua_artifact::ActionKind::Command
+    );
+}
+
+/// Each witness goes to its own port and carries the decision with it; a witness for one port
+/// never becomes another's.
+#[test]
+fn a_witness_splits_to_its_own_port_with_its_decision() {
+    let engine = engine();
+    let lease = Lease::new(Actor::Automation);
+    let grant = |action: SurfaceAction| {
+        engine
+            .authorize(
+                &lease,
+                ActionRequest {
+                    actor: Actor::Automation,
+                    epoch: lease.epoch,
+                    action,
+                    target: None,
+                    declared_risk: Some(RiskTier::Safe),
+                },
+            )
+            .unwrap()
+    };
+    let navigate = || {
+        SurfaceAction::Browser(BrowserAction::Navigate {
+            url: "http://127.0.0.1:8811/".to_owned(),
+        })
+    };
+    let read = || http(HttpMethod::Get, "http://127.0.0.1:8811/api/members/12345");
+
+    let browser = grant(navigate()).into_browser().unwrap();
+    assert_eq!(
+        browser.action(),
+        &BrowserAction::Navigate {
+            url: "http://127.0.0.1:8811/".to_owned()
+        }
+    );
+    assert_eq!(browser.risk(), RiskTier::Safe);
+    assert!(browser.decision_id().starts_with("dec-"));
+    let request = grant(read()).into_http().unwrap();
+    assert_eq!(request.action().method, HttpMethod::Get);
+    let program = grant(command("member-risk")).into_command().unwrap();
+    assert_eq!(program.action().executable, "member-risk");
+    assert!(program.program().is_some());
+    assert!(matches!(
+        grant(SurfaceAction::Screenshot).into_port(),
+        ForPort::Screenshot(_)
+    ));
+
+    assert_eq!(
+        grant(navigate()).into_http().unwrap_err(),
+        ActionKind::Navigate
+    );
+    assert_eq!(
+        grant(navigate()).into_command().unwrap_err(),
+        ActionKind::Navigate
+    );
+    assert_eq!(grant(read()).into_browser().unwrap_err(), ActionKind::Http);
+    assert_eq!(
+        grant(command("member-risk")).into_browser().unwrap_err(),
+        ActionKind::Command
     );
 }
