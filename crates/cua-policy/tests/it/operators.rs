@@ -235,3 +235,34 @@ fn a_witness_splits_to_its_own_port_with_its_decision() {
         ActionKind::Command
     );
 }
+
+/// A witness names the lease epoch it was granted under and the node it was granted for: the
+/// gate re-checks the first at the dispatch, the driver acts on the second and nothing else.
+#[test]
+fn a_witness_carries_its_lease_epoch_and_its_node() {
+    let engine = engine();
+    let mut lease = Lease::new(Actor::Automation);
+    let _ = lease.transfer(Actor::Human);
+    let _ = lease.transfer(Actor::Automation);
+    assert!(lease.epoch > 1, "{}", lease.epoch);
+    let target = cua_policy::ResolvedTarget {
+        node_id: cua_snapshot::NodeId::new("main:/document[0]/button[0]"),
+        role: "button".to_owned(),
+        name: "Search".to_owned(),
+    };
+    let authorized = engine
+        .authorize(
+            &lease,
+            ActionRequest {
+                actor: Actor::Automation,
+                epoch: lease.epoch,
+                action: SurfaceAction::Browser(BrowserAction::Click),
+                target: Some(target.clone()),
+                declared_risk: Some(RiskTier::Safe),
+            },
+        )
+        .unwrap();
+    assert_eq!(authorized.lease_epoch(), lease.epoch);
+    assert_eq!(authorized.target(), Some(&target));
+    assert_eq!(authorized.actor(), Actor::Automation);
+}
