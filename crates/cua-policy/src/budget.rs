@@ -84,3 +84,52 @@ impl RunBudget {
         Ok(self.recovery_spent)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget() -> RunBudget {
+        RunBudget {
+            max_steps: 3,
+            max_duration_ms: 1_000,
+            max_recovery_attempts: 2,
+            recovery_spent: 0,
+        }
+    }
+
+    #[test]
+    fn each_budget_allows_its_limit_and_refuses_one_more() {
+        let budget = budget();
+        assert_eq!(budget.check_steps(3), Ok(()));
+        assert_eq!(
+            budget.check_steps(4),
+            Err(BudgetExceeded::Steps { steps: 4, max: 3 })
+        );
+        assert_eq!(budget.check_elapsed(1_000), Ok(()));
+        assert_eq!(
+            budget.check_elapsed(1_001),
+            Err(BudgetExceeded::Duration {
+                elapsed_ms: 1_001,
+                max: 1_000
+            })
+        );
+    }
+
+    #[test]
+    fn recovery_attempts_are_counted_across_a_resume() {
+        let mut fresh = budget();
+        assert_eq!(fresh.charge_recovery(), Ok(1));
+        assert_eq!(fresh.charge_recovery(), Ok(2));
+        assert_eq!(fresh.recovery_spent(), 2);
+        assert_eq!(
+            fresh.charge_recovery(),
+            Err(BudgetExceeded::Recovery { spent: 2, max: 2 })
+        );
+        // A resumed run keeps what it spent: one attempt left, then none.
+        let mut resumed = budget().with_recovery_spent(1);
+        assert_eq!(resumed.recovery_spent(), 1);
+        assert_eq!(resumed.charge_recovery(), Ok(2));
+        assert!(resumed.charge_recovery().is_err());
+    }
+}

@@ -265,11 +265,6 @@ impl PolicyEngine {
         self
     }
 
-    /// The program declared for the command `name`.
-    pub fn command_program(&self, name: &str) -> Option<&std::path::Path> {
-        self.commands.get(name).map(PathBuf::as_path)
-    }
-
     /// The allowlist this engine enforces (drivers enforce it again inside the browser).
     pub fn allowlist(&self) -> &Allowlist {
         &self.allowlist
