@@ -285,6 +285,55 @@ fn preflight_applies_only_to_irreversible_capabilities() {
     let approval = approval_of(&capability, ApprovalState::Approved);
     let grant = IrreversibleGrant::evaluate(&capability, Some(&approval), None, true);
     assert_eq!(engine.preflight_irreversible(&capability, &grant), Ok(()));
+    // A read-only capability needs no grant at all.
+    let savings = Capability::from_yaml(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../capabilities/corebank.member.savings_balance@1.0.0.yaml"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(savings.max_risk() < RiskTier::Irreversible);
+    assert_eq!(
+        engine.preflight_irreversible(&savings, &IrreversibleGrant::none()),
+        Ok(())
+    );
+}
+
+/// An action the policy keeps for humans is the human's even when the vocabulary would let
+/// automation take it.
+#[test]
+fn the_policys_own_human_only_list_binds_automation() {
+    let engine = PolicyEngine::new(PolicyRules {
+        allowlist: Allowlist::new(&["127.0.0.1".to_string()], &[]).unwrap(),
+        allowed_actions: [ActionKind::Navigate].into_iter().collect(),
+        human_only: [ActionKind::Navigate].into_iter().collect(),
+    });
+    let navigate = |actor, epoch| ActionRequest {
+        actor,
+        epoch,
+        action: SurfaceAction::Browser(BrowserAction::Navigate {
+            url: "http://127.0.0.1/".to_owned(),
+        }),
+        target: None,
+        declared_risk: None,
+    };
+    let lease = Lease::new(Actor::Automation);
+    assert_eq!(
+        engine
+            .authorize(&lease, navigate(Actor::Automation, lease.epoch))
+            .unwrap_err()
+            .code,
+        DenialCode::PolicyDenied
+    );
+    let mut human = Lease::new(Actor::Automation);
+    let _ = human.transfer(Actor::Human);
+    assert!(
+        engine
+            .authorize(&human, navigate(Actor::Human, human.epoch))
+            .is_ok()
+    );
 }
 
 #[test]
