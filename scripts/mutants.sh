@@ -36,6 +36,18 @@ if [[ -n "$BASE" ]]; then
         exit 0
     fi
     DIFF_ARGS=(--in-diff "$OUT/change.diff")
+    # Only the crates the change touched: each run of cargo-mutants starts with a baseline.
+    touched=()
+    for crate in "${CRATES[@]}"; do
+        if grep -q "^+++ b/crates/$crate/src/" "$OUT/change.diff"; then
+            touched+=("$crate")
+        fi
+    done
+    if [[ ${#touched[@]} -eq 0 ]]; then
+        echo "mutants: the change since $BASE touches none of ${CRATES[*]}"
+        exit 0
+    fi
+    CRATES=("${touched[@]}")
 fi
 
 # One build at a time on this machine; the copies share one target directory, so only the
