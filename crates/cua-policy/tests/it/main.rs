@@ -481,3 +481,45 @@ fn an_action_on_a_node_without_a_resolved_node_is_denied() {
         check(request, plain(), Err(DenialCode::PolicyDenied));
     }
 }
+
+/// A tenant's own approval grants the irreversible step only at the hash it pins: the
+/// binding applied to the sealed base, as `cua validate` prints it. The same approval pinned
+/// to anything else (here the base's own hash) grants nothing.
+#[test]
+fn a_tenants_own_approval_grants_only_at_the_binding_it_pins() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
+    let base = Capability::from_yaml(&read(
+        "capabilities/corebank.member.transfer_funds@1.0.0.yaml",
+    ))
+    .unwrap();
+    let binding = cua_artifact::TenantBinding::from_yaml(&read(
+        "tenants/northgate-fcu/corebank.member.transfer_funds.yaml",
+    ))
+    .unwrap();
+    let capability = binding.apply(&base).unwrap();
+    let reviewed = binding.reviewed(&base).unwrap().content_hash.unwrap();
+    let SealState::Sealed(base_hash) = base.seal_state() else {
+        panic!("the base is sealed")
+    };
+    assert_ne!(reviewed, base_hash);
+    let gates = *engine().gates();
+    let grant = |hash| {
+        let mut approval = approval_of(&base, ApprovalState::Approved);
+        approval.content_hash = hash;
+        approval.scope.tenants = vec![binding.tenant.clone()];
+        IrreversibleGrant::evaluate(
+            &capability,
+            Some(&approval),
+            Some(cua_policy::BoundFrom {
+                base: &base,
+                binding: &binding,
+            }),
+            true,
+        )
+        .refusal(&gates)
+    };
+    assert_eq!(grant(reviewed), None);
+    let refusal = grant(base_hash).expect("an approval of another hash grants nothing");
+    assert!(refusal.contains("does not cover"), "{refusal}");
+}
