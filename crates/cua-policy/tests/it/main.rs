@@ -504,10 +504,10 @@ fn a_tenants_own_approval_grants_only_at_the_binding_it_pins() {
     };
     assert_ne!(reviewed, base_hash);
     let gates = *engine().gates();
-    let grant = |hash| {
+    let scoped = |hash, tenants| {
         let mut approval = approval_of(&base, ApprovalState::Approved);
         approval.content_hash = hash;
-        approval.scope.tenants = vec![binding.tenant.clone()];
+        approval.scope.tenants = tenants;
         IrreversibleGrant::evaluate(
             &capability,
             Some(&approval),
@@ -519,7 +519,10 @@ fn a_tenants_own_approval_grants_only_at_the_binding_it_pins() {
         )
         .refusal(&gates)
     };
-    assert_eq!(grant(reviewed), None);
+    let grant = |hash| scoped(hash, vec![binding.tenant.clone()]);
+    assert_eq!(grant(reviewed.clone()), None);
     let refusal = grant(base_hash).expect("an approval of another hash grants nothing");
     assert!(refusal.contains("does not cover"), "{refusal}");
+    // Pinned to the binding but scoped to no tenant: not the tenant's approval.
+    assert!(scoped(reviewed, Vec::new()).is_some());
 }
