@@ -312,3 +312,45 @@ fn a_stale_epoch_is_refused_before_anything_else() {
     assert!(lease.permits(Actor::Agent, 5));
     assert!(!lease.permits(Actor::Automation, 4));
 }
+
+/// The wire names are a contract (evidence, the console's API): pinned here.
+#[test]
+fn lease_operations_have_fixed_wire_names() {
+    let names: Vec<&str> = LeaseOperation::ALL
+        .iter()
+        .map(|operation| operation.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["escalate", "claim", "release", "resume", "reclaim_expired"]
+    );
+}
+
+/// Only a lost race is a conflict (409): a stale reading, or a claim of a session someone
+/// holds. Any other illegal operation, and a hold not yet run out, is the caller's mistake.
+#[test]
+fn only_a_lost_race_is_a_conflict() {
+    let illegal = |operation, state| LeaseError::Illegal {
+        operation,
+        state,
+        epoch: 3,
+    };
+    assert!(illegal(LeaseOperation::Claim, LeaseState::HumanControl).is_conflict());
+    assert!(!illegal(LeaseOperation::Claim, LeaseState::Running).is_conflict());
+    assert!(!illegal(LeaseOperation::Escalate, LeaseState::HumanControl).is_conflict());
+    assert!(
+        LeaseError::StaleEpoch {
+            operation: LeaseOperation::Release,
+            expected: 2,
+            current: 3
+        }
+        .is_conflict()
+    );
+    assert!(
+        !LeaseError::HoldNotExpired {
+            expires_at_ms: 10,
+            now_ms: 5
+        }
+        .is_conflict()
+    );
+}
