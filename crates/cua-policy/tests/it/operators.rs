@@ -266,3 +266,21 @@ fn a_witness_carries_its_lease_epoch_and_its_node() {
     assert_eq!(authorized.target(), Some(&target));
     assert_eq!(authorized.actor(), Actor::Automation);
 }
+
+/// Where a navigation landed is checked against the same allowlist as where it was sent.
+#[test]
+fn a_landing_outside_the_allowlist_is_blocked() {
+    let engine = engine();
+    assert!(
+        engine
+            .check_landing("http://127.0.0.1:8811/members")
+            .is_ok()
+    );
+    let blocked = engine
+        .check_landing("https://evil.example.com/phish")
+        .unwrap_err();
+    assert!(
+        blocked.reason.contains("not on the allowlist"),
+        "{blocked:?}"
+    );
+}
