@@ -124,6 +124,15 @@ fn the_environment_override_is_what_the_command_reads() {
     assert!(stderr.contains("/nonexistent/cua-catalog"), "{stderr}");
 }
 
+/// Runs `cua` as given, colours off.
+fn raw(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_cua"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("cua runs")
+}
+
 /// Runs `cua` with `--format json` in the repository root; returns the exit code and the
 /// envelope on stdout.
 fn envelope(args: &[&str]) -> (i32, serde_json::Value) {
@@ -158,22 +167,14 @@ fn a_command_line_clap_refuses_still_gets_the_envelope_and_a_suggestion() {
         "the message names the flag and the nearest one: {envelope}"
     );
     // `cua mcp`'s stdout is the client's: a refused command line says so on stderr only.
-    let output = Command::new(env!("CARGO_BIN_EXE_cua"))
-        .args(["--format", "json", "mcp", "--bogus"])
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("cua runs");
+    let output = raw(&["--format", "json", "mcp", "--bogus"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
         output.stdout.is_empty(),
         "{}",
         String::from_utf8_lossy(&output.stdout)
     );
-    let output = Command::new(env!("CARGO_BIN_EXE_cua"))
-        .args(["replay", "corebank.member.savings_balance", "--inptu", "x"])
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("cua runs");
+    let output = raw(&["replay", "corebank.member.savings_balance", "--inptu", "x"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
         output.stdout.is_empty(),

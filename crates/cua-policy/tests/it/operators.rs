@@ -23,6 +23,27 @@ fn engine() -> PolicyEngine {
         .with_command_base(std::path::Path::new("/opt/cua"))
 }
 
+/// The engine's decision for an automation action with no target, declared `declared`.
+fn authorize(
+    engine: &PolicyEngine,
+    lease: &Lease,
+    action: SurfaceAction,
+    declared: RiskTier,
+) -> cua_policy::AuthorizedAction {
+    engine
+        .authorize(
+            lease,
+            ActionRequest {
+                actor: Actor::Automation,
+                epoch: lease.epoch,
+                action,
+                target: None,
+                declared_risk: Some(declared),
+            },
+        )
+        .unwrap()
+}
+
 fn http(method: HttpMethod, url: &str) -> SurfaceAction {
     SurfaceAction::Http(HttpRequest {
         method,
@@ -122,20 +143,8 @@ fn requests_and_commands_pass_the_chokepoint() {
 fn only_a_read_has_a_spare_witness_for_its_retry() {
     let engine = engine();
     let lease = Lease::new(Actor::Automation);
-    let grant = |action: SurfaceAction, declared: RiskTier| {
-        engine
-            .authorize(
-                &lease,
-                ActionRequest {
-                    actor: Actor::Automation,
-                    epoch: lease.epoch,
-                    action,
-                    target: None,
-                    declared_risk: Some(declared),
-                },
-            )
-            .unwrap()
-    };
+    let grant =
+        |action: SurfaceAction, declared: RiskTier| authorize(&engine, &lease, action, declared);
     let read = grant(
         http(HttpMethod::Get, "http://127.0.0.1:8811/api/members/12345"),
         RiskTier::Safe,
@@ -181,20 +190,7 @@ fn only_a_read_has_a_spare_witness_for_its_retry() {
 fn a_witness_splits_to_its_own_port_with_its_decision() {
     let engine = engine();
     let lease = Lease::new(Actor::Automation);
-    let grant = |action: SurfaceAction| {
-        engine
-            .authorize(
-                &lease,
-                ActionRequest {
-                    actor: Actor::Automation,
-                    epoch: lease.epoch,
-                    action,
-                    target: None,
-                    declared_risk: Some(RiskTier::Safe),
-                },
-            )
-            .unwrap()
-    };
+    let grant = |action: SurfaceAction| authorize(&engine, &lease, action, RiskTier::Safe);
     let navigate = || {
         SurfaceAction::Browser(BrowserAction::Navigate {
             url: "http://127.0.0.1:8811/".to_owned(),
