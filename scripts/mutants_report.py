@@ -64,7 +64,7 @@ def main() -> int:
     lines.append(f"wall time {elapsed // 3600} h {elapsed % 3600 // 60} min {elapsed % 60} s")
     lines.append(
         f"target: at least {TARGET:.0f} % of viable mutants caught per crate"
-        + (f"; below it: {', '.join(below)}" if below else "; every crate meets it")
+        + (f"; below it: {', '.join(below)}" if below else "; every crate in this run meets it")
     )
     report = "\n".join(lines) + "\n"
     print(report, end="")
