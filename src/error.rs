@@ -313,6 +313,27 @@ mod tests {
         }
     }
 
+    /// The catalog names its own errors; the binary's closed code for each is the same name,
+    /// so `cua catalog` and the library's callers never disagree.
+    #[test]
+    fn catalog_errors_keep_the_catalogs_names() {
+        use cua_catalog::CatalogError;
+        let errors = [
+            CatalogError::NoReviewer,
+            CatalogError::InvalidReference {
+                text: "x".to_owned(),
+                reason: "y".to_owned(),
+            },
+            CatalogError::Invalid {
+                path: "capabilities/x.yaml".into(),
+                reason: "y".to_owned(),
+            },
+        ];
+        for error in &errors {
+            assert_eq!(super::CliError::from(error).code().as_str(), error.code());
+        }
+    }
+
     #[test]
     fn wire_names_are_unique_snake_case() {
         let mut seen = std::collections::BTreeSet::new();

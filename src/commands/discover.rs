@@ -141,7 +141,7 @@ pub(crate) fn read_capability(path: &Path) -> Result<Capability, CliError> {
 }
 
 async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exit, CliError> {
-    let model = Model::start(args.scripted).await?;
+    // Every document and name first: a mistake is refused before a model or a browser starts.
     let policy = LoadedPolicy::read(&args.policy.file)?;
     let sign_in = args
         .sign_in_with
@@ -156,6 +156,7 @@ async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exi
                 .map_err(|error| CliError::new(ErrorCode::InvalidSecretName, error.to_string()))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let model = Model::start(args.scripted).await?;
     let surface = launch(policy.engine.allowlist().clone()).await?;
     let run_id = format!(
         "disc-{}",
