@@ -6,6 +6,9 @@
 #   scripts/mutants.sh [CRATE...]              every mutant of the crates (all six by default);
 #                                              figures in evidence/mutants.txt, missed mutants
 #                                              in evidence/mutants-missed.txt
+#   scripts/mutants.sh --iterate [CRATE...]    only the mutants a full run of the crates did
+#                                              not catch (after adding tests); the figures fold
+#                                              into the full run's
 #   scripts/mutants.sh --in-diff REV [CRATE...] only the mutants in code changed since REV
 #                                              (CI: what a change touched); nothing is written
 #                                              under evidence/
@@ -17,9 +20,13 @@ cd "$(dirname "$0")/.."
 
 CRATES_DEFAULT=(cua-artifact cua-target cua-policy cua-route cua-evidence cua-gate)
 BASE=""
+ITERATE=()
 if [[ "${1:-}" == "--in-diff" ]]; then
     BASE="${2:?--in-diff needs a revision}"
     shift 2
+elif [[ "${1:-}" == "--iterate" ]]; then
+    ITERATE=(--iterate)
+    shift
 fi
 CRATES=("$@")
 if [[ ${#CRATES[@]} -eq 0 ]]; then
@@ -53,13 +60,14 @@ fi
 # One build at a time on this machine; the copies share one target directory, so only the
 # mutated crate and its tests are rebuilt for each mutant.
 export CARGO_TARGET_DIR="$PWD/$OUT/build"
+# A property test that catches a mutant needs no shrinking to say so.
+export PROPTEST_MAX_SHRINK_ITERS=0
 status=0
-started=$(date +%s)
 for crate in "${CRATES[@]}"; do
     echo "== mutants: $crate"
     set +e
     cargo mutants --package "$crate" --jobs 1 --no-shuffle --output "$OUT/$crate" \
-        ${DIFF_ARGS[@]+"${DIFF_ARGS[@]}"}
+        ${DIFF_ARGS[@]+"${DIFF_ARGS[@]}"} ${ITERATE[@]+"${ITERATE[@]}"}
     code=$?
     set -e
     case $code in
@@ -68,7 +76,5 @@ for crate in "${CRATES[@]}"; do
         *) echo "mutants: cargo-mutants failed on $crate (exit $code)" >&2; exit 1 ;;
     esac
 done
-elapsed=$(( $(date +%s) - started ))
-
-python3 scripts/mutants_report.py "$OUT" "$elapsed" ${BASE:+--in-diff "$BASE"} "${CRATES[@]}"
+python3 scripts/mutants_report.py "$OUT" ${BASE:+--in-diff "$BASE"} "${CRATES[@]}"
 exit $status

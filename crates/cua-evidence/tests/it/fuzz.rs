@@ -98,26 +98,37 @@ fn finished_run(root: &Path) -> std::path::PathBuf {
     bus.dir().to_owned()
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, ..ProptestConfig::default() })]
-
-    #[test]
-    fn no_mangled_trace_panics_the_verifier_or_verifies(
-        mutations in proptest::collection::vec(mutation(), 1..4),
-    ) {
-        let root = tempfile::tempdir().expect("a root");
-        let dir = finished_run(root.path());
-        let original = fs::read(dir.join(TRACE_FILE)).expect("the trace");
+/// One finished run, mangled and verified once per case and restored after it: building a run
+/// per case would spend the test on writing runs rather than on mangling them.
+#[test]
+fn no_mangled_trace_panics_the_verifier_or_verifies() {
+    let root = tempfile::tempdir().expect("a root");
+    let dir = finished_run(root.path());
+    let trace_file = dir.join(TRACE_FILE);
+    let original = fs::read(&trace_file).expect("the trace");
+    assert!(verify(&dir).expect("a run directory").is_intact());
+    let config = ProptestConfig {
+        cases: 400,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    let mut runner = proptest::test_runner::TestRunner::new(config);
+    let outcome = runner.run(&proptest::collection::vec(mutation(), 1..4), |mutations| {
         let mut trace = original.clone();
         for mutation in &mutations {
             trace = apply(&trace, mutation);
         }
-        fs::write(dir.join(TRACE_FILE), &trace).expect("the trace is writable");
+        fs::write(&trace_file, &trace).expect("the trace is writable");
         let report = verify(&dir).expect("still a run directory");
+        fs::write(&trace_file, &original).expect("the trace is restored");
         if trace != original {
             prop_assert!(!report.is_intact(), "a changed trace verified: {report:?}");
         } else {
             prop_assert!(report.is_intact(), "{report:?}");
         }
+        Ok(())
+    });
+    if let Err(failure) = outcome {
+        panic!("{failure}");
     }
 }
