@@ -253,11 +253,6 @@ impl Candidate {
         &self.physical_action
     }
 
-    /// Whether the profile may be selected without an explicit route.
-    pub fn automatic(&self) -> bool {
-        self.automatic
-    }
-
     pub fn recovery(&self) -> RecoveryPolicy {
         self.recovery
     }

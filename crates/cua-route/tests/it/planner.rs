@@ -224,6 +224,16 @@ fn explains_unavailable_routes() {
     );
 }
 
+#[test]
+fn a_refusal_names_the_action_the_platform_and_the_reason() {
+    let refusal = plan(&linux(LogicalAction::Click), &ProviderRegistry::builtin())
+        .expect_err("no provider clicks implicitly without target evidence");
+    assert_eq!(
+        refusal.to_string(),
+        format!("route unavailable for click on linux: {}", refusal.reason())
+    );
+}
+
 /// Every subset of these evidence values, for exhaustive sweeps.
 fn evidence_pieces() -> Vec<fn(TargetEvidence) -> TargetEvidence> {
     vec![
@@ -281,6 +291,7 @@ fn visual_is_never_selected_implicitly() {
                     if let Ok(plan) = plan(&implicit, registry) {
                         plans += 1;
                         let selection = plan.selection();
+                        assert!(!selection.explicit(), "{implicit:?} named no route");
                         assert!(
                             !selection.axes().is_coordinate()
                                 && !matches!(

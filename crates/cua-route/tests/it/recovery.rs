@@ -310,6 +310,14 @@ fn the_graph_is_the_seeds_state_diagram() {
             "{state}: only terminal states have no way out"
         );
         assert!(graph.reachable(RecoveryState::Planned, state), "{state}");
+        for &other in RecoveryState::ALL {
+            if other != state && state.is_terminal() {
+                assert!(
+                    !graph.reachable(state, other),
+                    "{state} leads to {other}: a walk never leaves a terminal state"
+                );
+            }
+        }
     }
     // Ambiguity is contained: from ambiguous, the only way is to inspect first.
     assert_eq!(
@@ -469,6 +477,11 @@ fn a_replan_is_explicit_and_recorded() {
             Position::Stayed(walk) => panic!("stuck at {}", walk.state()),
             Position::Finished(result) => {
                 insta::assert_json_snapshot!("replanned.json", result);
+                assert_eq!(
+                    result.recovery_trace().replans().len(),
+                    1,
+                    "the one replan taken"
+                );
                 break;
             }
         };

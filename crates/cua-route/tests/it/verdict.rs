@@ -202,10 +202,10 @@ fn a_dispatch_receipt_cannot_become_a_confirmed_mutation() {
         }
     }
     // Confirmation needs evidence a receipt does not have.
-    let observed = EffectVerdict::confirmed(ObservedPostcondition::new(
-        "text \"Saved\" visible",
-        "snapshot 4",
-    ));
+    let postcondition = ObservedPostcondition::new("text \"Saved\" visible", "snapshot 4");
+    assert_eq!(postcondition.postcondition(), "text \"Saved\" visible");
+    assert_eq!(postcondition.observation(), "snapshot 4");
+    let observed = EffectVerdict::confirmed(postcondition);
     assert_eq!(
         verdict_line(&observed),
         "confirmed/postcondition_observation"
@@ -236,6 +236,13 @@ fn http_responses_confirm_only_with_authoritative_semantics() {
     check(Delete, 404, "suspected_noop/provider_refusal");
     check(Post, 503, "unverifiable/dispatch_receipt");
     assert!(AuthoritativeResponse::from_http(Post, 200).is_none());
+    let created =
+        AuthoritativeResponse::from_http(Put, 201).expect("201 to a PUT is authoritative");
+    assert_eq!(
+        (created.method(), created.status()),
+        (Put, 201),
+        "the response names what answered"
+    );
     assert_eq!(
         EffectVerdict::from_http(Post, 201).verification(),
         Some(Verification::ProtocolResponse)
