@@ -204,8 +204,17 @@ fn load(kind: &str, text: &str) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// 2,000 cases, or `CUA_FUZZ_CASES` (mutation testing runs this once per mutant, and its
+/// loaders are unoptimized there).
+fn cases() -> u32 {
+    std::env::var("CUA_FUZZ_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(2000)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn no_mangled_document_panics_a_loader_or_loads_invalid(
