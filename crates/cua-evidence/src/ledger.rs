@@ -198,7 +198,7 @@ pub fn append(
         Dir::open(root)?.open_append(LEDGER_FILE, Create::IfMissing, FileMode::Private)?;
     rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
         .map_err(|error| io(error.into()))?;
-    let bytes = read_all(&path, &mut file)?;
+    let bytes = read_all(&path, &mut file, MAX_LEDGER_BYTES)?;
     let whole = bytes
         .iter()
         .rposition(|&byte| byte == b'\n')
@@ -232,17 +232,17 @@ pub fn append(
     Ok(entry)
 }
 
-fn read_all(path: &Path, file: &mut std::fs::File) -> Result<Vec<u8>, EvidenceError> {
+/// The whole of `file`, refused when longer than `limit` bytes: a ledger read in part would
+/// lose its tail at the next append, which cuts the file after the last whole line it read.
+fn read_all(path: &Path, file: &mut std::fs::File, limit: u64) -> Result<Vec<u8>, EvidenceError> {
     let io = |error: std::io::Error| ledger_error(path, error.to_string());
     file.seek(SeekFrom::Start(0)).map_err(io)?;
     let mut bytes = Vec::new();
-    file.take(MAX_LEDGER_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io)?;
-    if bytes.len() as u64 > MAX_LEDGER_BYTES {
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > limit {
         return Err(ledger_error(
             path,
-            format!("larger than {MAX_LEDGER_BYTES} bytes; start a new evidence root"),
+            format!("larger than {limit} bytes; start a new evidence root"),
         ));
     }
     Ok(bytes)
@@ -451,6 +451,86 @@ mod tests {
             check(root, "run-a", "blake3:aa", Some(&other)).unwrap(),
             LedgerCheck::Broken { line: 1, .. }
         ));
+    }
+
+    /// A ledger grows by a line per run and is never rotated: a few thousand runs (megabytes)
+    /// must read and extend as well as two.
+    #[test]
+    fn a_ledger_of_thousands_of_runs_is_read_and_extended() {
+        let root = root();
+        let mut ledger = Vec::new();
+        let mut prev_hash = ledger_genesis();
+        for seq in 1..=8_000 {
+            let mut entry = LedgerEntry {
+                seq,
+                run_id: format!("run-20261202-{seq:09}"),
+                head: format!("blake3:{:064x}", seq),
+                events: 40,
+                prev_hash,
+                line_hash: String::new(),
+                signature: None,
+            };
+            entry.line_hash = entry.computed_hash();
+            prev_hash = entry.line_hash.clone();
+            ledger.extend(serde_json::to_vec(&entry).unwrap());
+            ledger.push(b'\n');
+        }
+        assert!(ledger.len() > 2 * 1024 * 1024, "{} bytes", ledger.len());
+        std::fs::write(root.path().join(LEDGER_FILE), &ledger).unwrap();
+        let head = format!("blake3:{:064x}", 17);
+        assert_eq!(
+            check(root.path(), "run-20261202-000000017", &head, None).unwrap(),
+            LedgerCheck::Recorded {
+                seq: 17,
+                signed: false
+            }
+        );
+        let next = append(root.path(), "run-next", "blake3:ff", 3, None).unwrap();
+        assert_eq!((next.seq, next.prev_hash), (8_001, prev_hash));
+    }
+
+    #[test]
+    fn a_ledger_over_the_limit_is_refused_whole_never_read_in_part() {
+        let root = root();
+        let path = root.path().join(LEDGER_FILE);
+        for (len, fits) in [(9, true), (10, true), (11, false), (30, false)] {
+            std::fs::write(&path, vec![b'x'; len]).unwrap();
+            let mut file = std::fs::File::open(&path).unwrap();
+            match read_all(&path, &mut file, 10) {
+                Ok(bytes) => assert!(fits && bytes.len() == len, "{len} bytes read"),
+                Err(error) => assert!(
+                    !fits && error.to_string().contains("larger than 10 bytes"),
+                    "{len} bytes: {error}"
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn no_ledger_is_told_apart_from_a_broken_one() {
+        let root = root();
+        assert_eq!(
+            check(root.path(), "run-a", "blake3:aa", None).unwrap(),
+            LedgerCheck::NoLedger
+        );
+    }
+
+    /// Every ledger written so far starts from this value: changing it breaks them all.
+    #[test]
+    fn the_genesis_is_fixed() {
+        assert_eq!(
+            ledger_genesis(),
+            "blake3:ca9437b8896b1c6242e544f3d7a01fa0488f1ae88c0e27e29dce4ad73db8184e"
+        );
+    }
+
+    /// The private half never reaches a log through `{:?}`; the public half names the key.
+    #[test]
+    fn a_keys_debug_form_shows_only_its_public_half() {
+        let key = InstallationKey::generate().unwrap();
+        let shown = format!("{key:?}");
+        assert!(shown.contains(&key.public().to_hex()), "{shown}");
+        assert!(!shown.contains(&key.to_hex()), "{shown}");
     }
 
     #[test]

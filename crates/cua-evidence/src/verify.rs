@@ -91,11 +91,14 @@ impl VerifyReport {
             }
             None => {
                 summary.push_str(", chain intact");
+                // `status` is the run_end's: there is one exactly when the run ended.
                 match self.status {
-                    Some(status) if self.ended => {
+                    Some(status) => {
                         summary.push_str(&format!(", run_end ({})", status.as_str()));
                     }
-                    _ => summary.push_str(", no run_end (the run was interrupted or is running)"),
+                    None => {
+                        summary.push_str(", no run_end (the run was interrupted or is running)")
+                    }
                 }
             }
         }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use cua_artifact::Actor;
 use cua_evidence::{
-    BreakKind, InstallationKey, LEDGER_FILE, LedgerCheck, Note, RUN_RECORD_FILE, TRACE_FILE,
-    VerifyReport, genesis_hash, project, read_trace, verify, verify_with,
+    BreakKind, Escalate, InstallationKey, LEDGER_FILE, LedgerCheck, Note, RUN_RECORD_FILE,
+    TRACE_FILE, VerifyReport, genesis_hash, project, read_trace, verify, verify_with,
 };
 use serde_json::{Value, json};
 
@@ -94,6 +94,10 @@ struct Tampering {
     name: &'static str,
     tamper: fn(&Path),
     kind: BreakKind,
+    /// The trace line the break is reported at (the run has 26).
+    line: u64,
+    /// What the message says of it.
+    says: &'static str,
 }
 
 #[test]
@@ -106,6 +110,8 @@ fn every_tampering_of_a_finished_run_fails_verification() {
                     .expect("the test controls these files")
             },
             kind: BreakKind::File,
+            line: 25,
+            says: "names screenshots/0001-visual-click.png, whose bytes no longer match",
         },
         Tampering {
             name: "the screenshot deleted",
@@ -113,6 +119,8 @@ fn every_tampering_of_a_finished_run_fails_verification() {
                 fs::remove_file(screenshot_of(dir)).expect("the test controls these files")
             },
             kind: BreakKind::File,
+            line: 25,
+            says: "names screenshots/0001-visual-click.png, which is missing",
         },
         Tampering {
             name: "run_record.json deleted",
@@ -120,6 +128,8 @@ fn every_tampering_of_a_finished_run_fails_verification() {
                 fs::remove_file(dir.join(RUN_RECORD_FILE)).expect("the test controls these files")
             },
             kind: BreakKind::RunRecord,
+            line: 27,
+            says: "run_record.json is missing: it was deleted",
         },
         Tampering {
             name: "bytes appended after run_end",
@@ -130,6 +140,8 @@ fn every_tampering_of_a_finished_run_fails_verification() {
                 fs::write(dir.join(TRACE_FILE), trace).expect("the test controls these files");
             },
             kind: BreakKind::AfterRunEnd,
+            line: 27,
+            says: "9 bytes follow run_end",
         },
         Tampering {
             name: "an unreferenced file added to the run directory",
@@ -138,6 +150,8 @@ fn every_tampering_of_a_finished_run_fails_verification() {
                     .expect("the test controls these files")
             },
             kind: BreakKind::Unreferenced,
+            line: 27,
+            says: "does not name: notes.txt",
         },
         Tampering {
             name: "an unreferenced snapshot added",
@@ -146,6 +160,8 @@ fn every_tampering_of_a_finished_run_fails_verification() {
                     .expect("the test controls these files")
             },
             kind: BreakKind::Unreferenced,
+            line: 27,
+            says: "does not name: snapshots/0009-extra.json",
         },
         Tampering {
             name: "a snapshot replaced by a link to a file outside the run",
@@ -166,6 +182,8 @@ fn every_tampering_of_a_finished_run_fails_verification() {
                     .expect("the test controls these files");
             },
             kind: BreakKind::File,
+            line: 5,
+            says: "which is not read: ",
         },
         Tampering {
             name: "run_end and the run record removed, so the run looks interrupted",
@@ -179,6 +197,28 @@ fn every_tampering_of_a_finished_run_fails_verification() {
                 fs::remove_file(dir.join(RUN_RECORD_FILE)).expect("the test controls these files");
             },
             kind: BreakKind::Ledger,
+            line: 26,
+            says: "its trace has no run_end: the end of the run was removed",
+        },
+        Tampering {
+            name: "run_end and the run record removed, and the ledger replaced by a link",
+            tamper: |dir| {
+                let trace = fs::read_to_string(dir.join(TRACE_FILE))
+                    .expect("the test controls these files");
+                let mut lines: Vec<&str> = trace.lines().collect();
+                lines.pop();
+                fs::write(dir.join(TRACE_FILE), format!("{}\n", lines.join("\n")))
+                    .expect("the test controls these files");
+                fs::remove_file(dir.join(RUN_RECORD_FILE)).expect("the test controls these files");
+                let root = dir.parent().expect("the test controls these files");
+                let copy = root.join("ledger-copy");
+                fs::rename(root.join(LEDGER_FILE), &copy).expect("the test controls these files");
+                std::os::unix::fs::symlink(&copy, root.join(LEDGER_FILE))
+                    .expect("the test controls these files");
+            },
+            kind: BreakKind::Ledger,
+            line: 26,
+            says: "is a symbolic link",
         },
         Tampering {
             name: "the evidence root's ledger deleted",
@@ -187,6 +227,8 @@ fn every_tampering_of_a_finished_run_fails_verification() {
                 fs::remove_file(root.join(LEDGER_FILE)).expect("the test controls these files");
             },
             kind: BreakKind::Ledger,
+            line: 26,
+            says: "has no ledger.jsonl: it was deleted",
         },
         Tampering {
             name: "the ledger replaced by a link to a copy",
@@ -198,6 +240,8 @@ fn every_tampering_of_a_finished_run_fails_verification() {
                     .expect("the test controls these files");
             },
             kind: BreakKind::Ledger,
+            line: 26,
+            says: "is a symbolic link",
         },
     ];
     for tampering in &tamperings {
@@ -207,7 +251,49 @@ fn every_tampering_of_a_finished_run_fails_verification() {
         let report = verify(&dir).expect("still a run directory");
         let (kind, message) = broken(&report);
         assert_eq!(kind, tampering.kind, "{}: {message}", tampering.name);
+        let line = report.broken.as_ref().map(|broken| broken.line);
+        assert_eq!(line, Some(tampering.line), "{}: {message}", tampering.name);
+        assert!(
+            message.contains(tampering.says),
+            "{}: {message}",
+            tampering.name
+        );
     }
+}
+
+/// The screenshot a person was shown at an escalation is evidence of what they decided on: a
+/// swapped one is caught at the escalation's line, not only at the run's end.
+#[test]
+fn an_escalations_screenshot_is_checked_at_its_line() {
+    let root = tempfile::tempdir().expect("a root");
+    let bus = bus(root.path(), "run-escalated", policy_redactor());
+    replay_steps(&bus);
+    let shot = bus
+        .write_screenshot("needs-human", SCREENSHOT)
+        .expect("the screenshot is written");
+    bus.emit(
+        Actor::Automation,
+        0,
+        Escalate {
+            reason: "two cells match; a human must choose".into(),
+            screenshot_ref: Some(shot.path.clone()),
+            screenshot_digest: Some(shot.digest),
+            ..Escalate::default()
+        },
+    )
+    .expect("the escalation is written");
+    let escalated_at = read_trace(bus.dir()).expect("the trace").len() as u64;
+    end_run(&bus);
+    bus.finish().expect("the run record is written");
+    fs::write(bus.dir().join(&shot.path), b"\x89PNGanother screen").expect("the screenshot");
+    let report = verify(bus.dir()).expect("a run directory");
+    let broken = report.broken.expect("a swapped screenshot is caught");
+    assert_eq!(
+        (broken.line, broken.kind),
+        (escalated_at, BreakKind::File),
+        "{}",
+        broken.message
+    );
 }
 
 #[test]
@@ -293,10 +379,21 @@ fn a_rechained_forgery_is_caught_by_the_ledger_and_a_rewritten_ledger_by_the_key
     let key = Arc::new(InstallationKey::generate().expect("a key"));
     let public = key.public();
     let dir = finished(root.path(), "run-forged", Some(Arc::clone(&key)));
+    let report = verify_with(&dir, Some(&public)).expect("the test controls these files");
+    assert!(report.is_intact());
     assert!(
-        verify_with(&dir, Some(&public))
+        report
+            .summary()
+            .ends_with(", head in the ledger (signature verified)"),
+        "{}",
+        report.summary()
+    );
+    assert!(
+        verify(&dir)
             .expect("the test controls these files")
-            .is_intact()
+            .summary()
+            .ends_with(", head in the ledger (signatures not checked)"),
+        "without the key the reader is told the signature was not checked"
     );
 
     rechain(&dir);

@@ -11,7 +11,7 @@ use cua_evidence::{
 };
 use serde_json::Value;
 
-use crate::{act, bus, policy_redactor, read, replay_run};
+use crate::{act, bus, end_run, policy_redactor, read, replay_run, replay_steps, snapshot};
 
 /// A finished replay run in a fresh temporary directory.
 fn finished_run(run_id: &str) -> (tempfile::TempDir, PathBuf) {
@@ -55,6 +55,48 @@ fn unsealed_json(line: &[u8]) -> Value {
 fn line_hash(line: &[u8]) -> String {
     let value: Value = serde_json::from_slice(line).expect("a JSON line");
     value["line_hash"].as_str().expect("a line hash").to_owned()
+}
+
+/// A long run on a large page (a grid of 10,000 rows): megabytes of trace and of snapshot
+/// verify as a short run does.
+#[test]
+fn a_long_run_on_a_large_page_verifies() {
+    let root = tempfile::tempdir().expect("a temporary directory");
+    let bus = bus(root.path(), "run-long", policy_redactor());
+    replay_steps(&bus);
+    let mut page = snapshot("12345");
+    let cell = page.nodes[2].clone();
+    for row in 0..10_000 {
+        let mut node = cell.clone();
+        node.id = cua_snapshot::NodeId::new(format!("content:/document[0]/cell[{row}]"));
+        node.name = format!("Row {row}: statement line {row}, posted, cleared, reconciled");
+        page.nodes.push(node);
+    }
+    let written = bus
+        .write_snapshot("large_grid", &page)
+        .expect("the snapshot is written");
+    for poll in 0..1_000 {
+        bus.emit(
+            Actor::Automation,
+            0,
+            Note {
+                note: format!("poll {poll}: {}", "the grid is still loading; ".repeat(60)),
+                data: Default::default(),
+            },
+        )
+        .expect("a note");
+    }
+    end_run(&bus);
+    bus.finish().expect("the run record is written");
+    let dir = bus.dir();
+    let size = |path: PathBuf| fs::metadata(path).expect("written").len();
+    let (trace, page) = (size(dir.join(TRACE_FILE)), size(dir.join(&written.path)));
+    assert!(
+        trace > 3 << 19 && page > 3 << 19,
+        "{trace} and {page} bytes"
+    );
+    let report = verify(dir).expect("a run directory");
+    assert!(report.is_intact(), "{}", report.summary());
 }
 
 #[test]
@@ -374,6 +416,44 @@ fn messages_name_the_line_and_the_cause() {
     write_lines(&dir, &lines);
     let report = verify(&dir).expect("a run directory");
     insta::assert_snapshot!(report.summary(), @"4 events, chain broken at line 5: line 5 has seq 6: line 5 of the original trace was removed");
+
+    let (_root, dir) = finished_run("run-messages");
+    let mut lines = trace_lines(&dir);
+    lines.swap(3, 5);
+    write_lines(&dir, &lines);
+    let report = verify(&dir).expect("a run directory");
+    insta::assert_snapshot!(report.summary(), @"3 events, chain broken at line 4: line 4 is out of order: seq 4 appears later, at line 6; lines were reordered");
+
+    // A broken link names what the line should have pointed at.
+    for (index, expect) in [
+        (0, "the genesis hash of the run"),
+        (4, "line 4's line_hash"),
+    ] {
+        let (_root, dir) = finished_run("run-messages");
+        let mut lines = trace_lines(&dir);
+        let mut relinked = unsealed_json(&lines[index]);
+        relinked["prev_hash"] = format!("blake3:{}", "0".repeat(64)).into();
+        lines[index] = seal(&relinked.to_string());
+        write_lines(&dir, &lines);
+        let report = verify(&dir).expect("a run directory");
+        let message = report
+            .broken
+            .map(|broken| broken.message)
+            .unwrap_or_default();
+        assert!(message.contains(expect), "{message}");
+    }
+
+    // The projection's reader names the line it cannot parse.
+    let mut lines = trace_lines(&dir);
+    lines[2] = b"{\"seq\":3,\n".to_vec();
+    write_lines(&dir, &lines);
+    let error = read_trace(&dir).expect_err("a malformed line");
+    assert!(
+        error
+            .to_string()
+            .starts_with("trace line 3 is not a well-formed event"),
+        "{error}"
+    );
 }
 
 /// A run killed midway: the bus is dropped without `run_end`, possibly mid-write.

@@ -14,14 +14,16 @@ enum Then {
     DispatchSent,
     Effect(&'static str, EffectVerdict),
     AnotherIntent,
+    /// An intent for another step or decision, in the same trace.
+    IntentFor(&'static str, &'static str),
 }
 
 fn check(then: &[Then], expect: &[IntentState]) {
     let root = tempfile::tempdir().expect("a temporary directory");
     let bus = bus(root.path(), "run-20260930-000000001", policy_redactor());
-    let intent = || Intent {
-        step: Some(id("post_transfer")),
-        decision_id: "dec-7".into(),
+    let intent_for = |step: &str, decision: &str| Intent {
+        step: Some(id(step)),
+        decision_id: decision.into(),
         action_type: ActionKind::Click,
         risk: RiskTier::Irreversible,
         row: Some(3),
@@ -29,6 +31,7 @@ fn check(then: &[Then], expect: &[IntentState]) {
         idempotency_key: "cua-0123456789abcdef0123".into(),
         remedy: None,
     };
+    let intent = || intent_for("post_transfer", "dec-7");
     bus.emit(Actor::Automation, 1, intent()).expect("an intent");
     for step in then {
         let event: Event = match *step {
@@ -57,6 +60,7 @@ fn check(then: &[Then], expect: &[IntentState]) {
             }
             .into(),
             Then::AnotherIntent => intent().into(),
+            Then::IntentFor(step, decision) => intent_for(step, decision).into(),
         };
         bus.emit(Actor::Automation, 1, event).expect("an event");
     }
@@ -116,4 +120,32 @@ fn an_intent_is_settled_only_by_what_follows_it() {
         ],
         &[InDoubt, Done],
     );
+    // An intent for another step of the same decision, or the same step of another decision,
+    // is another mutation: it neither ends the search for this one nor is settled by its effect.
+    for other in [
+        Then::IntentFor("read_confirmation", "dec-7"),
+        Then::IntentFor("post_transfer", "dec-8"),
+    ] {
+        check(
+            &[
+                other,
+                Then::DispatchSent,
+                Then::Effect("post_transfer", Confirmed),
+            ],
+            &[Done, InDoubt],
+        );
+    }
+}
+
+#[test]
+fn intent_states_have_their_wire_names() {
+    let names: Vec<&str> = [
+        IntentState::Confirmed,
+        IntentState::NotDispatched,
+        IntentState::InDoubt,
+    ]
+    .into_iter()
+    .map(IntentState::as_str)
+    .collect();
+    assert_eq!(names, ["confirmed", "not_dispatched", "in_doubt"]);
 }

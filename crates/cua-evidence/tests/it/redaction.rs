@@ -156,6 +156,67 @@ fn structural_fields_survive_the_rules_literals_do_not() {
     );
 }
 
+/// A run's outputs are what a caller asked for: declared secrets and sensitive keys are masked,
+/// but nothing is guessed at, so an e-mail address or an account number read on purpose stays.
+#[test]
+fn declared_redaction_masks_what_was_declared_and_guesses_nothing() {
+    let redactor = policy_redactor();
+    redactor.add_sensitive_keys(["member_id"]);
+    redactor.register_secret("Canary-Secret-7f3a");
+    let outputs = json!({
+        "member_id": "12345",
+        "contact": "jane.doe@mail.example.com",
+        "reference": "123456789012",
+        "note": "token Canary-Secret-7f3a",
+    });
+    assert_eq!(
+        redactor.redact_declared_json(&outputs),
+        json!({
+            "member_id": "<redacted:string[5]>",
+            "contact": "jane.doe@mail.example.com",
+            "reference": "123456789012",
+            "note": "token <redacted:secret>",
+        })
+    );
+    assert_eq!(
+        redactor.redact_declared_text("mail jane@example.com, password Canary-Secret-7f3a"),
+        "mail jane@example.com, password <redacted:secret>"
+    );
+}
+
+/// A digest the bus computed is kept as written; anything else under a `_digest` key is text
+/// like any other, and a registered secret in it is scrubbed.
+#[test]
+fn only_a_real_digest_is_exempt_from_scrubbing() {
+    let redactor = policy_redactor();
+    redactor.register_secret("c0ffee15c0ffee");
+    let digest = format!("blake3:c0ffee15c0ffee{}", "0".repeat(50));
+    let lookalike = format!("blake3:c0ffee15c0ffee{}", "z".repeat(50));
+    let redacted = redactor.redact_json(&json!({
+        "content_digest": digest,
+        "snapshot_digest": lookalike,
+    }));
+    assert_eq!(redacted["content_digest"], json!(digest));
+    assert_eq!(
+        redacted["snapshot_digest"],
+        json!(format!("blake3:<redacted:secret>{}", "z".repeat(50)))
+    );
+}
+
+/// What a redactor shows of itself in a log: its rules and counts, never a registered value.
+#[test]
+fn a_redactors_debug_form_names_its_rules_and_no_secret() {
+    let redactor = policy_redactor();
+    redactor.register_secret("Canary-Secret-7f3a");
+    let shown = format!("{redactor:?}");
+    assert!(
+        shown.starts_with("Redactor {") && shown.contains("\"ssn\""),
+        "{shown}"
+    );
+    assert!(shown.contains("literals: 1"), "{shown}");
+    assert!(!shown.contains("Canary-Secret-7f3a"), "{shown}");
+}
+
 #[test]
 fn oversized_strings_are_masked_whole() {
     let redactor = policy_redactor();
@@ -167,6 +228,13 @@ fn oversized_strings_are_masked_whole() {
     );
     let at_limit = "a".repeat(MAX_REDACTABLE_BYTES);
     check(&redactor, &at_limit, &at_limit);
+    // A page's text runs to tens of kilobytes: it is scanned, not masked whole.
+    let page = format!("{} SSN 123-45-6789", "a".repeat(48 * 1024));
+    check(
+        &redactor,
+        &page,
+        &format!("{} SSN <redacted:ssn>", "a".repeat(48 * 1024)),
+    );
 }
 
 #[test]
@@ -202,6 +270,11 @@ fn invalid_rules_are_refused_naming_the_rule() {
         "Bad Name",
         r"\d+",
         "invalid redaction rule `Bad Name`: a rule name must be a lowercase identifier",
+    );
+    check(
+        "acct-number",
+        r"\d+",
+        "invalid redaction rule `acct-number`: a rule name must be a lowercase identifier",
     );
     check(
         "everything",
