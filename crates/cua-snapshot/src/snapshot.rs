@@ -126,9 +126,13 @@ impl UiSnapshot {
         self.nodes.iter().find(|node| &node.id == id)
     }
 
-    /// The parent index of the node at `index`.
+    /// The parent index of the node at `index`. A parent precedes its children in document
+    /// order; a link that does not (a malformed or crafted snapshot: the node itself, a later
+    /// node, one past the end) is no parent, so no walk up the tree can loop or leave the
+    /// snapshot.
     pub fn parent_of(&self, index: usize) -> Option<usize> {
-        self.nodes.get(index)?.parent.map(|p| p as usize)
+        let parent = self.nodes.get(index)?.parent? as usize;
+        (parent < index).then_some(parent)
     }
 
     /// Ancestors of the node at `index`, nearest first.
@@ -248,6 +252,23 @@ mod tests {
             http_status: Some(200),
             nodes,
         }
+    }
+
+    /// A crafted snapshot (a page's evidence read back from disk, say) whose parent links point
+    /// at the node itself, forward, or past the end neither loops nor panics a walk up the tree.
+    #[test]
+    fn a_crafted_parent_link_is_no_parent() {
+        let mut snapshot = table();
+        assert_eq!(snapshot.ancestors(3).collect::<Vec<_>>(), [1, 0]);
+        for crafted in [3, 4, 99] {
+            snapshot.nodes[3].parent = Some(crafted);
+            assert_eq!(snapshot.parent_of(3), None, "parent {crafted}");
+            assert_eq!(snapshot.nearest_ancestor_with_role(3, "row"), None);
+        }
+        // A cycle through an earlier node is cut where a link points forward.
+        snapshot.nodes[1].parent = Some(3);
+        snapshot.nodes[3].parent = Some(1);
+        assert_eq!(snapshot.ancestors(3).collect::<Vec<_>>(), [1]);
     }
 
     #[test]

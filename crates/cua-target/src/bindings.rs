@@ -19,16 +19,6 @@ pub trait Bindings {
     fn output(&self, name: &Identifier) -> Option<&str>;
 }
 
-impl<T: Bindings + ?Sized> Bindings for &T {
-    fn input(&self, name: &Identifier) -> Option<&str> {
-        (**self).input(name)
-    }
-
-    fn output(&self, name: &Identifier) -> Option<&str> {
-        (**self).output(name)
-    }
-}
-
 /// A plain set of bound inputs and outputs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BoundValues {
@@ -154,5 +144,28 @@ pub(crate) fn render_bound(value: &ValueExpr, bound: &str) -> String {
         format!("{bound:?}")
     } else {
         format!("{bound:?} ({value})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(text: &str) -> Identifier {
+        Identifier::parse(text).expect("a valid identifier")
+    }
+
+    /// An output recorded as a step extracts it is what the next predicate reads, and a later
+    /// extraction of the same name replaces it.
+    #[test]
+    fn an_extracted_output_is_read_back_and_replaced() {
+        let mut values = BoundValues::new().with_input(id("member_id"), "12345");
+        assert_eq!(values.output(&id("balance")), None);
+        values.set_output(id("balance"), "$4,210.55");
+        assert_eq!(values.output(&id("balance")), Some("$4,210.55"));
+        values.set_output(id("balance"), "$4,200.00");
+        assert_eq!(values.output(&id("balance")), Some("$4,200.00"));
+        assert_eq!(values.input(&id("balance")), None, "outputs are not inputs");
+        assert_eq!(values.input(&id("member_id")), Some("12345"));
     }
 }

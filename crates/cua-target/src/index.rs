@@ -162,10 +162,9 @@ impl<'s> SnapshotIndex<'s> {
         self.snapshot.nodes.get(index)
     }
 
-    /// The node's parent index.
+    /// The node's parent index; a malformed link is no parent ([`UiSnapshot::parent_of`]).
     pub fn parent(&self, index: usize) -> Option<usize> {
-        let parent = self.node(index)?.parent? as usize;
-        (parent < self.len()).then_some(parent)
+        self.snapshot.parent_of(index)
     }
 
     /// The text `text_present` searches: every name, whitespace squashed and lower-cased,
@@ -217,50 +216,23 @@ impl<'s> SnapshotIndex<'s> {
             .get_or_init(|| self.nearest_with_role("table"))
     }
 
-    /// For every node, the nearest proper ancestor with `role`. Parents precede children in
-    /// document order, so each entry reuses its parent's; a malformed parent link falls back to
-    /// walking the ancestors.
+    /// For every node, the nearest proper ancestor with `role`. A parent precedes its children
+    /// in document order, so each entry reuses its parent's; a node whose parent link is
+    /// malformed has no parent (see [`SnapshotIndex::parent`]) and so no ancestor.
     fn nearest_with_role(&self, role: &str) -> Vec<Option<u32>> {
         let nodes = &self.snapshot.nodes;
         let mut nearest: Vec<Option<u32>> = Vec::with_capacity(nodes.len());
-        for (position, node) in nodes.iter().enumerate() {
-            let found = match node.parent.map(|parent| parent as usize) {
-                None => None,
-                Some(parent) if parent < position => {
-                    if nodes[parent].role == role {
-                        Some(to_u32(parent))
-                    } else {
-                        nearest[parent]
-                    }
+        for position in 0..nodes.len() {
+            let found = self.parent(position).and_then(|parent| {
+                if nodes[parent].role == role {
+                    Some(to_u32(parent))
+                } else {
+                    nearest[parent]
                 }
-                Some(_) => self
-                    .snapshot
-                    .nearest_ancestor_with_role_bounded(position, role),
-            };
+            });
             nearest.push(found);
         }
         nearest
-    }
-}
-
-/// Ancestor walking that tolerates a malformed snapshot (a parent link that points forward or
-/// in a cycle) instead of looping.
-trait BoundedAncestors {
-    fn nearest_ancestor_with_role_bounded(&self, index: usize, role: &str) -> Option<u32>;
-}
-
-impl BoundedAncestors for UiSnapshot {
-    fn nearest_ancestor_with_role_bounded(&self, index: usize, role: &str) -> Option<u32> {
-        let mut current = index;
-        for _ in 0..self.nodes.len() {
-            let parent = self.nodes.get(current)?.parent? as usize;
-            let node = self.nodes.get(parent)?;
-            if node.role == role {
-                return Some(to_u32(parent));
-            }
-            current = parent;
-        }
-        None
     }
 }
 

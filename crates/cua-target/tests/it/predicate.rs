@@ -63,6 +63,10 @@ fn leaves_evaluate_as_documented() {
             "false",
         ),
         (
+            "{assert: node_exists, query: {role: cell, name: Active, scope: {region: detail_view}}}",
+            "false",
+        ),
+        (
             "{assert: node_absent, query: {role: heading, name: Member Search}}",
             "true",
         ),
@@ -74,6 +78,19 @@ fn leaves_evaluate_as_documented() {
         ("{assert: text_present, value: '$42,105.5'}", "false"),
         ("{assert: text_present, value: 'ada   LOVELACE'}", "true"),
         ("{assert: text_absent, value: No records found}", "true"),
+        ("{assert: money_present, value: '$4,210.55'}", "true"),
+        ("{assert: money_present, value: '4210.55'}", "true"),
+        ("{assert: money_present, value: '$4,210.56'}", "false"),
+        // A member number is a number, not money.
+        ("{assert: money_present, value: '12345'}", "false"),
+        (
+            "{assert: money_present, value: '812.30', query: {role: cell}}",
+            "true",
+        ),
+        (
+            "{assert: money_present, value: '812.30', query: {role: link}}",
+            "false",
+        ),
         ("{assert: url_matches, pattern: '/member/\\d+$'}", "true"),
         ("{assert: url_matches, pattern: '/search'}", "false"),
         ("{assert: http_status_in, codes: [200, 304]}", "true"),
@@ -132,6 +149,11 @@ fn node_has_value_compares_the_squashed_value() {
     assert!(!evaluate(&predicate(query), &page, &bindings).unwrap());
     assert!(evaluate(&predicate(query), &typed, &bindings).unwrap());
     insta::assert_snapshot!(explain(&predicate(query), &page, &bindings).unwrap().text, @r#"expected textbox named "Member Number" has value "12345" ({$input: member_id}), which does not hold: found no value"#);
+    // Three matches are all shown; more are counted past the third.
+    let three = "{assert: node_has_value, query: {role: cell, name: Active}, value: '12345'}";
+    insta::assert_snapshot!(explain(&predicate(three), &member_detail(), &bindings).unwrap().text, @r#"expected cell named "Active" has value "12345", which does not hold: found no value, no value, no value"#);
+    let cells = "{assert: node_has_value, query: {role: cell}, value: '12345'}";
+    insta::assert_snapshot!(explain(&predicate(cells), &member_detail(), &bindings).unwrap().text, @r#"expected cell has value "12345", which does not hold: found no value, no value, no value and 22 more"#);
 }
 
 #[test]

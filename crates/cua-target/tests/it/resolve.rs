@@ -328,6 +328,25 @@ document "Issue"
         "{}",
         render(&empty)
     );
+    // A required field's label carries a star after its colon, and is a label all the same.
+    let starred = snapshot(
+        r#"
+document "Issue"
+  text "Start date:*"
+  text "Due date: *"
+  text "2027-01-15"
+"#,
+    );
+    let empty = resolve(
+        &starred,
+        &target("{role: text, anchor: {relation: adjacent_to, text: Start date}}"),
+        &BoundValues::new(),
+    );
+    assert!(
+        render(&empty).starts_with("error: no node matches"),
+        "{}",
+        render(&empty)
+    );
 }
 
 #[test]
@@ -866,5 +885,94 @@ document
         &page,
         r#"{role: cell, name: {value: loans-2024}, anchor: {relation: row_of, text: "Edit “Mortgages”", match: exact}}"#,
         "semantic_exact main:/document[0]/table[0]/row[3]/cell[1]",
+    );
+}
+
+/// Scopes and rows are found through proper ancestry: a node lies inside each ancestor's
+/// subtree and is never its own ancestor (a row would otherwise scope itself).
+#[test]
+fn a_node_is_never_its_own_ancestor() {
+    let page = member_detail();
+    let index = SnapshotIndex::new(&page);
+    assert!(!index.is_empty());
+    let mut empty = page.clone();
+    empty.nodes.clear();
+    assert!(SnapshotIndex::new(&empty).is_empty());
+    let mut pairs = 0;
+    for node in 0..index.len() {
+        assert!(!index.is_ancestor(node, node), "node {node}");
+        if let Some(parent) = page.nodes[node].parent {
+            assert!(index.is_ancestor(parent as usize, node), "node {node}");
+        }
+        pairs += (0..node)
+            .filter(|&ancestor| index.is_ancestor(ancestor, node))
+            .count();
+    }
+    assert!(pairs > index.len(), "{pairs} ancestor pairs");
+}
+
+/// A snapshot read from a file may be crafted: a node that names itself, a later node or a
+/// node past the end as its parent has no parent, so walking up from it ends, and no row.
+#[test]
+fn a_crafted_parent_link_is_no_parent() {
+    let mut page = member_detail();
+    let index = SnapshotIndex::new(&page);
+    let cell = (0..index.len())
+        .rev()
+        .find(|&node| index.nearest_row(node).is_some())
+        .expect("the page has a table");
+    let honest = page.nodes[cell].parent.map(|parent| parent as usize);
+    assert!(honest.is_some() && index.parent(cell) == honest);
+    let len = page.nodes.len();
+    for crafted in [cell, cell + 1, len, len + 5] {
+        page.nodes[cell].parent = Some(u32::try_from(crafted).expect("small"));
+        let index = SnapshotIndex::new(&page);
+        assert_eq!(index.parent(cell), None, "parent {crafted}");
+        assert_eq!(index.nearest_row(cell), None, "parent {crafted}");
+    }
+}
+
+/// The ambiguity score evidence records: 0 for a target only one node could be, and for a
+/// pick among n candidates, (n - 1) / n.
+#[test]
+fn the_ambiguity_score_grows_with_the_candidates() {
+    let page = snapshot(
+        r#"
+document
+  button "Search"
+  textbox
+  textbox
+  textbox
+  textbox
+"#,
+    );
+    let score = |descriptor: &str| {
+        let resolution = resolve(&page, &target(descriptor), &BoundValues::new())
+            .unwrap_or_else(|error| panic!("{descriptor}: {error}"));
+        (resolution.candidates_considered, resolution.ambiguity)
+    };
+    assert_eq!(score("{role: button, name: {value: Search}}"), (1, 0.0));
+    assert_eq!(score("{role: textbox, ordinal: 1}"), (4, 0.75));
+}
+
+/// A label cell whose text is split across text nodes: the last of them stands for its cell,
+/// so "the cell beside Balance" is the value cell, not nothing and not a node inside the label.
+#[test]
+fn a_text_that_ends_its_cell_stands_for_the_cell() {
+    let page = snapshot(
+        r#"
+document
+  table
+    row
+      cell "Savings Balance"
+        text "Savings"
+        text "Balance"
+      cell "$4,210.55"
+"#,
+    );
+    check(
+        &page,
+        "{role: cell, anchor: {relation: adjacent_to, text: Balance}}",
+        "structural_anchor main:/document[0]/table[0]/row[0]/cell[1]",
     );
 }
