@@ -513,6 +513,11 @@ mod tests {
             check(root.path(), "run-a", "blake3:aa", None).unwrap(),
             LedgerCheck::NoLedger
         );
+        std::fs::create_dir(root.path().join(LEDGER_FILE)).unwrap();
+        assert!(matches!(
+            check(root.path(), "run-a", "blake3:aa", None).unwrap(),
+            LedgerCheck::Broken { line: 0, .. }
+        ));
     }
 
     /// Every ledger written so far starts from this value: changing it breaks them all.

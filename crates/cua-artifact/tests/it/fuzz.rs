@@ -210,6 +210,7 @@ fn cases() -> u32 {
     std::env::var("CUA_FUZZ_CASES")
         .ok()
         .and_then(|cases| cases.parse().ok())
+        .filter(|&cases| cases > 0)
         .unwrap_or(2000)
 }
 

@@ -230,7 +230,7 @@ fn a_refusal_names_the_action_the_platform_and_the_reason() {
         .expect_err("no provider clicks implicitly without target evidence");
     assert_eq!(
         refusal.to_string(),
-        format!("route unavailable for click on linux: {}", refusal.reason())
+        "route unavailable for click on linux: no implicit provider is defined for click on linux"
     );
 }
 

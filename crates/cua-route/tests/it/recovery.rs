@@ -72,7 +72,7 @@ impl Providers {
 /// otherwise stop. It can only move along edges the walk offers.
 fn drive(plan: &RoutePlan, providers: &mut Providers) -> RecoveryResult {
     let mut walk = RecoveryWalk::start(plan);
-    loop {
+    for _ in 0..MAX_MOVES {
         let position = match walk.state() {
             RecoveryState::Planned => walk.advance(|offer| offer.take(RecoveryEdge::Open)),
             RecoveryState::Dispatched => {
@@ -88,7 +88,11 @@ fn drive(plan: &RoutePlan, providers: &mut Providers) -> RecoveryResult {
             Position::Finished(result) => return result,
         };
     }
+    panic!("the walk did not finish in {MAX_MOVES} moves")
 }
+
+/// More moves than any walk here takes: a walk that goes round in circles fails the test.
+const MAX_MOVES: usize = 64;
 
 fn summarize(result: &RecoveryResult, providers: &Providers) -> String {
     let trace = result.recovery_trace();
@@ -457,7 +461,7 @@ fn a_replan_is_explicit_and_recorded() {
     );
     // The executor repairs, then replans explicitly; a plan for another action is refused.
     let mut walk = RecoveryWalk::start(&first);
-    for step in 0.. {
+    for step in 0..MAX_MOVES {
         let position = match walk.state() {
             RecoveryState::Planned => walk.advance(|offer| offer.take(RecoveryEdge::Open)),
             RecoveryState::Dispatched => {
@@ -482,8 +486,9 @@ fn a_replan_is_explicit_and_recorded() {
                     1,
                     "the one replan taken"
                 );
-                break;
+                return;
             }
         };
     }
+    panic!("the walk did not finish in {MAX_MOVES} moves");
 }
