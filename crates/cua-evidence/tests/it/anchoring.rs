@@ -89,6 +89,25 @@ fn a_finished_run_names_every_file_and_is_recorded_in_the_ledger() {
     assert!(files.keys().any(|path| path.starts_with("snapshots/")));
 }
 
+/// Removes the run's `run_end` line and its run record, so the run looks interrupted.
+fn cut_run_end(dir: &Path) {
+    let trace = fs::read_to_string(dir.join(TRACE_FILE)).expect("the test controls these files");
+    let mut lines: Vec<&str> = trace.lines().collect();
+    lines.pop();
+    fs::write(dir.join(TRACE_FILE), format!("{}\n", lines.join("\n")))
+        .expect("the test controls these files");
+    fs::remove_file(dir.join(RUN_RECORD_FILE)).expect("the test controls these files");
+}
+
+/// Replaces the evidence root's ledger by a link to a copy of it.
+fn link_ledger(dir: &Path) {
+    let root = dir.parent().expect("the test controls these files");
+    let copy = root.join("ledger-copy");
+    fs::rename(root.join(LEDGER_FILE), &copy).expect("the test controls these files");
+    std::os::unix::fs::symlink(&copy, root.join(LEDGER_FILE))
+        .expect("the test controls these files");
+}
+
 /// One tampering of a finished run, and the break it must produce.
 struct Tampering {
     name: &'static str,
@@ -187,15 +206,7 @@ fn every_tampering_of_a_finished_run_fails_verification() {
         },
         Tampering {
             name: "run_end and the run record removed, so the run looks interrupted",
-            tamper: |dir| {
-                let trace = fs::read_to_string(dir.join(TRACE_FILE))
-                    .expect("the test controls these files");
-                let mut lines: Vec<&str> = trace.lines().collect();
-                lines.pop();
-                fs::write(dir.join(TRACE_FILE), format!("{}\n", lines.join("\n")))
-                    .expect("the test controls these files");
-                fs::remove_file(dir.join(RUN_RECORD_FILE)).expect("the test controls these files");
-            },
+            tamper: cut_run_end,
             kind: BreakKind::Ledger,
             line: 26,
             says: "its trace has no run_end: the end of the run was removed",
@@ -203,18 +214,8 @@ fn every_tampering_of_a_finished_run_fails_verification() {
         Tampering {
             name: "run_end and the run record removed, and the ledger replaced by a link",
             tamper: |dir| {
-                let trace = fs::read_to_string(dir.join(TRACE_FILE))
-                    .expect("the test controls these files");
-                let mut lines: Vec<&str> = trace.lines().collect();
-                lines.pop();
-                fs::write(dir.join(TRACE_FILE), format!("{}\n", lines.join("\n")))
-                    .expect("the test controls these files");
-                fs::remove_file(dir.join(RUN_RECORD_FILE)).expect("the test controls these files");
-                let root = dir.parent().expect("the test controls these files");
-                let copy = root.join("ledger-copy");
-                fs::rename(root.join(LEDGER_FILE), &copy).expect("the test controls these files");
-                std::os::unix::fs::symlink(&copy, root.join(LEDGER_FILE))
-                    .expect("the test controls these files");
+                cut_run_end(dir);
+                link_ledger(dir);
             },
             kind: BreakKind::Ledger,
             line: 26,
@@ -232,13 +233,7 @@ fn every_tampering_of_a_finished_run_fails_verification() {
         },
         Tampering {
             name: "the ledger replaced by a link to a copy",
-            tamper: |dir| {
-                let root = dir.parent().expect("the test controls these files");
-                let copy = root.join("ledger-copy");
-                fs::rename(root.join(LEDGER_FILE), &copy).expect("the test controls these files");
-                std::os::unix::fs::symlink(&copy, root.join(LEDGER_FILE))
-                    .expect("the test controls these files");
-            },
+            tamper: link_ledger,
             kind: BreakKind::Ledger,
             line: 26,
             says: "is a symbolic link",

@@ -293,6 +293,12 @@ document "Transfer"
     );
 }
 
+#[track_caller]
+fn assert_no_match(page: &cua_snapshot::UiSnapshot, descriptor: &str) {
+    let outcome = render(&resolve(page, &target(descriptor), &BoundValues::new()));
+    assert!(outcome.starts_with("error: no node matches"), "{outcome}");
+}
+
 /// A label whose value is empty: the page's empty value element never reaches the snapshot, so
 /// the next thing after "Start date:" is the label "Due date:". Reading it would answer with
 /// the wrong field; the read is refused instead, and the filled field still reads.
@@ -318,15 +324,9 @@ document "Issue"
         "{role: text, anchor: {relation: adjacent_to, text: Due date}}",
         "structural_anchor main:/document[0]/text[4]",
     );
-    let empty = resolve(
+    assert_no_match(
         &page,
-        &target("{role: text, anchor: {relation: adjacent_to, text: Start date}}"),
-        &BoundValues::new(),
-    );
-    assert!(
-        render(&empty).starts_with("error: no node matches"),
-        "{}",
-        render(&empty)
+        "{role: text, anchor: {relation: adjacent_to, text: Start date}}",
     );
     // A required field's label carries a star after its colon, and is a label all the same.
     let starred = snapshot(
@@ -337,15 +337,9 @@ document "Issue"
   text "2027-01-15"
 "#,
     );
-    let empty = resolve(
+    assert_no_match(
         &starred,
-        &target("{role: text, anchor: {relation: adjacent_to, text: Start date}}"),
-        &BoundValues::new(),
-    );
-    assert!(
-        render(&empty).starts_with("error: no node matches"),
-        "{}",
-        render(&empty)
+        "{role: text, anchor: {relation: adjacent_to, text: Start date}}",
     );
 }
 
