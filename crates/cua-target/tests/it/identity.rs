@@ -415,3 +415,44 @@ document "Thread"
          the \"Issue\" cell, but the node is in a listitem, not a row, found nothing",
     );
 }
+
+/// An unnamed cell reads as the text runs inside it, and only those: not the text that ends
+/// the cell before it.
+#[test]
+fn an_unnamed_cell_reads_its_own_text_runs() {
+    let page = snapshot(
+        r#"
+document
+  table
+    row
+      cell > text "Account"
+      cell > text "S-12345-01"
+"#,
+    );
+    let cells: Vec<usize> = (0..page.nodes.len())
+        .filter(|&node| page.nodes[node].role == "cell")
+        .collect();
+    assert!(cells.iter().all(|&cell| page.nodes[cell].name.is_empty()));
+    let texts: Vec<String> = cells.iter().map(|&cell| cell_text(&page, cell)).collect();
+    assert_eq!(texts, ["Account", "S-12345-01"]);
+}
+
+/// A record with nothing to key it is never keyed by what follows it on the page: the heading
+/// after the list is not the last item's key.
+#[test]
+fn a_record_is_never_keyed_by_the_node_after_it() {
+    let page = snapshot(
+        r#"
+document "Issues"
+  list
+    listitem > link "Open"
+  heading "Issue #9"
+"#,
+    );
+    let outcome = render(&resolve(
+        &page,
+        &target("{role: link, name: {value: Open}, identity: {equals: 'Issue #9', match: exact}}"),
+        &BoundValues::new(),
+    ));
+    assert!(outcome.starts_with("error: identity check"), "{outcome}");
+}
