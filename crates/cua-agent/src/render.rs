@@ -204,9 +204,10 @@ impl<'s> Writer<'s> {
             "table" => self.table(index, depth),
             "row" => self.row(index, depth),
             "text" => {
-                let parent_name = node
-                    .parent
-                    .map(|parent| self.node(parent as usize).name.as_str());
+                let parent_name = self
+                    .snapshot
+                    .parent_of(index)
+                    .map(|parent| self.node(parent).name.as_str());
                 if !node.name.is_empty() && parent_name != Some(node.name.as_str()) {
                     let line = self.item(index);
                     self.push(depth, line);
