@@ -472,20 +472,19 @@ fn has_readable_text(name: &str) -> bool {
         .any(|character| !(character.is_whitespace() || character == ':' || character == '*'))
 }
 
+/// Whether `node` could label the control after it. That it holds no control is left to the
+/// caller's walk: it goes backwards through the preceding sibling, so a control inside a label
+/// node is met (and ends the walk) before the label node is.
 fn is_label_node(index: &SnapshotIndex<'_>, node: usize) -> bool {
     index.node(node).is_some_and(|found| {
         LABEL_ROLES.contains(&found.role.as_str()) && !index.normalized_name(node).is_empty()
-    }) && !contains_control(index, node)
+    })
 }
 
 pub(crate) fn is_control(index: &SnapshotIndex<'_>, node: usize) -> bool {
     index
         .node(node)
         .is_some_and(|found| CONTROL_ROLES.contains(&found.role.as_str()))
-}
-
-fn contains_control(index: &SnapshotIndex<'_>, node: usize) -> bool {
-    (node + 1..index.subtree_end(node)).any(|inside| is_control(index, inside))
 }
 
 /// Whether `node` is a control or sits inside one, looking up to (excluding) `boundary`.

@@ -193,5 +193,8 @@ mod tests {
             assert_eq!(fold(text), folded);
         }
         assert!(!fold_equals("Member", "membe"));
+        // A letter outside ASCII is a letter: "Café" never folds to "caf".
+        assert!(!fold_equals("Café", "caf"));
+        assert!(!fold_equals("Caf", "café"));
     }
 }

@@ -456,3 +456,72 @@ document "Issues"
     ));
     assert!(outcome.starts_with("error: identity check"), "{outcome}");
 }
+
+/// A list item's key is its first heading or text, read past what cannot be one: the list
+/// marker's own text ("1."), a named control before the title, and the group the title sits
+/// in.
+#[test]
+fn a_list_items_key_is_read_past_its_marker_controls_and_groups() {
+    let page = snapshot(
+        r#"
+document "Issues"
+  list
+    listitem
+      listmarker "1."
+        text "1."
+      checkbox "Select"
+      paragraph > text "Issue #5"
+      link "Open"
+    listitem
+      listmarker "2."
+        text "2."
+      checkbox "Select"
+      paragraph > text "Issue #6"
+      link "Open"
+"#,
+    );
+    check(
+        &page,
+        "{role: link, name: {value: Open}, identity: {equals: 'Issue #6', match: exact}}",
+        "semantic_exact main:/document[0]/list[0]/listitem[1]/link[0] identity verified",
+    );
+    let marker = render(&resolve(
+        &page,
+        &target("{role: link, name: {value: Open}, identity: {equals: '2.', match: exact}}"),
+        &BoundValues::new(),
+    ));
+    assert!(
+        marker.starts_with("error: identity check failed"),
+        "{marker}"
+    );
+}
+
+/// Another item holding the same key refuses the read even when that item lacks the target (a
+/// closed issue offers "Reopen", not "Open"): the key does not tell the two apart.
+#[test]
+fn a_record_without_the_target_still_makes_the_key_ambiguous() {
+    let page = snapshot(
+        r#"
+document "Issues"
+  list
+    listitem > heading "Issue #5" | link "Reopen"
+    listitem > heading "Issue #5" | link "Open"
+  list
+    listitem > heading "Issue #6" | link "Open"
+"#,
+    );
+    insta::assert_snapshot!(
+        render(&resolve(
+            &page,
+            &target("{role: link, name: {value: Open}, identity: {equals: 'Issue #5', match: exact}}"),
+            &BoundValues::new(),
+        )),
+        @r#"error: identity check on link named exact "Open" where its key = "Issue #5" is not unique: 2 list items hold "Issue #5" in the first heading or text of its listitem: main:/document[0]/list[0]/listitem[0] listitem "Issue #5"; main:/document[0]/list[0]/listitem[1] listitem "Issue #5""#
+    );
+    // An item of another list is no sibling: its own key is unique.
+    check(
+        &page,
+        "{role: link, name: {value: Open}, identity: {equals: 'Issue #6', match: exact}}",
+        "semantic_exact main:/document[0]/list[1]/listitem[0]/link[0] identity verified",
+    );
+}

@@ -970,3 +970,99 @@ document
         "structural_anchor main:/document[0]/table[0]/row[0]/cell[1]",
     );
 }
+
+/// A row's label is its last readable label before the control: a required-field marker ("*")
+/// or a lone colon says nothing and labels nothing. Outside rows, the label is the last label
+/// node in the sibling before the control, never an icon after it nor a label holding a
+/// control of its own.
+#[test]
+fn markers_and_icons_never_label_a_control() {
+    let page = snapshot(
+        r#"
+document "Transfer"
+  table
+    row > cell "Amount" | cell > text "*" | text ":" | textbox
+  group
+    text "Memo"
+    image "pencil"
+  textbox
+  label "Remember me" > checkbox "Remember me"
+  textbox
+"#,
+    );
+    let role = |role: &str| {
+        (0..page.nodes.len())
+            .filter(|&node| page.nodes[node].role == role)
+            .collect::<Vec<_>>()
+    };
+    let textboxes = role("textbox");
+    let label =
+        |node: usize| cua_target::label_of(&page, node).map(|at| page.nodes[at].name.clone());
+    assert_eq!(label(textboxes[0]).as_deref(), Some("Amount"));
+    assert_eq!(label(textboxes[1]).as_deref(), Some("Memo"));
+    // A label that holds a control is that control's: it labels nothing after it.
+    assert_eq!(label(textboxes[2]), None);
+}
+
+/// A section anchored in a table is the table's inside: a match just before the table is not
+/// in it.
+#[test]
+fn a_section_in_a_table_starts_inside_the_table() {
+    let page = snapshot(
+        r#"
+document "Accounts"
+  button "Edit"
+  table
+    row > cell "Savings" | cell > button "Edit"
+"#,
+    );
+    check(
+        &page,
+        "{role: button, name: {value: Edit}, anchor: {relation: within_section, text: Savings}}",
+        "semantic_exact main:/document[0]/table[0]/row[0]/cell[1]/button[0]",
+    );
+}
+
+/// When the only node matching the anchor text is the one the name describes, the name
+/// decides: a cell named "Total" is that cell, not the one beside it whose label it is.
+#[test]
+fn an_anchor_the_name_describes_leaves_the_name_to_decide() {
+    let page = snapshot(
+        r#"
+document "Statement"
+  table
+    row > cell "Total" | cell "$5.00"
+"#,
+    );
+    check(
+        &page,
+        "{role: cell, name: {value: Total}, anchor: {relation: adjacent_to, text: Total}}",
+        "semantic_exact main:/document[0]/table[0]/row[0]/cell[0]",
+    );
+}
+
+/// A hint onto the named node that stands outside the anchor is reported as outside the anchor,
+/// not as a hint onto the wrong node: the hint was right about the node, the anchor says no.
+#[test]
+fn a_hint_outside_the_anchor_is_reported_as_outside_it() {
+    let page = snapshot(
+        r#"
+document "Find"
+  heading "Filters"
+  textbox "Query"
+  heading "Results"
+  button "Search" css="input.go"
+"#,
+    );
+    insta::assert_snapshot!(
+        render(&resolve(
+            &page,
+            &target(
+                "{role: button, name: {value: '^Sea', match: regex}, \
+                 anchor: {relation: within_section, text: Filters}, hints: {css: input.go}}"
+            ),
+            &BoundValues::new(),
+        )),
+        @r#"error: no node matches button named regex "^Sea" within_section "Filters"; tried semantic_exact: 1 node(s) match the name, none where the anchor says; semantic_normalized: not applicable (a regex name, or one with no letters or digits, does not fold); label_association: no candidate; structural_anchor: not applicable (the name matched outside the anchor); hint_cached: 1 node(s) match the name, none where the anchor says; ordinal_in_region: not applicable (the name matched outside the anchor)"#
+    );
+}
