@@ -16,7 +16,8 @@ use serde_json::Value;
 use crate::chain::{self, ENVELOPE_KEYS, Envelope};
 use crate::clock::Clock;
 use crate::error::EvidenceError;
-use crate::event::Event;
+use crate::event::{Event, Intent};
+use crate::intent::IntentJournal;
 use crate::ledger::{self, InstallationKey};
 use crate::project::project;
 use crate::redact::Redactor;
@@ -108,6 +109,8 @@ pub struct EvidenceBus {
     writer: Mutex<Writer>,
     /// Signs the ledger line of this run, when the installation has a key.
     key: Option<Arc<InstallationKey>>,
+    /// Where intents are recorded besides the trace (a batch queue), when anywhere.
+    journal: Option<Arc<dyn IntentJournal>>,
 }
 
 impl EvidenceBus {
@@ -159,6 +162,7 @@ impl EvidenceBus {
                 files: BTreeMap::new(),
             }),
             key: None,
+            journal: None,
         })
     }
 
@@ -167,6 +171,22 @@ impl EvidenceBus {
     pub fn with_signing_key(mut self, key: Arc<InstallationKey>) -> Self {
         self.key = Some(key);
         self
+    }
+
+    /// Records every intent in `journal` too, through [`EvidenceBus::journal`].
+    #[must_use]
+    pub fn with_intent_journal(mut self, journal: Arc<dyn IntentJournal>) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// Records `intent`, already in the trace as line `seq`, in the journal, or says why the
+    /// journal refused it. Without a journal, the trace is the whole record.
+    pub fn journal(&self, seq: u64, intent: &Intent) -> Result<(), String> {
+        match &self.journal {
+            Some(journal) => journal.record(self.run_id.as_str(), seq, intent),
+            None => Ok(()),
+        }
     }
 
     /// The run id.

@@ -11,6 +11,15 @@ use cua_artifact::EffectVerdict;
 
 use crate::event::{Event, Intent, TraceLine};
 
+/// A second, shared record of write-ahead intents beside the trace: the batch queue's database,
+/// where any worker finds what another announced. The gate writes each intent to the trace
+/// first, then here, and dispatches only when both took it: a journal that refuses (the worker
+/// no longer holds the row) stops the mutation before it leaves the process.
+pub trait IntentJournal: Send + Sync {
+    /// Records `intent`, line `seq` of run `run_id`, or says why it may not be recorded.
+    fn record(&self, run_id: &str, seq: u64, intent: &Intent) -> Result<(), String>;
+}
+
 /// What became of one announced mutation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IntentState {

@@ -85,7 +85,7 @@ pub use event::{
     LeaseTransition, LlmCall, Note, Observe, Recovery, Resolve, RunEnd, RunStart, TraceLine,
     Verify, Wait,
 };
-pub use intent::{IntentRecord, IntentState, idempotency_key, intents};
+pub use intent::{IntentJournal, IntentRecord, IntentState, idempotency_key, intents};
 pub use ledger::{
     InstallationKey, LEDGER_FILE, LedgerCheck, LedgerEntry, PublicKey, append as append_to_ledger,
     check as check_ledger, ledger_genesis, root_of,

@@ -5,7 +5,8 @@
 //! 1. the policy engine decides, and the decision is recorded as `authorize`, granted or not;
 //! 2. a granted action the caller may not send now (a read-only run's mutation, a mutation with
 //!    no trace to announce it in) is withheld, recorded as a refused `dispatch`;
-//! 3. a mutation is announced by a durable write-ahead `intent` before it can leave the process;
+//! 3. a mutation is announced by a durable write-ahead `intent` before it can leave the process,
+//!    in the trace and in the bus's intent journal when it has one (a batch queue);
 //! 4. the lease is read again right before the dispatch, so a claim made while the decision was
 //!    being made always wins over the action already authorized;
 //! 5. the caller's port dispatches the witness, and the receipt or the failure is recorded as
@@ -198,6 +199,9 @@ pub enum Withholding {
     /// A mutation's intent must be written before it leaves, and there is no trace to write
     /// it in.
     NoTrace,
+    /// The intent journal (a batch queue's database) refused the intent: the work it is for
+    /// has passed to another worker, or the journal cannot be reached.
+    Unjournaled,
 }
 
 impl Withholding {
@@ -206,6 +210,7 @@ impl Withholding {
         match self {
             Self::ReadOnly => "a read-only run (a reconciliation) may dispatch no mutation",
             Self::NoTrace => "a mutation needs a run's evidence for its write-ahead intent",
+            Self::Unjournaled => "the intent journal refused the write-ahead intent",
         }
     }
 }
@@ -269,7 +274,19 @@ impl<'g> Gate<'g> {
             // Write-ahead: announced durably before it can leave the process, so a crash after
             // this line leaves it in doubt, never unrecorded. It is written before the last
             // lease check, so nothing slow stands between that check and the dispatch.
-            bus.emit(actor, ticket.epoch, write_ahead(bus, &ticket, intent))?;
+            let intent = write_ahead(bus, &ticket, intent);
+            let seq = bus.emit(actor, ticket.epoch, intent.clone())?;
+            // The shared journal (a batch queue) takes it too, or nothing leaves: a journal that
+            // refuses says this process no longer holds the work the mutation is for.
+            if let Err(reason) = bus.journal(seq, &intent) {
+                let why = Withholding::Unjournaled;
+                self.refuse_dispatch(&ticket, &format!("{}: {reason}", why.reason()), None)?;
+                return Ok(Err(Refusal::Withheld {
+                    decision_id: ticket.decision_id,
+                    risk: ticket.risk,
+                    why,
+                }));
+            }
         }
         let lease = (self.lease)();
         let permitted = match self.hold_clock {

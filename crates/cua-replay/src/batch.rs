@@ -9,7 +9,7 @@ use std::path::Path;
 use std::str::FromStr;
 
 use cua_artifact::{Capability, StepId};
-use cua_evidence::{IntentRecord, IntentState};
+use cua_evidence::{Intent, IntentRecord, IntentState};
 
 use crate::reconcile::{InDoubt, Interrupted, Reconciliation, interrupted};
 
@@ -91,22 +91,44 @@ pub struct InterruptedRow {
     pub last_intent_run: Option<String>,
 }
 
+/// An intent a shared journal (the batch queue's database) holds for one attempt at a row:
+/// line `seq` of run `run_id`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Journaled {
+    pub run_id: String,
+    pub seq: u64,
+    pub intent: Intent,
+}
+
 /// Reads every earlier attempt's trace under `evidence_root` and decides the row from their
-/// intents. An attempt whose run directory is missing was killed before it wrote anything, so
-/// it dispatched nothing; one whose trace exists but cannot be read could hold an intent, which
-/// is a person's question, never "run again".
+/// intents and the ones `journaled` holds for them. An attempt whose run directory is missing
+/// was killed before it wrote anything, so it dispatched nothing unless the journal holds an
+/// intent of it; one whose trace exists but cannot be read could hold an intent, which is a
+/// person's question, never "run again". A journaled intent the trace does not show (a trace
+/// lost with its machine) is in doubt.
 pub fn interrupted_row(
     evidence_root: &Path,
     capability: &Capability,
     attempts: &[String],
+    journaled: &[Journaled],
 ) -> InterruptedRow {
     let mut intents: Vec<IntentRecord> = Vec::new();
     let mut last_intent_run = None;
     for run_id in attempts {
         let run_dir = evidence_root.join(run_id);
+        let of_run: Vec<&Journaled> = journaled
+            .iter()
+            .filter(|journaled| journaled.run_id == *run_id)
+            .collect();
         let trace = match cua_evidence::read_trace(&run_dir) {
             Ok(trace) => trace,
-            Err(_) if !run_dir.exists() => continue,
+            Err(_) if !run_dir.exists() => {
+                if !of_run.is_empty() {
+                    last_intent_run = Some(run_id.clone());
+                }
+                intents.extend(of_run.into_iter().map(in_doubt));
+                continue;
+            }
             Err(error) => {
                 return InterruptedRow {
                     fate: Interrupted::NeedsHuman {
@@ -121,7 +143,13 @@ pub fn interrupted_row(
                 };
             }
         };
-        let found = cua_evidence::intents(&trace);
+        let mut found = cua_evidence::intents(&trace);
+        let unseen: Vec<IntentRecord> = of_run
+            .into_iter()
+            .filter(|journaled| found.iter().all(|record| record.seq != journaled.seq))
+            .map(in_doubt)
+            .collect();
+        found.extend(unseen);
         if !found.is_empty() {
             last_intent_run = Some(run_id.clone());
         }
@@ -130,6 +158,15 @@ pub fn interrupted_row(
     InterruptedRow {
         fate: interrupted(capability, &intents),
         last_intent_run,
+    }
+}
+
+/// A journaled intent with nothing in a trace to settle it.
+fn in_doubt(journaled: &Journaled) -> IntentRecord {
+    IntentRecord {
+        seq: journaled.seq,
+        intent: journaled.intent.clone(),
+        state: IntentState::InDoubt,
     }
 }
 

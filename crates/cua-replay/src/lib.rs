@@ -95,8 +95,8 @@ mod visual;
 mod wiring;
 
 pub use batch::{
-    InterruptedRow, Settled, Shard, after_reconciliation, announced_mutations, attempt_run_id,
-    batch_id, interrupted_row,
+    InterruptedRow, Journaled, Settled, Shard, after_reconciliation, announced_mutations,
+    attempt_run_id, batch_id, interrupted_row,
 };
 pub use clock::{ManualClock, RunClock, Sleep, TokioClock};
 /// The prepared document a run takes, from the crate that owns documents.

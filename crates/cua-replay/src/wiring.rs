@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use cua_artifact::{Actor, PolicyConfig};
 use cua_evidence::{
-    Clock, EvidenceBus, EvidenceError, InstallationKey, Redactor, RunId, SecretResolver,
+    Clock, EvidenceBus, EvidenceError, InstallationKey, IntentJournal, Redactor, RunId,
+    SecretResolver,
 };
 use cua_policy::{Lease, PolicyEngine};
 use cua_surface::SurfaceDriver;
@@ -39,6 +40,9 @@ pub struct RunSetup<'a> {
     /// A redactor shared with another sink (the console's server), so every secret the run
     /// resolves is scrubbed there too; a fresh one from the policy when absent.
     pub redactor: Option<Redactor>,
+    /// Where each write-ahead intent is recorded besides the trace (a batch queue's database),
+    /// before its mutation may leave.
+    pub intent_journal: Option<Arc<dyn IntentJournal>>,
 }
 
 impl<'a> RunSetup<'a> {
@@ -58,6 +62,7 @@ impl<'a> RunSetup<'a> {
             signing_key: None,
             lease: None,
             redactor: None,
+            intent_journal: None,
         }
     }
 }
@@ -86,6 +91,10 @@ impl RunWiring {
         )?;
         let bus = match setup.signing_key {
             Some(key) => bus.with_signing_key(key),
+            None => bus,
+        };
+        let bus = match setup.intent_journal {
+            Some(journal) => bus.with_intent_journal(journal),
             None => bus,
         };
         let secrets = SecretResolver::new(

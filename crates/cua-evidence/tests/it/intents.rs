@@ -149,3 +149,61 @@ fn intent_states_have_their_wire_names() {
     .collect();
     assert_eq!(names, ["confirmed", "not_dispatched", "in_doubt"]);
 }
+
+/// Keeps what it is given, or refuses.
+struct Journal {
+    kept: std::sync::Mutex<Vec<(String, u64, String)>>,
+    refuse: bool,
+}
+
+impl cua_evidence::IntentJournal for Journal {
+    fn record(&self, run_id: &str, seq: u64, intent: &Intent) -> Result<(), String> {
+        if self.refuse {
+            return Err("the row passed to another worker".to_owned());
+        }
+        self.kept.lock().expect("the journal's lock").push((
+            run_id.to_owned(),
+            seq,
+            intent.decision_id.clone(),
+        ));
+        Ok(())
+    }
+}
+
+/// A bus passes intents to its journal under its own run id, and the journal's answer back; a
+/// bus without a journal takes every intent.
+#[test]
+fn a_bus_passes_intents_to_its_journal() {
+    let intent = Intent::of_run(
+        "run",
+        Some(id("post_transfer")),
+        "dec-7",
+        ActionKind::Click,
+        RiskTier::Irreversible,
+    );
+    let root = tempfile::tempdir().expect("a temporary directory");
+    let plain = bus(root.path(), "run-20260930-000000002", policy_redactor());
+    assert_eq!(plain.journal(4, &intent), Ok(()));
+
+    let keeping = std::sync::Arc::new(Journal {
+        kept: std::sync::Mutex::new(Vec::new()),
+        refuse: false,
+    });
+    let kept = bus(root.path(), "run-20260930-000000003", policy_redactor())
+        .with_intent_journal(keeping.clone());
+    assert_eq!(kept.journal(4, &intent), Ok(()));
+    assert_eq!(
+        *keeping.kept.lock().expect("the journal's lock"),
+        [("run-20260930-000000003".to_owned(), 4, "dec-7".to_owned())]
+    );
+
+    let refusing = bus(root.path(), "run-20260930-000000004", policy_redactor())
+        .with_intent_journal(std::sync::Arc::new(Journal {
+            kept: std::sync::Mutex::new(Vec::new()),
+            refuse: true,
+        }));
+    assert_eq!(
+        refusing.journal(4, &intent),
+        Err("the row passed to another worker".to_owned())
+    );
+}

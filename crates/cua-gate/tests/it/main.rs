@@ -547,3 +547,88 @@ async fn the_approval_is_recorded_for_the_irreversible_action_and_no_other() {
     );
     assert_eq!(approvals[1], (RiskTier::Safe, None));
 }
+
+/// A journal that keeps what it is given, or refuses everything with `refusal`.
+struct Journal {
+    kept: std::sync::Mutex<Vec<(String, u64, String)>>,
+    refusal: Option<&'static str>,
+}
+
+impl cua_evidence::IntentJournal for Journal {
+    fn record(&self, run_id: &str, seq: u64, intent: &cua_evidence::Intent) -> Result<(), String> {
+        if let Some(refusal) = self.refusal {
+            return Err(refusal.to_owned());
+        }
+        self.kept.lock().expect("the journal's lock").push((
+            run_id.to_owned(),
+            seq,
+            intent.decision_id.clone(),
+        ));
+        Ok(())
+    }
+}
+
+/// A batch queue's journal takes every intent after the trace does, under the intent's line
+/// number; when it refuses (another worker holds the row), nothing is dispatched and the trace
+/// settles the intent as never sent.
+#[tokio::test]
+async fn an_intent_the_journal_refuses_is_never_dispatched() {
+    let engine = engine();
+    let lease = || Lease::new(Actor::Automation);
+    let port = Port::default();
+    let save = || click(Actor::Automation, 1, "Save", Some(RiskTier::Elevated));
+
+    let root = tempfile::tempdir().unwrap();
+    let keeping = Arc::new(Journal {
+        kept: std::sync::Mutex::new(Vec::new()),
+        refusal: None,
+    });
+    let kept = bus(root.path()).with_intent_journal(keeping.clone());
+    Gate::new(&engine, Some(&kept), &lease)
+        .pass(save(), |authorized| port.dispatch(authorized), Vec::new)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(port.calls(), 1);
+    assert_eq!(
+        *keeping.kept.lock().unwrap(),
+        [("run-gate".to_owned(), 2, "dec-000001".to_owned())],
+        "the journal holds the trace's second line, the intent"
+    );
+
+    let root = tempfile::tempdir().unwrap();
+    let refusing = Arc::new(Journal {
+        kept: std::sync::Mutex::new(Vec::new()),
+        refusal: Some("row 4 of batch b is no longer this worker's at epoch 2"),
+    });
+    let bus = bus(root.path()).with_intent_journal(refusing);
+    let refusal = Gate::new(&engine, Some(&bus), &lease)
+        .pass(save(), |authorized| port.dispatch(authorized), Vec::new)
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(
+            refusal,
+            Refusal::Withheld {
+                why: Withholding::Unjournaled,
+                risk: RiskTier::Elevated,
+                ..
+            }
+        ),
+        "{refusal:?}"
+    );
+    assert_eq!(port.calls(), 1, "the port was not called again");
+    let story = story(&bus);
+    assert_eq!(story.len(), 3, "{story:?}");
+    // The engine numbers its decisions across sessions: this one is its second.
+    assert!(story[1].starts_with("intent dec-000002"), "{story:?}");
+    assert_eq!(
+        story[2],
+        "dispatch refused: the intent journal refused the write-ahead intent: row 4 of batch b \
+         is no longer this worker's at epoch 2 (lease at None)"
+    );
+    let intents = cua_evidence::intents(&read_trace(bus.dir()).unwrap());
+    assert_eq!(intents.len(), 1);
+    assert_eq!(intents[0].state, cua_evidence::IntentState::NotDispatched);
+}

@@ -2,7 +2,9 @@
 //! run's attempt, and a refusal becomes the stop the run ends on.
 
 use cua_artifact::{Actor, FailureCode, RiskTier, StepId};
-use cua_gate::{Cleared, Gate, IntentKey, Refusal, Request as GateRequest, Sent, Ticket};
+use cua_gate::{
+    Cleared, Gate, IntentKey, Refusal, Request as GateRequest, Sent, Ticket, Withholding,
+};
 use cua_policy::{AuthorizationContext, DenialCode, ResolvedTarget, SurfaceAction};
 use cua_surface::SurfaceDriver;
 
@@ -86,11 +88,12 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                     risk.as_str(),
                     why.reason()
                 );
-                (
-                    Stop::new(FailureCode::PolicyDenied, reason),
-                    decision_id,
-                    risk,
-                )
+                // A journal that refuses the intent says the row passed to another worker.
+                let code = match why {
+                    Withholding::Unjournaled => FailureCode::LeaseLost,
+                    Withholding::ReadOnly | Withholding::NoTrace => FailureCode::PolicyDenied,
+                };
+                (Stop::new(code, reason), decision_id, risk)
             }
             Refusal::Stale {
                 decision_id,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cua_artifact::{ActionKind, Actor, Capability, RiskTier, StepId};
 use cua_evidence::{Dispatch, EvidenceBus, FixedClock, Intent, Redactor, RunId, Timestamp};
 use cua_replay::{
-    InDoubt, Interrupted, Reconciliation, Settled, Shard, after_reconciliation,
+    InDoubt, Interrupted, Journaled, Reconciliation, Settled, Shard, after_reconciliation,
     announced_mutations, attempt_run_id, batch_id, interrupted_row,
 };
 
@@ -60,8 +60,13 @@ fn attempt(root: &Path, run_id: &str, sent: bool) {
 }
 
 fn fate(root: &Path, attempts: &[&str]) -> String {
+    fate_journaled(root, attempts, &[])
+}
+
+/// [`fate`], with intents a queue's journal holds besides the traces.
+fn fate_journaled(root: &Path, attempts: &[&str], journaled: &[Journaled]) -> String {
     let attempts: Vec<String> = attempts.iter().map(|id| (*id).to_owned()).collect();
-    let decided = interrupted_row(root, &transfer(), &attempts);
+    let decided = interrupted_row(root, &transfer(), &attempts, journaled);
     let last = decided.last_intent_run.unwrap_or_else(|| "-".to_owned());
     match decided.fate {
         Interrupted::RunAgain => format!("run again (last intent in {last})"),
@@ -238,5 +243,51 @@ fn a_shared_redactor_learns_the_secrets_the_run_resolves() {
         !shared
             .redact_text(&format!("typed {secret}"))
             .contains(secret)
+    );
+}
+
+/// A queue's journal holds every intent a worker announced, whatever became of the worker's
+/// trace: one the trace does not show (the trace is lost, or its machine's disk is not the
+/// shared one) is in doubt, and a trace's own verdict on one it does show stands.
+#[test]
+fn a_journaled_intent_no_trace_settles_is_in_doubt() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    let journaled = |run_id: &str, seq: u64| Journaled {
+        run_id: run_id.to_owned(),
+        seq,
+        intent: Intent::of_run(
+            run_id,
+            Some(StepId::parse("post_transfer").unwrap()),
+            "dec-000009",
+            ActionKind::Click,
+            RiskTier::Irreversible,
+        ),
+    };
+    // No run directory at all, but the journal holds its intent: reconcile, never rerun.
+    assert_eq!(
+        fate_journaled(root, &["lost"], &[journaled("lost", 1)]),
+        "reconcile post_transfer (in lost)"
+    );
+    // Refused at the dispatch per the trace, and the journal holds that same line: the trace
+    // settles it.
+    attempt(root, "refused", false);
+    assert_eq!(
+        fate_journaled(root, &["refused"], &[journaled("refused", 1)]),
+        "run again (last intent in refused)"
+    );
+    // A journaled line the trace lacks (a later intent whose line never reached this disk).
+    assert_eq!(
+        fate_journaled(
+            root,
+            &["refused"],
+            &[journaled("refused", 1), journaled("refused", 9)]
+        ),
+        "reconcile post_transfer (in refused)"
+    );
+    // Another attempt's journaled intent does not belong to this one.
+    assert_eq!(
+        fate_journaled(root, &["refused"], &[journaled("elsewhere", 1)]),
+        "run again (last intent in refused)"
     );
 }
