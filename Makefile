@@ -16,7 +16,7 @@ MCP_VENV := target/mcp-venv
 MCP_SDK_VERSION := 2.3.0
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help deps deps-chromium deps-node deps-python build demo test lint deny deps-deny mutants mutants-diff deps-mutants test-only conformance-up conformance-down leftovers soak bench evidence fmt clean
+.PHONY: help deps deps-chromium deps-node deps-python build demo test lint deny deps-deny mutants mutants-diff deps-mutants test-only conformance-up conformance-down postgres-up postgres-down leftovers soak bench evidence fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -93,8 +93,8 @@ mutants-diff: deps-mutants ## Mutation testing of the code changed since MUTANTS
 test: lint test-only ## Format check, clippy, and every test (Chromium ones included)
 
 # The conformance apps run for the length of the tests and are stopped however the tests end.
-test-only: deps deps-node deps-python conformance-up
-	@trap 'conformance/apps.sh down' EXIT; \
+test-only: deps deps-node deps-python conformance-up postgres-up
+	@trap 'conformance/apps.sh down; scripts/postgres.sh down' EXIT; \
 	if $(CARGO) nextest --version >/dev/null 2>&1; then \
 		$(CARGO) nextest run --workspace --no-fail-fast; \
 	else \
@@ -104,6 +104,12 @@ test-only: deps deps-node deps-python conformance-up
 
 conformance-up: ## Install (Debian) and start the conformance apps: WordPress with MariaDB, Redmine with SQLite
 	conformance/apps.sh up
+
+postgres-up: ## Install (Debian) and start PostgreSQL on loopback for the batch queue (scripts/postgres.sh)
+	scripts/postgres.sh up
+
+postgres-down: ## Stop the batch queue's PostgreSQL (its data stays)
+	scripts/postgres.sh down
 
 conformance-down: ## Stop the conformance apps (their data stays; `conformance/apps.sh reset` starts afresh)
 	conformance/apps.sh down
