@@ -45,6 +45,16 @@ pub(crate) enum Command {
     /// 0 on success or a business outcome, 1 failed, 2 usage error or invalid/tampered
     /// document, 3 needs a human, 69 surface or target unavailable.
     Replay(Box<ReplayArgs>),
+    /// A batch on a PostgreSQL queue, replayed by `cua worker`s on any number of machines:
+    /// submit it, follow it, read its results. Exits 0, 2 for a usage error or a refused
+    /// submission, 69 when the queue cannot be reached.
+    #[command(subcommand)]
+    Batch(BatchCommand),
+    /// Claim jobs from a PostgreSQL queue and replay them, under a lease that a heartbeat
+    /// renews and a fencing epoch, until the queue is drained (--drain) or a signal stops it.
+    /// Exits 0, 2 for a usage error, 69 when the queue or the browser is unavailable, 130/143
+    /// on a signal (its row is given back and decided again from its intents).
+    Worker(Box<WorkerArgs>),
     /// Inspect the evidence runs leave behind.
     #[command(subcommand)]
     Evidence(EvidenceCommand),
@@ -98,6 +108,110 @@ pub(crate) enum Command {
     /// recovery), without opening any provider.
     #[command(subcommand)]
     Route(RouteCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum BatchCommand {
+    /// Record a batch: the sealed capability's hash, its overlay, the approval it is
+    /// submitted under, and one job per row (a row that is no row is finished at once).
+    Submit(Box<BatchSubmitArgs>),
+    /// Counts by state and status, throughput, rows in doubt, failures with their codes, rows
+    /// per worker.
+    Status(BatchQueryArgs),
+    /// The finished rows' result lines in row order, one JSON object per line, each with the
+    /// worker and epoch it came from.
+    Results(BatchQueryArgs),
+}
+
+/// The queue a batch command or a worker uses.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct QueueUrl {
+    /// The queue: a PostgreSQL URL, postgres://user:password@host:port/database. Prefer the
+    /// environment variable: a command line is visible to every user of the machine.
+    #[arg(
+        long = "queue",
+        value_name = "URL",
+        env = "CUA_QUEUE_URL",
+        hide_env_values = true
+    )]
+    pub(crate) url: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct BatchSubmitArgs {
+    /// The capability: a file, `id@version` in the catalog, or an `id` (its latest version).
+    #[arg(value_name = "CAPABILITY")]
+    pub(crate) capability: String,
+    /// One JSON object of inputs per line.
+    #[arg(long = "inputs", value_name = "ROWS.jsonl")]
+    pub(crate) rows: std::path::PathBuf,
+    /// Apply `tenants/<TENANT>/<capability id>.yaml` to the capability.
+    #[arg(long)]
+    pub(crate) tenant: Option<String>,
+    /// Bind `{base_url}` to an origin: scheme, host, optional port, nothing after.
+    #[arg(long, value_name = "ORIGIN")]
+    pub(crate) base_url: Option<cua_artifact::Origin>,
+    /// Opt in to irreversible steps (an approval pinned to the content hash is needed too).
+    #[arg(long)]
+    pub(crate) allow_irreversible: bool,
+    /// The approval file; by default the catalog's (the tenant's own first), as for replay.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) approval: Option<std::path::PathBuf>,
+    /// The batch id; `batch-<rows file stem>-<time and process>` by default.
+    #[arg(long, value_name = "ID")]
+    pub(crate) id: Option<String>,
+    #[command(flatten)]
+    pub(crate) queue: QueueUrl,
+    #[command(flatten)]
+    pub(crate) policy: PolicyFile,
+    #[command(flatten)]
+    pub(crate) paths: CatalogPaths,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct BatchQueryArgs {
+    /// The batch id `cua batch submit` printed.
+    #[arg(value_name = "BATCH")]
+    pub(crate) batch: String,
+    #[command(flatten)]
+    pub(crate) queue: QueueUrl,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct WorkerArgs {
+    #[command(flatten)]
+    pub(crate) queue: QueueUrl,
+    /// How many rows this worker replays at once, each in its own browser.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) concurrency: usize,
+    /// Claim only this batch's jobs.
+    #[arg(long, value_name = "BATCH")]
+    pub(crate) batch: Option<String>,
+    /// Exit once every row (of --batch, or of every batch) is finished, instead of waiting
+    /// for more. A row running under another worker's lease is waited for, since this worker
+    /// may have to take it over.
+    #[arg(long)]
+    pub(crate) drain: bool,
+    /// The name this worker's claims, attempts and intents are recorded under;
+    /// `<host>-<pid>` by default.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) worker_id: Option<String>,
+    /// How long a claim holds its row without a heartbeat; the heartbeat renews it every third
+    /// of that.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub(crate) lease_seconds: u64,
+    /// How long after another worker's lease ran out this worker may take its row: room for
+    /// an action that was already on its way when that worker's heartbeat gave up.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub(crate) grace_seconds: u64,
+    #[command(flatten)]
+    pub(crate) policy: PolicyFile,
+    /// Where run directories are written: a path every worker shares, so any of them can read
+    /// another's traces.
+    #[command(flatten)]
+    pub(crate) evidence: RunsDir,
+    #[command(flatten)]
+    pub(crate) paths: CatalogPaths,
 }
 
 #[derive(Debug, Subcommand)]

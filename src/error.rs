@@ -79,6 +79,8 @@ error_codes! {
     #[cfg_attr(all(not(feature = "fixture"), not(test)), expect(dead_code, reason = "only the demo reports it"))]
     DemoDirectory => "demo_directory", Usage, "The demo's output directory holds something else.";
     BatchLocked => "batch_locked", Usage, "Another process holds the batch's state.";
+    BatchExists => "batch_exists", Usage, "A batch by that id is in the queue already.";
+    NoBatch => "no_batch", Usage, "No batch by that id in the queue.";
     KeyUnwritable => "key_unwritable", Usage, "The signing key cannot be written where asked.";
     BadKey => "bad_key", Usage, "A public key that cannot be read.";
     NoEvaluation => "no_evaluation", Failed, "No evaluation at this exact content backs the approval.";
@@ -88,6 +90,7 @@ error_codes! {
     EvidenceUnwritable => "evidence_unwritable", Failed, "The run's evidence cannot be written.";
     EvidenceUnreadable => "evidence_unreadable", Failed, "A run's evidence cannot be read.";
     EvidenceBroken => "evidence_broken", Failed, "A run's evidence chain does not verify.";
+    QueueRefused => "queue_refused", Failed, "The batch queue's database refused an operation.";
     CompileFailed => "compile_failed", Failed, "A trace does not compile into a capability.";
     GoalNotMet => "goal_not_met", Failed, "Discovery, or the trace given to compile, did not reach its goal: nothing was compiled.";
     RecordingUnfinished => "recording_unfinished", Failed, "The recording was stopped before it was finished; its trace does not compile.";
@@ -109,6 +112,7 @@ error_codes! {
     SurfaceUnavailable => "surface_unavailable", Unavailable, "The browser or the application cannot be reached.";
     ChromiumMissing => "chromium_missing", Unavailable, "Chromium is not installed (`make deps`).";
     FixtureUnavailable => "fixture_unavailable", Unavailable, "The MemberDesk fixture cannot start.";
+    QueueUnavailable => "queue_unavailable", Unavailable, "The batch queue's database cannot be reached.";
 }
 
 impl Serialize for ErrorCode {

@@ -30,7 +30,7 @@ mod validate;
 
 use std::process::ExitCode;
 
-use crate::cli::{CatalogCommand, Cli, Command, EvidenceCommand, RouteCommand};
+use crate::cli::{BatchCommand, CatalogCommand, Cli, Command, EvidenceCommand, RouteCommand};
 use crate::error::CliError;
 use crate::output::{self, Exit};
 
@@ -47,6 +47,10 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
         Command::Evidence(EvidenceCommand::Verify(args)) => evidence::verify(format, &args),
         Command::Evidence(EvidenceCommand::Keygen(args)) => evidence::keygen(format, &args),
         Command::Replay(args) => replay::run(format, &args),
+        Command::Batch(BatchCommand::Submit(args)) => replay::queue::submit(format, &args),
+        Command::Batch(BatchCommand::Status(args)) => replay::queue::status(format, &args),
+        Command::Batch(BatchCommand::Results(args)) => replay::queue::results(format, &args),
+        Command::Worker(args) => replay::queue::worker(format, &args),
         Command::Validate(args) => validate::run(format, &args),
         Command::Seal(args) => seal::run(format, &args),
         Command::Schema(args) => Ok(schema::run(format, &args)),
@@ -92,6 +96,10 @@ fn name(command: &Command) -> &'static str {
             CatalogCommand::Search(_) => "catalog search",
         },
         Command::Replay(_) => "replay",
+        Command::Batch(BatchCommand::Submit(_)) => "batch submit",
+        Command::Batch(BatchCommand::Status(_)) => "batch status",
+        Command::Batch(BatchCommand::Results(_)) => "batch results",
+        Command::Worker(_) => "worker",
         Command::Evidence(EvidenceCommand::Verify(_)) => "evidence verify",
         Command::Evidence(EvidenceCommand::Keygen(_)) => "evidence keygen",
         Command::Version => "version",

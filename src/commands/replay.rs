@@ -35,6 +35,7 @@ use crate::output::{EnvelopeError, Exit, emit};
 mod assist;
 mod batch;
 mod escalations;
+pub(crate) mod queue;
 mod state;
 
 /// The structured-api and native-cli operators a replay dispatches `http` and `command`
@@ -129,6 +130,17 @@ pub(crate) struct Settings {
 
 impl Settings {
     fn from_args(args: &ReplayArgs) -> Result<Self, CliError> {
+        Self::from_args_with(args, None, true)
+    }
+
+    /// [`Settings::from_args`], judged by `approval` when given instead of the one `--approval`
+    /// or the catalog names, and checking the secrets the run needs only when `secrets` (a
+    /// batch's submitter need not hold the workers' secrets).
+    pub(crate) fn from_args_with(
+        args: &ReplayArgs,
+        approval: Option<CapabilityApproval>,
+        secrets: bool,
+    ) -> Result<Self, CliError> {
         let inputs = parse_inputs(&args.inputs)?;
         // A run id names a directory under the evidence root (a batch's names its state file
         // and its rows' directories): checked before anything is read or written.
@@ -152,9 +164,10 @@ impl Settings {
             )?),
             None => None,
         };
-        let approval = match &args.approval {
-            Some(path) => Some(load_approval(path)?),
-            None => recorded_approval(
+        let approval = match (approval, &args.approval) {
+            (Some(approval), _) => Some(approval),
+            (None, Some(path)) => Some(load_approval(path)?),
+            (None, None) => recorded_approval(
                 &args.paths.catalog,
                 &args.paths.tenants,
                 tenant.as_ref(),
@@ -188,11 +201,13 @@ impl Settings {
             tenant.clone(),
             args.base_url.clone(),
         );
-        check_secrets(
-            &prepared.capability,
-            &loader,
-            &policy_config.secrets.env_prefix,
-        )?;
+        if secrets {
+            check_secrets(
+                &prepared.capability,
+                &loader,
+                &policy_config.secrets.env_prefix,
+            )?;
+        }
         Ok(Self {
             prepared,
             inputs,
@@ -260,6 +275,7 @@ async fn single(format: Format, settings: &Settings) -> Result<Exit, CliError> {
         &run_id,
         settings.keyed_inputs(&run_id),
         None,
+        None,
     )
     .await;
     if let Some(model) = model {
@@ -288,18 +304,35 @@ async fn single(format: Format, settings: &Settings) -> Result<Exit, CliError> {
     Ok(exit_of(&report))
 }
 
+/// A queue claim's hold on its row, for the run that serves it: the session lease the worker's
+/// heartbeat takes away when the claim is lost, and the journal every intent must also reach.
+pub(crate) struct RowFence {
+    pub(crate) lease: Arc<std::sync::Mutex<cua_policy::Lease>>,
+    pub(crate) journal: Arc<dyn cua_evidence::IntentJournal>,
+}
+
 /// Replays once on `surface` into `<evidence>/<run_id>`, as `attempt` of a batch row when it
-/// is one.
+/// is one, under a queue claim's `fence` when a worker runs it.
 pub(crate) async fn replay_once(
     settings: &Settings,
     surface: &ChromiumSurface,
     run_id: &str,
     inputs: BTreeMap<String, Value>,
     attempt: Option<Attempt>,
+    fence: Option<&RowFence>,
 ) -> Result<ReplayReport, CliError> {
     let mut request = settings.request(inputs);
     request.attempt = attempt;
-    replay_request(settings, surface, run_id, request, None, Dispatches::Any).await
+    replay_request(
+        settings,
+        surface,
+        run_id,
+        request,
+        None,
+        Dispatches::Any,
+        fence,
+    )
+    .await
 }
 
 /// Runs `request` on `surface` into `<evidence>/<run_id>`: from the entrypoint, or, with `at`,
@@ -311,10 +344,13 @@ pub(crate) async fn replay_request(
     request: RunRequest,
     at: Option<ContinueAt>,
     dispatches: Dispatches,
+    fence: Option<&RowFence>,
 ) -> Result<ReplayReport, CliError> {
     let run_id = RunId::parse(run_id).map_err(|error| CliError::usage(error.to_string()))?;
     let wiring = RunWiring::open(RunSetup {
         signing_key: settings.signing_key.clone(),
+        lease: fence.map(|fence| Arc::clone(&fence.lease)),
+        intent_journal: fence.map(|fence| Arc::clone(&fence.journal)),
         ..RunSetup::new(
             &settings.evidence_dir,
             run_id,
@@ -669,7 +705,7 @@ fn check_secrets(
 /// The approval a run of `reference` is judged by when none is named, as the catalog judges it
 /// ([`cua_catalog::Catalog::approval_record`]): the tenant's own when its binding is there, else
 /// the base's, else none. A capability run from a file outside the catalog has none recorded.
-fn recorded_approval(
+pub(crate) fn recorded_approval(
     catalog: &Path,
     tenants: &Path,
     tenant: Option<&TenantId>,

@@ -113,6 +113,16 @@ impl Batch {
         args
     }
 
+    /// The approval file the transfers run under.
+    pub(crate) fn approval(&self) -> &str {
+        &self.approval
+    }
+
+    /// The rows file.
+    pub(crate) fn rows(&self) -> &str {
+        &self.rows
+    }
+
     pub(crate) fn workload(&self) -> Workload {
         self.workload
     }

@@ -77,7 +77,7 @@ impl Scene {
         let evidence = self.evidence().display().to_string();
         let base_url = self.base_url();
         let names = |flag: &str| args.iter().any(|arg| arg.as_ref() == flag);
-        let mut command = Command::new(env!("CARGO_BIN_EXE_cua"));
+        let mut command = self.cua_command();
         command.arg("replay").args(args.iter().map(AsRef::as_ref));
         if !names("--evidence-dir") {
             command.args(["--evidence-dir", evidence.as_str()]);
@@ -85,6 +85,13 @@ impl Scene {
         if !names("--base-url") {
             command.args(["--base-url", base_url.as_str()]);
         }
+        command
+    }
+
+    /// `cua` from the repository root, with the operator's credentials as secrets and no
+    /// arguments yet.
+    pub(crate) fn cua_command(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_cua"));
         command
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .env("NO_COLOR", "1")

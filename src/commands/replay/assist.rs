@@ -127,6 +127,7 @@ pub(crate) async fn after(
                     request,
                     Some(at),
                     super::Dispatches::Any,
+                    None,
                 )
                 .await?,
             )

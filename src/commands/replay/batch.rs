@@ -23,31 +23,32 @@ use cua_chromium::ChromiumSurface;
 use cua_evidence::RunId;
 use cua_fs::{Dir, FileMode};
 use cua_replay::{
-    Attempt, CapabilityLoader, Entropy, InDoubt, Interrupted, InterruptedRow, Reconciliation,
-    Settled, Shard,
+    Attempt, CapabilityLoader, Entropy, InDoubt, Interrupted, InterruptedRow, Journaled,
+    Reconciliation, Settled, Shard,
 };
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::state::{BatchState, Earlier, Header, StateLine};
-use super::{Dispatches, Settings, exit_of, fresh_run_id, launch, replay_once};
+use super::{Dispatches, RowFence, Settings, exit_of, fresh_run_id, launch, replay_once};
 use crate::cli::{Format, PoolKind, ReplayArgs};
 use crate::error::{CliError, ErrorCode};
 use crate::limits;
 use crate::output::Exit;
 
 /// A row's inputs, or why the line is not a row.
-type ParsedRow = Result<BTreeMap<String, Value>, String>;
+pub(super) type ParsedRow = Result<BTreeMap<String, Value>, String>;
 
 /// One row's result line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct RowLine {
-    row: usize,
+    pub(super) row: usize,
     /// success, business_outcome, confirmed (an interrupted attempt's mutation, found to have
-    /// happened), needs_human, failed or invalid_row.
-    status: String,
-    exit_code: u8,
+    /// happened), needs_human, failed, invalid_row, or (from a queue's worker) refused.
+    pub(super) status: String,
+    pub(super) exit_code: u8,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     run_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -55,9 +56,9 @@ pub(super) struct RowLine {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     evidence_dir: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    result: Option<Value>,
+    pub(super) result: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
+    pub(super) error: Option<String>,
     /// How an interrupted row was settled: which attempt, which step, what reconciliation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     settled: Option<String>,
@@ -65,7 +66,7 @@ pub(super) struct RowLine {
 
 impl RowLine {
     /// A row that is not one (bad JSON, a repeated key): nothing ran.
-    fn invalid(row: usize, reason: String) -> Self {
+    pub(super) fn invalid(row: usize, reason: String) -> Self {
         Self {
             row,
             status: "invalid_row".to_owned(),
@@ -80,7 +81,7 @@ impl RowLine {
     }
 
     /// A row a person must look at before anything runs again.
-    fn needs_human(
+    pub(super) fn needs_human(
         row: usize,
         run_id: Option<String>,
         evidence_dir: String,
@@ -101,7 +102,7 @@ impl RowLine {
 }
 
 /// What a worker does with a row.
-enum Work {
+pub(super) enum Work {
     /// Run it as this attempt (from 1).
     Run {
         row: usize,
@@ -120,7 +121,7 @@ enum Work {
 }
 
 /// What a worker made of a piece of work.
-enum Worked {
+pub(super) enum Worked {
     /// The row is finished (whatever its status): recorded `done`, printed.
     Line(RowLine),
     /// A signal stopped it before it finished: not recorded, so `--resume` decides it again.
@@ -206,62 +207,10 @@ pub(super) async fn run(
                 decided.insert(row, RowLine::invalid(row, reason));
             }
             (Some(Earlier::Started(attempts)), Ok(inputs)) => {
-                let InterruptedRow {
-                    fate,
-                    last_intent_run,
-                } = cua_replay::interrupted_row(
-                    &settings.evidence_dir,
-                    &settings.prepared.capability,
-                    attempts,
-                );
-                let count = u32::try_from(attempts.len()).unwrap_or(u32::MAX);
-                let evidence =
-                    |run_id: &str| settings.evidence_dir.join(run_id).display().to_string();
-                let in_doubt_run = last_intent_run
-                    .clone()
-                    .unwrap_or_else(|| attempts.last().cloned().unwrap_or_default());
-                match fate {
-                    Interrupted::RunAgain => queue.push_back(Work::Run {
-                        row,
-                        inputs,
-                        attempt: count + 1,
-                    }),
-                    Interrupted::Confirmed { step } => {
-                        decided.insert(
-                            row,
-                            RowLine {
-                                row,
-                                status: "confirmed".to_owned(),
-                                exit_code: 0,
-                                evidence_dir: Some(evidence(&in_doubt_run)),
-                                run_id: Some(in_doubt_run.clone()),
-                                effect: Some(EffectVerdict::Confirmed),
-                                result: None,
-                                error: None,
-                                settled: Some(format!(
-                                    "attempt {in_doubt_run} was interrupted after its mutation at step `{}` was confirmed; it is not run again (its outputs are in its evidence)",
-                                    step.as_ref().map_or("-", StepId::as_str)
-                                )),
-                            },
-                        );
-                    }
-                    Interrupted::Reconcile(in_doubt) => queue.push_back(Work::Reconcile {
-                        row,
-                        inputs,
-                        in_doubt,
-                        attempts: count,
-                        in_doubt_run,
-                    }),
-                    Interrupted::NeedsHuman { reason, .. } => {
-                        decided.insert(
-                            row,
-                            RowLine::needs_human(
-                                row,
-                                Some(in_doubt_run.clone()),
-                                evidence(&in_doubt_run),
-                                reason,
-                            ),
-                        );
+                match interrupted_work(settings, row, inputs, attempts, &[]) {
+                    Ok(work) => queue.push_back(work),
+                    Err(line) => {
+                        decided.insert(row, *line);
                     }
                 }
             }
@@ -340,7 +289,18 @@ pub(super) async fn run(
                     let Some(work) = next else {
                         break;
                     };
-                    let line = match work_row(settings, surface, &state, batch_id, work).await {
+                    let book = FileBook {
+                        state: &state,
+                        batch_id,
+                    };
+                    let run = RowRun {
+                        settings,
+                        surface,
+                        book: &book,
+                        batch_id,
+                        fence: None,
+                    };
+                    let line = match work_row(&run, work).await {
                         Worked::Line(line) => line,
                         // A row the signal stopped is not done: `--resume` decides it again
                         // from its attempt's intents.
@@ -397,14 +357,133 @@ pub(super) async fn run(
     Ok(exit)
 }
 
-/// Runs one piece of work on `surface`.
-async fn work_row(
+/// What to do with a row whose earlier attempts (`attempts`, their run ids) were interrupted,
+/// decided from their write-ahead intents (and those `journaled` elsewhere): run it again,
+/// reconcile its mutation in doubt, or report it (confirmed, or a person's question).
+pub(super) fn interrupted_work(
     settings: &Settings,
-    surface: &ChromiumSurface,
-    state: &BatchState,
-    batch_id: &str,
-    work: Work,
-) -> Worked {
+    row: usize,
+    inputs: BTreeMap<String, Value>,
+    attempts: &[String],
+    journaled: &[Journaled],
+) -> Result<Work, Box<RowLine>> {
+    let InterruptedRow {
+        fate,
+        last_intent_run,
+    } = cua_replay::interrupted_row(
+        &settings.evidence_dir,
+        &settings.prepared.capability,
+        attempts,
+        journaled,
+    );
+    let count = u32::try_from(attempts.len()).unwrap_or(u32::MAX);
+    let evidence = |run_id: &str| settings.evidence_dir.join(run_id).display().to_string();
+    let in_doubt_run = last_intent_run
+        .clone()
+        .unwrap_or_else(|| attempts.last().cloned().unwrap_or_default());
+    match fate {
+        Interrupted::RunAgain => Ok(Work::Run {
+            row,
+            inputs,
+            attempt: count + 1,
+        }),
+        Interrupted::Confirmed { step } => Err(Box::new(RowLine {
+            row,
+            status: "confirmed".to_owned(),
+            exit_code: 0,
+            evidence_dir: Some(evidence(&in_doubt_run)),
+            run_id: Some(in_doubt_run.clone()),
+            effect: Some(EffectVerdict::Confirmed),
+            result: None,
+            error: None,
+            settled: Some(format!(
+                "attempt {in_doubt_run} was interrupted after its mutation at step `{}` was confirmed; it is not run again (its outputs are in its evidence)",
+                step.as_ref().map_or("-", StepId::as_str)
+            )),
+        })),
+        Interrupted::Reconcile(in_doubt) => Ok(Work::Reconcile {
+            row,
+            inputs,
+            in_doubt,
+            attempts: count,
+            in_doubt_run,
+        }),
+        Interrupted::NeedsHuman { reason, .. } => Err(Box::new(RowLine::needs_human(
+            row,
+            Some(in_doubt_run.clone()),
+            evidence(&in_doubt_run),
+            reason,
+        ))),
+    }
+}
+
+/// Where a batch keeps its rows' attempts: the state file, or a queue's database.
+pub(super) trait RowBook: Sync {
+    /// The idempotency key of `row`: the same for every attempt at it, and for no other row.
+    fn key(&self, row: usize) -> String;
+
+    /// Records that attempt `attempt` at `row` starts as run `run_id`, or says why it could not
+    /// be recorded: then nothing runs, since a later decision about the row must know of it.
+    fn started<'a>(
+        &'a self,
+        row: usize,
+        attempt: u32,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>>;
+}
+
+/// The single-machine batch's book: its state file.
+struct FileBook<'a> {
+    state: &'a BatchState,
+    batch_id: &'a str,
+}
+
+impl RowBook for FileBook<'_> {
+    fn key(&self, row: usize) -> String {
+        self.state.key(self.batch_id, row)
+    }
+
+    fn started<'a>(
+        &'a self,
+        row: usize,
+        _attempt: u32,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        let written = self
+            .state
+            .write(&StateLine::Started {
+                row,
+                run_id: run_id.to_owned(),
+            })
+            .map_err(|error| {
+                format!(
+                    "the batch's state file {} could not be written: {error}",
+                    self.state.path().display()
+                )
+            });
+        Box::pin(std::future::ready(written))
+    }
+}
+
+/// What one row's work runs with.
+pub(super) struct RowRun<'a> {
+    pub(super) settings: &'a Settings,
+    pub(super) surface: &'a ChromiumSurface,
+    pub(super) book: &'a dyn RowBook,
+    pub(super) batch_id: &'a str,
+    /// A queue claim's lease and intent journal; none for the single-machine batch.
+    pub(super) fence: Option<&'a RowFence>,
+}
+
+/// Runs one piece of work.
+pub(super) async fn work_row(run: &RowRun<'_>, work: Work) -> Worked {
+    let RowRun {
+        settings,
+        surface,
+        book,
+        batch_id,
+        fence,
+    } = *run;
     let (row, inputs, attempt) = match work {
         Work::Run {
             row,
@@ -426,7 +505,7 @@ async fn work_row(
             let inputs = cua_replay::with_idempotency_key(
                 &settings.prepared.capability,
                 inputs,
-                &state.key(batch_id, row),
+                &book.key(row),
             );
             let (answer, reconcile_run) = reconcile_row(
                 settings,
@@ -475,11 +554,8 @@ async fn work_row(
     };
     let run_id = cua_replay::attempt_run_id(batch_id, row, attempt);
     let run_dir = settings.evidence_dir.join(&run_id);
-    // No attempt without its `started` line on disk: a resume must know to look at it.
-    if let Err(error) = state.write(&StateLine::Started {
-        row,
-        run_id: run_id.clone(),
-    }) {
+    // No attempt without its record: a later decision about the row must know to look at it.
+    if let Err(error) = book.started(row, attempt, &run_id).await {
         return Worked::Line(RowLine {
             row,
             status: "failed".to_owned(),
@@ -488,19 +564,16 @@ async fn work_row(
             effect: None,
             evidence_dir: None,
             result: None,
-            error: Some(format!(
-                "nothing was run: the batch's state file {} could not be written: {error}",
-                state.path().display()
-            )),
+            error: Some(format!("nothing was run: {error}")),
             settled: None,
         });
     }
     let attempt = Attempt {
         row: Some(row as u64),
         attempt,
-        idempotency_key: state.key(batch_id, row),
+        idempotency_key: book.key(row),
     };
-    match replay_once(settings, surface, &run_id, inputs, Some(attempt)).await {
+    match replay_once(settings, surface, &run_id, inputs, Some(attempt), fence).await {
         Ok(report)
             if report
                 .result
@@ -565,7 +638,7 @@ fn record_done(state: &BatchState, line: &RowLine) {
 }
 
 /// 128 random bits, hex: the batch's nonce.
-fn nonce() -> Result<String, CliError> {
+pub(super) fn nonce() -> Result<String, CliError> {
     let mut bytes = [0_u8; 32];
     cua_replay::SystemEntropy
         .fill(&mut bytes)
@@ -583,7 +656,10 @@ fn nonce() -> Result<String, CliError> {
 
 /// Rows that give the capability's idempotency-key input a value an earlier row already gave:
 /// one key names one mutation, so a second row with it could be taken for the first.
-fn duplicate_keys(settings: &Settings, rows: &[(usize, ParsedRow)]) -> BTreeMap<usize, String> {
+pub(super) fn duplicate_keys(
+    settings: &Settings,
+    rows: &[(usize, ParsedRow)],
+) -> BTreeMap<usize, String> {
     let mut first: BTreeMap<String, usize> = BTreeMap::new();
     let mut duplicates = BTreeMap::new();
     for (row, parsed) in rows {
@@ -639,6 +715,7 @@ async fn reconcile_row(
         request,
         None,
         Dispatches::ReadsOnly,
+        None,
     )
     .await
     {
@@ -650,7 +727,7 @@ async fn reconcile_row(
     }
 }
 
-fn parse_row(line: &str) -> Result<BTreeMap<String, Value>, String> {
+pub(super) fn parse_row(line: &str) -> Result<BTreeMap<String, Value>, String> {
     match serde_json::from_str::<Value>(line) {
         Ok(Value::Object(object)) => Ok(object.into_iter().collect()),
         Ok(_) => Err("a row must be a JSON object of inputs".to_owned()),
@@ -660,7 +737,7 @@ fn parse_row(line: &str) -> Result<BTreeMap<String, Value>, String> {
 
 /// The batch id, checked: a run id, with room for the longest run id its rows derive from it
 /// (`<id>-row-<n>-reconcile-<fresh id>`), since each names a directory in the evidence root.
-fn check_batch_id(batch_id: &str, last_row: usize) -> Result<String, CliError> {
+pub(super) fn check_batch_id(batch_id: &str, last_row: usize) -> Result<String, CliError> {
     RunId::parse(batch_id).map_err(|error| CliError::usage(error.to_string()))?;
     let longest = format!("{batch_id}-row-{last_row}-reconcile-{}", fresh_run_id());
     if RunId::parse(&longest).is_err() {
@@ -684,7 +761,7 @@ pub(super) fn refused(error: cua_fs::FsError) -> CliError {
 }
 
 /// A batch id from the rows file's name (and the shard), so `--resume` finds its state.
-fn batch_id_for(rows_path: &Path, shard: Option<Shard>) -> String {
+pub(super) fn batch_id_for(rows_path: &Path, shard: Option<Shard>) -> String {
     let stem = rows_path
         .file_stem()
         .map(|stem| stem.to_string_lossy().into_owned())

@@ -1,0 +1,848 @@
+//! `cua batch submit|status|results` and `cua worker`: one batch replayed by workers on any
+//! number of machines through a PostgreSQL queue (`cua-queue`).
+//!
+//! A worker claims a row, holds it under a lease its heartbeat renews, and runs it exactly as
+//! `cua replay --inputs` runs a row (`batch::work_row`), with two additions: every write-ahead
+//! intent must also reach the queue's journal, fenced by the claim's epoch, before its mutation
+//! may leave; and when the heartbeat finds the claim lost (or cannot renew it before it runs
+//! out by this machine's clock), the run's session lease is taken away, so the gate refuses
+//! the next dispatch. A row claimed again is decided from its attempts and from the intents
+//! the journal holds for them (`batch::interrupted_work`): a mutation in doubt is reconciled,
+//! never dispatched again blindly.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cua_artifact::{Actor, CapabilityApproval, ContentHash};
+use cua_chromium::ChromiumSurface;
+use cua_policy::Lease;
+use cua_queue::{BatchStatus, Claim, Finished, JournalClient, NewBatch, NewJob, Queue, QueueError};
+use cua_replay::Journaled;
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::batch::{
+    ParsedRow, RowBook, RowLine, RowRun, Work, Worked, batch_id_for, check_batch_id,
+    duplicate_keys, interrupted_work, nonce, parse_row, work_row,
+};
+use super::{RowFence, Settings, Stop, fresh_run_id, launch, watch_signals};
+use crate::cli::{
+    BatchQueryArgs, BatchSubmitArgs, CatalogPaths, Format, PolicyFile, PoolKind, ReplayArgs,
+    RunsDir, WorkerArgs,
+};
+use crate::error::{CliError, ErrorCode, runtime};
+use crate::limits;
+use crate::output::{Exit, emit};
+
+/// How often an idle worker asks for work.
+const POLL: Duration = Duration::from_secs(1);
+
+/// `cua batch submit`.
+pub(crate) fn submit(format: Format, args: &BatchSubmitArgs) -> Result<Exit, CliError> {
+    let replay = replay_args(
+        &args.capability,
+        args.tenant.clone(),
+        args.base_url.clone(),
+        args.allow_irreversible,
+        args.approval.clone(),
+        &args.policy,
+        RunsDir {
+            dir: "evidence/runs".into(),
+        },
+        &args.paths,
+    );
+    // The submitter need not hold the secrets: the workers read them.
+    let settings = Settings::from_args_with(&replay, None, false)?;
+    let content_hash = base_hash(&settings).ok_or_else(|| {
+        CliError::new(
+            ErrorCode::Refused,
+            format!(
+                "{} is a draft: a batch runs a sealed capability only (`cua seal` it, and review it)",
+                settings.prepared.capability.reference()
+            ),
+        )
+    })?;
+    let text = cua_fs::read_to_string_bounded(&args.rows, limits::ROWS)
+        .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
+    let rows: Vec<(usize, ParsedRow)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(index, line)| (index + 1, parse_row(line)))
+        .collect();
+    let last_row = rows.last().map_or(1, |(row, _)| *row);
+    let id = match &args.id {
+        Some(id) => check_batch_id(id, last_row)?,
+        None => check_batch_id(
+            &format!("{}-{}", batch_id_for(&args.rows, None), fresh_run_id()),
+            last_row,
+        )?,
+    };
+    let nonce = nonce()?;
+    let duplicates = duplicate_keys(&settings, &rows);
+    let key =
+        |row: usize| cua_evidence::idempotency_key(&format!("{id}/{nonce}"), Some(row as u64));
+    let mut invalid = 0_usize;
+    let jobs: Vec<NewJob> = rows
+        .into_iter()
+        .map(|(row, parsed)| {
+            let reason = match (parsed, duplicates.get(&row)) {
+                (Ok(inputs), None) => {
+                    return NewJob::Run {
+                        row: to_u32(row),
+                        inputs: Value::Object(inputs.into_iter().collect()),
+                        idempotency_key: key(row),
+                    };
+                }
+                (Ok(_), Some(reason)) => reason.clone(),
+                (Err(reason), _) => reason,
+            };
+            invalid += 1;
+            let line = RowLine::invalid(row, reason);
+            NewJob::Finished {
+                row: to_u32(row),
+                idempotency_key: key(row),
+                status: line.status.clone(),
+                exit_code: line.exit_code,
+                line: serde_json::to_value(&line).unwrap_or(Value::Null),
+            }
+        })
+        .collect();
+    let approval = settings
+        .prepared
+        .approval
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|error| CliError::new(ErrorCode::Internal, error.to_string()))?;
+    let batch = NewBatch {
+        id: id.clone(),
+        capability: settings.prepared.capability.reference().to_string(),
+        content_hash: content_hash.to_string(),
+        tenant: settings.tenant.as_ref().map(ToString::to_string),
+        base_url: args
+            .base_url
+            .as_ref()
+            .map(|origin| origin.as_str().to_owned()),
+        effective_digest: effective_digest(&settings)?,
+        approval,
+        allow_irreversible: args.allow_irreversible,
+        rows_digest: format!("blake3:{}", blake3::hash(text.as_bytes()).to_hex()),
+    };
+    runtime()?.block_on(async {
+        let queue = Queue::connect(&args.queue.url).await.map_err(queue_error)?;
+        queue.submit(&batch, &jobs).await.map_err(queue_error)
+    })?;
+    let submitted = serde_json::json!({
+        "batch_id": id,
+        "capability": batch.capability,
+        "content_hash": batch.content_hash,
+        "tenant": batch.tenant,
+        "rows": jobs.len(),
+        "jobs": jobs.len() - invalid,
+        "invalid_rows": invalid,
+    });
+    emit(format, "batch submit", Some(&submitted), None, || {
+        format!(
+            "submitted {id}: {} rows of {} ({} to run, {invalid} invalid)\n",
+            jobs.len(),
+            batch.capability,
+            jobs.len() - invalid
+        )
+    });
+    Ok(Exit::Success)
+}
+
+/// `cua batch status`.
+pub(crate) fn status(format: Format, args: &BatchQueryArgs) -> Result<Exit, CliError> {
+    let status = runtime()?.block_on(async {
+        let queue = Queue::connect(&args.queue.url).await.map_err(queue_error)?;
+        queue.status(&args.batch).await.map_err(queue_error)
+    })?;
+    emit(format, "batch status", Some(&status), None, || {
+        render_status(&status)
+    });
+    Ok(Exit::Success)
+}
+
+/// `cua batch results`: one line per finished row on stdout, as `cua replay --inputs` prints.
+pub(crate) fn results(format: Format, args: &BatchQueryArgs) -> Result<Exit, CliError> {
+    let lines = runtime()?.block_on(async {
+        let queue = Queue::connect(&args.queue.url).await.map_err(queue_error)?;
+        queue.results(&args.batch).await.map_err(queue_error)
+    })?;
+    match format {
+        Format::Json => emit(format, "batch results", Some(&lines), None, String::new),
+        Format::Text => {
+            let mut stdout = std::io::stdout().lock();
+            for line in &lines {
+                let _ = writeln!(
+                    stdout,
+                    "{}",
+                    serde_json::to_string(line).unwrap_or_default()
+                );
+            }
+        }
+    }
+    Ok(Exit::Success)
+}
+
+/// `cua worker`.
+pub(crate) fn worker(_format: Format, args: &WorkerArgs) -> Result<Exit, CliError> {
+    let worker_id = match &args.worker_id {
+        Some(name) => check_worker_id(name)?,
+        None => check_worker_id(&default_worker_id())?,
+    };
+    if args.concurrency == 0 || args.concurrency > 16 {
+        return Err(CliError::usage("--concurrency must be 1 to 16"));
+    }
+    if !(3..=3600).contains(&args.lease_seconds) {
+        return Err(CliError::usage("--lease-seconds must be 3 to 3600"));
+    }
+    if args.grace_seconds > 3600 {
+        return Err(CliError::usage("--grace-seconds must be at most 3600"));
+    }
+    let stop = Stop::default();
+    let runtime = runtime()?;
+    runtime.spawn(watch_signals(stop.clone()));
+    runtime.block_on(run_worker(args, &worker_id, &stop))
+}
+
+/// The worker's slots, each claiming and running rows until the queue is drained or a signal
+/// stops it.
+async fn run_worker(args: &WorkerArgs, worker_id: &str, stop: &Stop) -> Result<Exit, CliError> {
+    let queue = Queue::connect(&args.queue.url).await.map_err(queue_error)?;
+    let journal = queue.journal_client().map_err(queue_error)?;
+    let worker = Worker {
+        args,
+        queue,
+        journal,
+        stop,
+        lease: Duration::from_secs(args.lease_seconds),
+        grace: Duration::from_secs(args.grace_seconds),
+        batches: Mutex::new(HashMap::new()),
+    };
+    let slots = (1..=args.concurrency).map(|slot| {
+        let name = if args.concurrency == 1 {
+            worker_id.to_owned()
+        } else {
+            format!("{worker_id}.{slot}")
+        };
+        let worker = &worker;
+        async move { worker.slot(&name).await }
+    });
+    let outcomes = futures::future::join_all(slots).await;
+    let mut done: BTreeMap<String, usize> = BTreeMap::new();
+    let mut failure = None;
+    for outcome in outcomes {
+        match outcome {
+            Ok(counts) => {
+                for (status, count) in counts {
+                    *done.entry(status).or_insert(0) += count;
+                }
+            }
+            Err(error) => failure = failure.or(Some(error)),
+        }
+    }
+    let counts: Vec<String> = done
+        .iter()
+        .map(|(status, count)| format!("{status} {count}"))
+        .collect();
+    eprintln!(
+        "cua worker {worker_id}: {} rows finished ({})",
+        done.values().sum::<usize>(),
+        if counts.is_empty() {
+            "none".to_owned()
+        } else {
+            counts.join(", ")
+        }
+    );
+    if let Some(error) = failure {
+        return Err(error);
+    }
+    Ok(stop.requested().unwrap_or(Exit::Success))
+}
+
+/// What every slot of one worker shares.
+struct Worker<'a> {
+    args: &'a WorkerArgs,
+    queue: Queue,
+    journal: Arc<JournalClient>,
+    stop: &'a Stop,
+    lease: Duration,
+    /// How long after a lease ran out its row may be taken.
+    grace: Duration,
+    /// Each batch's settings as this worker's files make them, or why its jobs are refused.
+    batches: Mutex<HashMap<String, Result<Arc<Settings>, String>>>,
+}
+
+/// What happened to one claim.
+enum Held {
+    /// The row finished with this line.
+    Line(Box<RowLine>),
+    /// A signal stopped it (or the queue could not be read): the row is given back.
+    GiveBack,
+    /// The worker cannot go on (its browser does not start): the row is given back.
+    Fatal(CliError),
+}
+
+impl Worker<'_> {
+    /// One slot: claim, run, finish, until nothing is left (with --drain) or a signal.
+    async fn slot(&self, name: &str) -> Result<BTreeMap<String, usize>, CliError> {
+        let mut counts = BTreeMap::new();
+        let mut browser: Option<(String, ChromiumSurface)> = None;
+        let outcome = loop {
+            if self.stop.interrupt.is_raised() {
+                break Ok(());
+            }
+            let claimed_at = Instant::now();
+            let claim = match self
+                .queue
+                .claim(name, self.args.batch.as_deref(), self.lease, self.grace)
+                .await
+            {
+                Ok(Some(claim)) => claim,
+                Ok(None) => {
+                    if self.args.drain {
+                        match self.queue.open_rows(self.args.batch.as_deref()).await {
+                            Ok(0) => break Ok(()),
+                            Ok(_) => {}
+                            Err(error) => break Err(queue_error(error)),
+                        }
+                    }
+                    tokio::time::sleep(POLL).await;
+                    continue;
+                }
+                Err(error) => break Err(queue_error(error)),
+            };
+            // The lease runs from the claim: the heartbeat covers reading the batch and
+            // starting its browser as well as the run.
+            let session = Arc::new(Mutex::new(Lease::new(Actor::Automation)));
+            let work = async {
+                let settings = match self.settings(&claim.batch_id).await {
+                    Ok(settings) => settings,
+                    Err(reason) => return Held::Line(Box::new(refused_line(&claim, reason))),
+                };
+                if browser
+                    .as_ref()
+                    .is_none_or(|(batch, _)| *batch != claim.batch_id)
+                {
+                    if let Some((_, surface)) = browser.take() {
+                        surface.close().await;
+                    }
+                    let allowlist = match settings.browser_allowlist() {
+                        Ok(allowlist) => allowlist,
+                        Err(error) => {
+                            return Held::Line(Box::new(refused_line(
+                                &claim,
+                                error.message().to_owned(),
+                            )));
+                        }
+                    };
+                    match launch(allowlist).await {
+                        Ok(surface) => browser = Some((claim.batch_id.clone(), surface)),
+                        Err(error) => return Held::Fatal(error),
+                    }
+                }
+                let Some((_, surface)) = &browser else {
+                    return Held::GiveBack;
+                };
+                self.work(&claim, &settings, surface, &session).await
+            };
+            match self.hold(&claim, claimed_at, &session, work).await {
+                Held::Line(line) => {
+                    eprintln!(
+                        "cua worker {name}: batch {} row {}: {} (epoch {})",
+                        claim.batch_id, claim.row, line.status, claim.epoch
+                    );
+                    self.finish(&claim, &line).await;
+                    *counts.entry(line.status.clone()).or_insert(0) += 1;
+                }
+                Held::GiveBack => {
+                    let _ = self.queue.release(&claim).await;
+                }
+                Held::Fatal(error) => {
+                    let _ = self.queue.release(&claim).await;
+                    break Err(error);
+                }
+            }
+        };
+        if let Some((_, surface)) = browser {
+            surface.close().await;
+        }
+        outcome.map(|()| counts)
+    }
+
+    /// The settings of `batch` as this worker's catalog, tenants and policy make them, once
+    /// per batch; refused when they no longer match what was submitted.
+    async fn settings(&self, batch_id: &str) -> Result<Arc<Settings>, String> {
+        if let Some(known) = self
+            .batches
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(batch_id)
+        {
+            return known.clone();
+        }
+        let decided = match self.queue.batch(batch_id).await {
+            Ok(Some(batch)) => self.settings_for(&batch).map(Arc::new),
+            Ok(None) => Err(format!("batch {batch_id} is not in the queue")),
+            Err(error) => return Err(error.to_string()),
+        };
+        self.batches
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(batch_id.to_owned(), decided.clone());
+        decided
+    }
+
+    /// Builds a batch's settings and holds them against what was submitted: the capability's
+    /// content hash, the capability as bound (overlay and base URL applied), and the approval.
+    fn settings_for(&self, batch: &cua_queue::BatchRecord) -> Result<Settings, String> {
+        let approval: Option<CapabilityApproval> = batch
+            .approval
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(|error| format!("the batch's approval cannot be read: {error}"))?;
+        let base_url = batch
+            .base_url
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|error| format!("the batch's base URL: {error}"))?;
+        let replay = replay_args(
+            &batch.capability,
+            batch.tenant.clone(),
+            base_url,
+            batch.allow_irreversible,
+            None,
+            &self.args.policy,
+            self.args.evidence.clone(),
+            &self.args.paths,
+        );
+        let recorded = super::recorded_approval(
+            &self.args.paths.catalog,
+            &self.args.paths.tenants,
+            replay
+                .tenant
+                .as_deref()
+                .map(cua_artifact::TenantId::parse)
+                .transpose()
+                .map_err(|error| error.to_string())?
+                .as_ref(),
+            &cua_artifact::CapabilityRef::parse(&batch.capability)
+                .map_err(|error| error.to_string())?,
+        )
+        .map_err(|error| error.message().to_owned())?;
+        let mut settings = Settings::from_args_with(&replay, approval.clone(), true)
+            .map_err(|error| error.message().to_owned())?;
+        settings.stop = self.stop.clone();
+        let hash = base_hash(&settings).map_or_else(|| "a draft".to_owned(), ToString::to_string);
+        if hash != batch.content_hash {
+            return Err(format!(
+                "the capability {} is {hash} in this worker's catalog, but the batch was submitted \
+                 at {}: nothing of the batch runs here until the catalogs agree",
+                batch.capability, batch.content_hash
+            ));
+        }
+        let digest = effective_digest(&settings).map_err(|error| error.message().to_owned())?;
+        if digest != batch.effective_digest {
+            return Err(format!(
+                "the capability {} binds differently here (tenant {}, base URL {}) than when the \
+                 batch was submitted: its overlay changed",
+                batch.capability,
+                batch.tenant.as_deref().unwrap_or("none"),
+                batch.base_url.as_deref().unwrap_or("none")
+            ));
+        }
+        if let (Some(submitted), Some(now)) = (&approval, &recorded)
+            && now.content_hash == submitted.content_hash
+            && now != submitted
+        {
+            return Err(format!(
+                "the approval of {} changed since the batch was submitted (now {}): the batch runs \
+                 only under the approval it was submitted under",
+                batch.capability,
+                format!("{:?}", now.state).to_lowercase()
+            ));
+        }
+        Ok(settings)
+    }
+
+    /// Runs `work` for a claimed row under its lease: the heartbeat renews it meanwhile, and
+    /// takes the session's lease away when the claim is lost, so nothing more is dispatched
+    /// for it.
+    async fn hold(
+        &self,
+        claim: &Claim,
+        claimed_at: Instant,
+        session: &Mutex<Lease>,
+        work: impl std::future::Future<Output = Held>,
+    ) -> Held {
+        tokio::pin!(work);
+        let heartbeat = self.heartbeat(claim, claimed_at, session);
+        tokio::pin!(heartbeat);
+        tokio::select! {
+            held = &mut work => held,
+            () = &mut heartbeat => {
+                // The session's lease is gone: the run's next dispatch is refused, and it ends.
+                work.await
+            }
+        }
+    }
+
+    /// Renews the claim's lease every third of its length. Returns, with the session's lease
+    /// taken away, once the queue says the claim is lost, or once the lease has run out by
+    /// this machine's clock without a renewal.
+    async fn heartbeat(&self, claim: &Claim, claimed_at: Instant, session: &Mutex<Lease>) {
+        let period = self.lease / 3;
+        // The lease runs from when the database granted it, which is after `claimed_at`: this
+        // deadline is never later than the database's.
+        let mut deadline = claimed_at + self.lease;
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            tokio::time::sleep_until((now + period).min(deadline)).await;
+            let sent = Instant::now();
+            if sent >= deadline {
+                break;
+            }
+            match tokio::time::timeout(deadline - sent, self.queue.renew(claim, self.lease)).await {
+                Ok(Ok(true)) => deadline = sent + self.lease,
+                Ok(Ok(false)) => break,
+                // The queue did not answer: try again until the lease runs out.
+                Ok(Err(_)) | Err(_) => {}
+            }
+        }
+        session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .transfer(Actor::System);
+        eprintln!(
+            "cua worker {}: batch {} row {}: the claim at epoch {} is lost; nothing more is dispatched for it",
+            claim.worker, claim.batch_id, claim.row, claim.epoch
+        );
+    }
+
+    /// Decides the row from its earlier attempts and journaled intents, then runs it.
+    async fn work(
+        &self,
+        claim: &Claim,
+        settings: &Settings,
+        surface: &ChromiumSurface,
+        session: &Arc<Mutex<Lease>>,
+    ) -> Held {
+        let (attempts, journaled) = match (
+            self.queue.attempts(claim).await,
+            self.queue.journaled(claim).await,
+        ) {
+            (Ok(attempts), Ok(journaled)) => (attempts, journaled),
+            (Err(error), _) | (_, Err(error)) => {
+                eprintln!(
+                    "cua worker {}: batch {} row {}: {error}; the row is given back",
+                    claim.worker, claim.batch_id, claim.row
+                );
+                return Held::GiveBack;
+            }
+        };
+        let row = claim.row as usize;
+        let inputs: BTreeMap<String, Value> = match &claim.inputs {
+            Value::Object(object) => object.clone().into_iter().collect(),
+            _ => {
+                return Held::Line(Box::new(RowLine::invalid(
+                    row,
+                    "the queue holds no inputs for this row".to_owned(),
+                )));
+            }
+        };
+        let work = if attempts.is_empty() {
+            Work::Run {
+                row,
+                inputs,
+                attempt: 1,
+            }
+        } else {
+            let run_ids: Vec<String> = attempts
+                .iter()
+                .map(|attempt| attempt.run_id.clone())
+                .collect();
+            let journaled: Vec<Journaled> = journaled
+                .into_iter()
+                .map(|journaled| Journaled {
+                    run_id: journaled.run_id,
+                    seq: journaled.seq,
+                    intent: journaled.intent,
+                })
+                .collect();
+            match interrupted_work(settings, row, inputs, &run_ids, &journaled) {
+                Ok(work) => work,
+                Err(line) => return Held::Line(line),
+            }
+        };
+        let book = QueueBook {
+            queue: &self.queue,
+            claim,
+            settings,
+        };
+        let fence = RowFence {
+            lease: Arc::clone(session),
+            journal: self.journal.for_claim(claim),
+        };
+        let run = RowRun {
+            settings,
+            surface,
+            book: &book,
+            batch_id: &claim.batch_id,
+            fence: Some(&fence),
+        };
+        match work_row(&run, work).await {
+            Worked::Line(line) => Held::Line(Box::new(line)),
+            Worked::Interrupted => Held::GiveBack,
+        }
+    }
+
+    /// Records the row's line, with what its attempts' traces say of its journaled intents. A
+    /// refusal (another worker holds the row now) is reported, not fatal: that worker decides
+    /// the row again from its intents.
+    async fn finish(&self, claim: &Claim, line: &RowLine) {
+        let settings_root = self.args.evidence.dir.clone();
+        let intents = match self.queue.journaled(claim).await {
+            Ok(journaled) => settled_intents(&settings_root, &journaled),
+            Err(_) => Vec::new(),
+        };
+        let error_code = line
+            .result
+            .as_ref()
+            .and_then(|result| result.pointer("/error/code"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let finished = Finished {
+            status: line.status.clone(),
+            exit_code: line.exit_code,
+            error_code,
+            line: serde_json::to_value(line).unwrap_or(Value::Null),
+            intents,
+        };
+        if let Err(error) = self.queue.finish(claim, &finished).await {
+            eprintln!("cua worker {}: {error}", claim.worker);
+        }
+    }
+}
+
+/// The queue's book of a claimed row: its key as submitted, its attempts in the database.
+struct QueueBook<'a> {
+    queue: &'a Queue,
+    claim: &'a Claim,
+    settings: &'a Settings,
+}
+
+impl RowBook for QueueBook<'_> {
+    fn key(&self, _row: usize) -> String {
+        self.claim.idempotency_key.clone()
+    }
+
+    fn started<'a>(
+        &'a self,
+        _row: usize,
+        attempt: u32,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let evidence_dir = self.settings.evidence_dir.join(run_id);
+            self.queue
+                .start_attempt(
+                    self.claim,
+                    attempt,
+                    run_id,
+                    &evidence_dir.display().to_string(),
+                )
+                .await
+                .map_err(|error| error.to_string())
+        })
+    }
+}
+
+/// For each journaled intent whose attempt's trace is readable, the state the trace gives it.
+fn settled_intents(
+    evidence_root: &std::path::Path,
+    journaled: &[cua_queue::JournaledIntent],
+) -> Vec<(String, u64, cua_evidence::IntentState)> {
+    let mut traces: HashMap<&str, Vec<cua_evidence::IntentRecord>> = HashMap::new();
+    let mut settled = Vec::new();
+    for entry in journaled {
+        let records = traces.entry(entry.run_id.as_str()).or_insert_with(|| {
+            cua_evidence::read_trace(&evidence_root.join(&entry.run_id))
+                .map(|trace| cua_evidence::intents(&trace))
+                .unwrap_or_default()
+        });
+        if let Some(record) = records.iter().find(|record| record.seq == entry.seq) {
+            settled.push((entry.run_id.clone(), entry.seq, record.state));
+        }
+    }
+    settled
+}
+
+/// A claimed row whose batch this worker refuses to run: nothing ran.
+fn refused_line(claim: &Claim, reason: String) -> RowLine {
+    let mut line = RowLine::invalid(claim.row as usize, reason);
+    line.status = "refused".to_owned();
+    line
+}
+
+/// The arguments `cua replay` would take for a batch's capability, with this process's files.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the parts of one replay's arguments"
+)]
+fn replay_args(
+    capability: &str,
+    tenant: Option<String>,
+    base_url: Option<cua_artifact::Origin>,
+    allow_irreversible: bool,
+    approval: Option<std::path::PathBuf>,
+    policy: &PolicyFile,
+    evidence: RunsDir,
+    paths: &CatalogPaths,
+) -> ReplayArgs {
+    ReplayArgs {
+        capability: capability.to_owned(),
+        inputs: Vec::new(),
+        input_rows: None,
+        tenant,
+        base_url,
+        allow_irreversible,
+        approval,
+        policy: policy.clone(),
+        evidence,
+        paths: paths.clone(),
+        run_id: None,
+        concurrency: 1,
+        shard: None,
+        resume: false,
+        pool: PoolKind::Pages,
+        assist: false,
+    }
+}
+
+/// The content hash of the capability as sealed (before any overlay).
+fn base_hash(settings: &Settings) -> Option<&ContentHash> {
+    settings
+        .prepared
+        .overlay
+        .as_ref()
+        .map_or(&settings.prepared.capability, |overlay| &overlay.base)
+        .content_hash
+        .as_ref()
+}
+
+/// blake3 of the capability as a run executes it: overlay and base URL applied.
+fn effective_digest(settings: &Settings) -> Result<String, CliError> {
+    let bytes = serde_json::to_vec(&settings.prepared.capability)
+        .map_err(|error| CliError::new(ErrorCode::Internal, error.to_string()))?;
+    Ok(format!("blake3:{}", blake3::hash(&bytes).to_hex()))
+}
+
+fn queue_error(error: QueueError) -> CliError {
+    let code = match &error {
+        QueueError::Unavailable { .. } => ErrorCode::QueueUnavailable,
+        QueueError::Url { .. } => ErrorCode::Usage,
+        QueueError::BatchExists { .. } => ErrorCode::BatchExists,
+        QueueError::NoBatch { .. } => ErrorCode::NoBatch,
+        QueueError::Database { .. }
+        | QueueError::Fenced { .. }
+        | QueueError::Corrupt { .. }
+        | QueueError::NewerSchema { .. } => ErrorCode::QueueRefused,
+    };
+    CliError::new(code, error.to_string())
+}
+
+/// `<host>-<pid>`: unique among the workers of one queue as long as host names are.
+fn default_worker_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|host| host.trim().to_owned())
+        .unwrap_or_default();
+    let host: String = host
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let host = if host.is_empty() {
+        "worker".to_owned()
+    } else {
+        host
+    };
+    format!("{host}-{}", std::process::id())
+}
+
+fn check_worker_id(name: &str) -> Result<String, CliError> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if valid {
+        Ok(name.to_owned())
+    } else {
+        Err(CliError::usage(format!(
+            "invalid worker id `{name}`: 1 to 64 ASCII letters, digits, `-`, `_` or `.`"
+        )))
+    }
+}
+
+fn render_status(status: &BatchStatus) -> String {
+    let mut text = format!(
+        "batch {} ({})\nrows {}: {} done, {} running, {} queued\n",
+        status.batch_id, status.capability, status.rows, status.done, status.running, status.queued
+    );
+    if !status.by_status.is_empty() {
+        let counts: Vec<String> = status
+            .by_status
+            .iter()
+            .map(|(name, count)| format!("{name} {count}"))
+            .collect();
+        text.push_str(&format!("finished: {}\n", counts.join(", ")));
+    }
+    if let Some(rate) = status.rows_per_minute {
+        text.push_str(&format!("throughput: {rate} rows a minute\n"));
+    }
+    if !status.in_doubt.is_empty() {
+        let rows: Vec<String> = status.in_doubt.iter().map(ToString::to_string).collect();
+        text.push_str(&format!("in doubt: rows {}\n", rows.join(", ")));
+    }
+    for failure in &status.failures {
+        text.push_str(&format!(
+            "row {}: {}{}\n",
+            failure.row,
+            failure.status,
+            failure
+                .code
+                .as_deref()
+                .map(|code| format!(" ({code})"))
+                .unwrap_or_default()
+        ));
+    }
+    if !status.workers.is_empty() {
+        let workers: Vec<String> = status
+            .workers
+            .iter()
+            .map(|(name, count)| format!("{name} {count}"))
+            .collect();
+        text.push_str(&format!("workers: {}\n", workers.join(", ")));
+    }
+    text
+}
+
+fn to_u32(value: usize) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}
