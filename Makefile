@@ -131,9 +131,10 @@ soak: deps ## Long soaks: the crash harness with 300 kills (CUA_CRASH_KILLS), fi
 	set -o pipefail; CUA_CRASH_KILLS=$${CUA_CRASH_KILLS:-300} $(CARGO) test --test it crash:: -- --nocapture 2>&1 | tee evidence/soak-crash.txt
 	@$(MAKE) --no-print-directory leftovers
 
-bench: deps deps-node conformance-up ## Benchmarks: figures and ratios printed side by side, never asserted (the conformance apps run meanwhile)
-	@trap 'conformance/apps.sh down' EXIT; \
+bench: deps deps-node conformance-up postgres-up ## Benchmarks: figures and ratios printed side by side, never asserted (the conformance apps and PostgreSQL run meanwhile)
+	@trap 'conformance/apps.sh down; scripts/postgres.sh down' EXIT; \
 	$(CARGO) bench -p cua-replay --bench replay && \
+	$(CARGO) bench -p cua --bench queue && \
 	$(CARGO) bench -p cua-chromium --bench driver && \
 	$(CARGO) bench -p cua-target --bench resolve && \
 	$(CARGO) bench -p cua-catalog --bench search && \

@@ -4,16 +4,20 @@
 #
 #   scripts/postgres.sh up      install when missing, create the cluster on first start, start, wait
 #   scripts/postgres.sh down    stop it (its data stays)
+#   scripts/postgres.sh reset   stop it, delete its data, and start a fresh cluster
 #   scripts/postgres.sh url     print the URL of the `cua` role (its password included)
 #   scripts/postgres.sh status  exit 1 unless it accepts connections
 #
-# State lives under $CUA_POSTGRES_STATE (default /var/lib/cua-postgres): the data directory
+# A throwaway cluster: state lives under $CUA_POSTGRES_STATE (default target/postgres, gone with
+# `make clean`; `scripts/postgres.sh reset` starts afresh): the data directory
 # (owned by the `postgres` user, which the server runs as), its socket directory, the log, and
 # `url`, readable by its owner only. The server never listens beyond 127.0.0.1, and the `cua`
 # role's password is random: another local user can reach the port but not log in.
 set -euo pipefail
 
-state="${CUA_POSTGRES_STATE:-/var/lib/cua-postgres}"
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/.." && pwd)
+state="${CUA_POSTGRES_STATE:-$root/target/postgres}"
 port="${CUA_POSTGRES_PORT:-55432}"
 data="$state/data"
 run="$state/run"
@@ -112,6 +116,11 @@ case "${1:-}" in
       say "stopped"
     fi
     ;;
+  reset)
+    "$0" down
+    rm -rf "$data" "$run" "$url_file"
+    exec "$0" up
+    ;;
   url)
     [ -f "$url_file" ] || die "no cluster yet: run scripts/postgres.sh up"
     cat "$url_file"
@@ -120,7 +129,7 @@ case "${1:-}" in
     running && say "up on 127.0.0.1:$port" || { say "down"; exit 1; }
     ;;
   *)
-    echo "usage: scripts/postgres.sh up|down|url|status" >&2
+    echo "usage: scripts/postgres.sh up|down|reset|url|status" >&2
     exit 2
     ;;
 esac

@@ -24,8 +24,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("cua-route", &["cua-artifact"]),
     ("cua-evidence", &["cua-artifact", "cua-fs", "cua-snapshot"]),
     ("cua-catalog", &["cua-artifact", "cua-fs"]),
-    // Layer 2: the ports and the compiler.
+    // Layer 2: the ports, the compiler and the batch queue.
     ("cua-surface", &["cua-policy", "cua-snapshot"]),
+    ("cua-queue", &["cua-evidence"]),
     (
         "cua-compile",
         &[

@@ -4,13 +4,15 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The URL of the test server's `postgres` database as the `cua` role:
-/// `CUA_TEST_POSTGRES_URL`, else the file `scripts/postgres.sh up` writes.
+/// `CUA_TEST_POSTGRES_URL`, else the file `scripts/postgres.sh up` writes in its state
+/// directory (`CUA_POSTGRES_STATE`, by default the workspace's `target/postgres`).
 pub fn server_url() -> String {
     if let Ok(url) = std::env::var("CUA_TEST_POSTGRES_URL") {
         return url;
     }
-    let state =
-        std::env::var("CUA_POSTGRES_STATE").unwrap_or_else(|_| "/var/lib/cua-postgres".to_owned());
+    let state = std::env::var("CUA_POSTGRES_STATE").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/postgres").to_owned()
+    });
     let file = std::path::Path::new(&state).join("url");
     match std::fs::read_to_string(&file) {
         Ok(url) => url.trim().to_owned(),
