@@ -311,6 +311,10 @@ impl Schedule {
 /// its row. Afterwards every row is settled, none is lost, none is posted twice, and the
 /// frozen worker wrote nothing for the row it lost.
 #[test]
+#[expect(
+    clippy::print_stderr,
+    reason = "the chaos prints its seed and counts, to replay a failing schedule"
+)]
 fn workers_killed_at_random_leave_every_row_settled_and_none_posted_twice() {
     let seed = std::env::var("CUA_QUEUE_CHAOS_SEED")
         .ok()

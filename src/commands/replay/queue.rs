@@ -323,8 +323,16 @@ impl Worker<'_> {
             let session = Arc::new(Mutex::new(Lease::new(Actor::Automation)));
             let work = async {
                 let settings = match self.settings(&claim.batch_id).await {
-                    Ok(settings) => settings,
-                    Err(reason) => return Held::Line(Box::new(refused_line(&claim, reason))),
+                    Ok(Ok(settings)) => settings,
+                    Ok(Err(reason)) => return Held::Line(Box::new(refused_line(&claim, reason))),
+                    // The queue could not say what the batch is: not the batch's fault.
+                    Err(error) => {
+                        eprintln!(
+                            "cua worker {name}: batch {} row {}: {error}; the row is given back",
+                            claim.batch_id, claim.row
+                        );
+                        return Held::GiveBack;
+                    }
                 };
                 if browser
                     .as_ref()
@@ -377,26 +385,26 @@ impl Worker<'_> {
     }
 
     /// The settings of `batch` as this worker's catalog, tenants and policy make them, once
-    /// per batch; refused when they no longer match what was submitted.
-    async fn settings(&self, batch_id: &str) -> Result<Arc<Settings>, String> {
+    /// per batch, or why its rows are refused (they no longer match what was submitted). The
+    /// outer error is a queue that could not be read: nothing is decided then.
+    async fn settings(&self, batch_id: &str) -> Result<Result<Arc<Settings>, String>, QueueError> {
         if let Some(known) = self
             .batches
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(batch_id)
         {
-            return known.clone();
+            return Ok(known.clone());
         }
-        let decided = match self.queue.batch(batch_id).await {
-            Ok(Some(batch)) => self.settings_for(&batch).map(Arc::new),
-            Ok(None) => Err(format!("batch {batch_id} is not in the queue")),
-            Err(error) => return Err(error.to_string()),
+        let decided = match self.queue.batch(batch_id).await? {
+            Some(batch) => self.settings_for(&batch).map(Arc::new),
+            None => Err(format!("batch {batch_id} is not in the queue")),
         };
         self.batches
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(batch_id.to_owned(), decided.clone());
-        decided
+        Ok(decided)
     }
 
     /// Builds a batch's settings and holds them against what was submitted: the capability's
