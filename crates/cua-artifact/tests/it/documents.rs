@@ -218,3 +218,34 @@ fn a_url_template_fixes_its_origin_and_carries_no_sensitive_value() {
         ["cua::secret_misplaced"]
     );
 }
+
+#[test]
+fn document_kinds_are_named_by_their_short_name() {
+    for kind in DocumentKind::ALL {
+        assert_eq!(DocumentKind::from_name(kind.name()), Some(kind));
+        assert_eq!(kind.to_string(), kind.name());
+        assert_eq!(
+            DocumentKind::from_schema_literal(kind.schema_literal()),
+            Some(kind)
+        );
+    }
+    assert_eq!(
+        DocumentKind::ALL.map(|kind| kind.to_string()),
+        [
+            "capability",
+            "tenant_binding",
+            "approval",
+            "evaluation",
+            "run_record",
+            "policy"
+        ]
+    );
+    assert_eq!(
+        DocumentKind::from_name("run_record"),
+        Some(DocumentKind::RunRecord)
+    );
+    // Only the short name: not the schema literal, not another spelling.
+    for name in ["cua.policy/v1", "Policy", "tenant-binding", ""] {
+        assert_eq!(DocumentKind::from_name(name), None, "{name}");
+    }
+}

@@ -189,18 +189,33 @@ fn sealing_writes_only_the_hash() {
         format!("{MINIMAL}content_hash:  # filled by cua seal\n"),
         // A stale hash.
         format!("{MINIMAL}content_hash: blake3:{}\n", "0".repeat(64)),
+        // An empty value after a short line that holds a colon of its own, and a key spelled
+        // with space before its colon or in quotes: the hash goes right after the key's colon.
+        minimal_with("version: 1.0.0\n", "version: 1.0.0\ncontent_hash:\n"),
+        format!("{MINIMAL}content_hash :\n"),
+        format!("{MINIMAL}\"content_hash\":\n"),
     ];
     for text in variants {
         let sealed = seal_source("minimal.yaml", &text)
             .unwrap_or_else(|diagnostics| panic!("{}", cua_artifact::render_plain(&diagnostics)));
         assert_eq!(sealed.hash, expected);
         assert!(sealed.changed());
+        assert_eq!(
+            sealed
+                .text
+                .lines()
+                .filter(|line| line.contains(&format!(": {expected}")))
+                .count(),
+            1,
+            "{}",
+            sealed.text
+        );
         let reloaded = Capability::from_yaml(&sealed.text).expect("the sealed text loads");
         assert_eq!(reloaded.seal_state(), SealState::Sealed(expected.clone()));
         // Everything but the hash line is untouched.
         let without_hash = |text: &str| {
             text.lines()
-                .filter(|line| !line.starts_with("content_hash:"))
+                .filter(|line| !line.trim_start_matches('"').starts_with("content_hash"))
                 .map(str::to_owned)
                 .collect::<Vec<_>>()
         };
@@ -222,4 +237,19 @@ fn sealing_writes_only_the_hash() {
         seal_source("policy.yaml", &policy).expect_err("not a capability")[0].code,
         DiagnosticCode::UnknownDocument
     );
+}
+
+#[test]
+fn seal_states_have_their_wire_names() {
+    let capability = Capability::from_yaml(MINIMAL).expect("a draft loads");
+    let computed = capability.compute_hash();
+    let declared = cua_artifact::ContentHash::parse(&format!("blake3:{}", "0".repeat(64)))
+        .expect("a well-formed hash");
+    let names = [
+        SealState::Draft,
+        SealState::Sealed(computed.clone()),
+        SealState::Tampered { declared, computed },
+    ]
+    .map(|state| state.as_str());
+    assert_eq!(names, ["draft", "sealed", "tampered"]);
 }

@@ -10,6 +10,7 @@ mod overlay;
 mod properties;
 mod references;
 mod round_trip;
+mod rules;
 mod schemas;
 mod strict_yaml;
 mod support;

@@ -372,3 +372,121 @@ fn overlay_diagnostics_point_into_the_binding() {
         check_binding("northgate.yaml", &text, &binding, &base).expect_err("an unknown step");
     insta::assert_snapshot!(cua_artifact::render_plain(&diagnostics));
 }
+
+#[test]
+fn problems_of_the_effective_capability_are_placed_in_the_binding_where_they_can_be() {
+    let base = sealed_minimal();
+    let text = "schema: cua.tenant_binding/v1
+capability: acme.member.lookup@1.0.0
+tenant: northgate-fcu
+overrides:
+  submit_search:
+    target: {role: Button}
+checkpoint: {assert: url_matches, pattern: '('}
+";
+    let binding = TenantBinding::from_yaml(text).expect("parses");
+    // Applied directly, every problem of the result says it is one, at its path in the result.
+    let found: Vec<String> = match binding.apply(&base) {
+        Err(ArtifactError::Invalid(problems)) => problems
+            .into_iter()
+            .map(|problem| format!("{} {}", problem.path, problem.message))
+            .collect(),
+        other => panic!("expected problems, got {other:?}"),
+    };
+    assert_eq!(
+        found,
+        [
+            "steps[1].action.target.role effective: role \"Button\" is not a role name",
+            "checkpoint.pattern effective: the regex \"(\" does not compile: unclosed group",
+        ]
+    );
+    // Checked against the binding's text: the checkpoint's pattern is in the binding and is
+    // pointed at; the step's role is not (the override is), so that one is reported on the
+    // binding as a whole, naming its path in the effective capability.
+    let diagnostics = check_binding("binding.yaml", text, &binding, &base).expect_err("invalid");
+    let placed: Vec<String> = diagnostics
+        .iter()
+        .map(|diagnostic| {
+            format!(
+                "{} ({}) {}",
+                diagnostic.position(),
+                diagnostic.path,
+                diagnostic.message
+            )
+        })
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            "binding.yaml:1:1 ((document)) effective: role \"Button\" is not a role name (at steps[1].action.target.role)",
+            "binding.yaml:7:44 (checkpoint.pattern) effective: the regex \"(\" does not compile: unclosed group",
+        ]
+    );
+}
+
+#[test]
+fn what_a_tenant_approval_reviews_leaves_out_only_the_base_url() {
+    let text = minimal_with("title: Look up a member", "title: Look up a {member}");
+    let base = Capability::from_yaml(&text).expect("loads").sealed();
+    let mut binding = binding_for(&base);
+    binding.vars.insert(
+        Identifier::parse("base_url").expect("an id"),
+        "http://127.0.0.1:8812".into(),
+    );
+    binding.vars.insert(
+        Identifier::parse("member").expect("an id"),
+        "shareholder".into(),
+    );
+    let reviewed = binding.reviewed(&base).expect("applies");
+    assert_eq!(reviewed.title, "Look up a shareholder");
+    assert_eq!(reviewed.entrypoint.url, "{base_url}/");
+    assert_eq!(reviewed.policy.allowed_domains, ["{base_url}"]);
+    let effective = binding.apply(&base).expect("applies");
+    assert_eq!(effective.title, "Look up a shareholder");
+    assert_eq!(effective.entrypoint.url, "http://127.0.0.1:8812/");
+    assert_ne!(reviewed.content_hash, effective.content_hash);
+}
+
+#[test]
+fn an_approval_does_not_carry_to_an_effective_capability_edited_after_sealing() {
+    let base = sealed_minimal();
+    let binding = binding_for(&base);
+    let approval = CapabilityApproval {
+        schema: Default::default(),
+        capability: base.reference(),
+        content_hash: base.content_hash.clone().expect("sealed"),
+        state: ApprovalState::Approved,
+        approved_by: Some("reviewer".into()),
+        approved_at: Some("2026-09-15T18:27:33Z".into()),
+        scope: ApprovalScope::default(),
+        notes: String::new(),
+    };
+    let effective = binding.apply(&base).expect("applies");
+    assert_eq!(
+        binding.carries_approval(&base, &approval, &effective),
+        Ok(())
+    );
+    // The claimed hash is still the derived one, but the content no longer is.
+    let mut edited = effective.clone();
+    edited.title = "Something else".into();
+    assert_eq!(edited.content_hash, effective.content_hash);
+    assert_eq!(
+        binding.carries_approval(&base, &approval, &edited),
+        Err("the effective capability is not what this binding derives from this base".to_owned())
+    );
+}
+
+#[test]
+fn an_overlay_may_keep_the_policy_budgets_exactly() {
+    let base = sealed_minimal();
+    let mut binding = binding_for(&base);
+    binding.policy = Some(PolicyNarrowing {
+        max_steps: Some(base.policy.max_steps),
+        max_duration_ms: Some(base.policy.max_duration_ms),
+        ..PolicyNarrowing::default()
+    });
+    let effective = binding
+        .apply(&base)
+        .expect("the same budgets are no widening");
+    assert_eq!(effective.policy, base.policy);
+}

@@ -2,7 +2,7 @@
 //! size limits, one document per text, no merge keys.
 
 use cua_artifact::yaml::{MAX_DOCUMENT_BYTES, from_yaml};
-use cua_artifact::{Action, Capability, ValueExpr, YamlErrorKind};
+use cua_artifact::{Action, Capability, ValueExpr, YamlErrorKind, check_source, render_plain};
 
 use crate::support::{MINIMAL, minimal_with};
 
@@ -171,4 +171,101 @@ fn oversized_texts_multiple_documents_and_merge_keys_are_refused() {
 fn null_is_not_an_empty_string() {
     let text = minimal_with("title: Look up a member", "title:");
     assert_eq!(refusal(&text).0, YamlErrorKind::InvalidValue);
+}
+
+#[test]
+fn a_text_of_exactly_the_size_limit_is_read() {
+    let padding = MAX_DOCUMENT_BYTES - MINIMAL.len() - "# \n".len();
+    let at_limit = format!("{MINIMAL}# {}\n", "x".repeat(padding));
+    assert_eq!(at_limit.len(), MAX_DOCUMENT_BYTES);
+    let capability: Capability = from_yaml(&at_limit).expect("the limit itself is allowed");
+    assert_eq!(capability.title, "Look up a member");
+    let checked = check_source("at_limit.yaml", &at_limit);
+    assert!(checked.is_valid(), "{}", render_plain(&checked.diagnostics));
+    // One byte more is refused before any parsing, as a file and not as YAML.
+    let over = format!("{at_limit}#");
+    assert_eq!(refusal(&over).0, YamlErrorKind::TooLarge);
+    let checked = check_source("over.yaml", &over);
+    assert!(checked.kind.is_none() && checked.document.is_none());
+    assert_eq!(
+        render_plain(&checked.diagnostics),
+        format!(
+            "error[cua::document_too_large]: the file is {} bytes, above the {MAX_DOCUMENT_BYTES}-byte limit\n  --> over.yaml\n  = help: a document is a few kilobytes of YAML; this is not one\n",
+            MAX_DOCUMENT_BYTES + 1
+        )
+    );
+}
+
+#[test]
+fn errors_inside_a_remedy_keep_their_kind_and_point_at_their_value() {
+    // A remedy is read whole before its kind is known, so its errors arrive as plain messages;
+    // they are still told apart and placed on the offending value.
+    let remedy = |remedy: &str| {
+        let text = minimal_with(
+            "policy:\n",
+            &format!(
+                "recovery:\n  - id: r\n    detect: {{assert: http_status_in, codes: [502]}}\n    remedy: [{remedy}]\npolicy:\n"
+            ),
+        );
+        let error = from_yaml::<Capability>(&text).expect_err("the remedy is refused");
+        (
+            error.kind,
+            error
+                .location
+                .map(|location| (location.line, location.column, location.length)),
+            error.path.map(|path| path.to_string()),
+        )
+    };
+    assert_eq!(
+        remedy("{type: bogus}"),
+        (
+            YamlErrorKind::InvalidValue,
+            Some((32, 21, 5)),
+            Some("recovery[0].remedy[0].type".to_owned())
+        )
+    );
+    assert_eq!(
+        remedy("{type: navigate, url: 5}"),
+        (
+            YamlErrorKind::InvalidValue,
+            Some((32, 36, 1)),
+            Some("recovery[0].remedy[0].url".to_owned())
+        )
+    );
+    assert_eq!(
+        remedy("{type: navigate}"),
+        (
+            YamlErrorKind::MissingKey,
+            Some((32, 5, 6)),
+            Some("recovery[0].remedy".to_owned())
+        )
+    );
+    assert_eq!(
+        remedy("{type: reload, hard: true}"),
+        (
+            YamlErrorKind::UnknownKey,
+            Some((32, 29, 4)),
+            Some("recovery[0].remedy[0].hard".to_owned())
+        )
+    );
+}
+
+#[test]
+fn an_unknown_variant_with_a_quote_in_it_is_placed_on_its_value() {
+    let text = minimal_with(
+        "{name: member_id, pattern:",
+        "{name: member_id, type: 'str\"ing', pattern:",
+    );
+    let error = from_yaml::<Capability>(&text).expect_err("no such type");
+    assert_eq!(error.kind, YamlErrorKind::InvalidValue);
+    assert_eq!(
+        error
+            .location
+            .map(|location| (location.line, location.column, location.length)),
+        Some((9, 29, 9))
+    );
+    assert_eq!(
+        error.path.map(|path| path.to_string()).as_deref(),
+        Some("inputs[0].type")
+    );
 }
