@@ -131,7 +131,7 @@ async fn database_cost(url: &str) -> (usize, Duration) {
     let lease = Duration::from_secs(30);
     let started = Instant::now();
     while let Some(claim) = queue
-        .claim("bench", Some("bench-overhead"), lease, Duration::ZERO)
+        .claim("bench", Some("bench-overhead"), &[], lease, Duration::ZERO)
         .await
         .unwrap()
     {
@@ -147,7 +147,7 @@ async fn database_cost(url: &str) -> (usize, Duration) {
             ActionKind::Click,
             RiskTier::Elevated,
         );
-        let for_claim = journal.for_claim(&claim);
+        let for_claim = journal.for_claim(&claim, Duration::ZERO);
         tokio::task::spawn_blocking(move || for_claim.record(&run_id, 2, &intent))
             .await
             .unwrap()

@@ -83,8 +83,9 @@ fsync = on
 CONF
   start_server
   password=$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')
-  as_server "$bin/psql" -q -h "$run" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 \
-    -c "CREATE ROLE cua LOGIN CREATEDB PASSWORD '$password'" >/dev/null
+  # On stdin, not in psql's arguments, which every local user can read in /proc.
+  echo "CREATE ROLE cua LOGIN CREATEDB PASSWORD '$password'" \
+    | as_server "$bin/psql" -q -h "$run" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -f - >/dev/null
   (umask 077; echo "postgres://cua:$password@127.0.0.1:$port/postgres" >"$url_file")
 }
 

@@ -177,7 +177,7 @@ pub(crate) struct BatchQueryArgs {
     pub(crate) queue: QueueUrl,
 }
 
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub(crate) struct WorkerArgs {
     #[command(flatten)]
     pub(crate) queue: QueueUrl,

@@ -24,15 +24,33 @@ struct Queued {
 }
 
 impl Queued {
-    /// Transfers of `amounts`, submitted as batch `id`.
+    /// Transfers of `amounts`, submitted as batch `id`. Submitter and workers read a copy of
+    /// the catalog that records the transfer's approval, as a deployment's shared catalog does.
     fn submit(amounts: &[&str], id: &str) -> Self {
         let queued = Self {
             batch: Batch::new(amounts, id),
             database: TestDatabase::create(),
             id: id.to_owned(),
         };
+        let catalog = queued.catalog();
+        std::fs::create_dir(&catalog).expect("a catalog copy");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("capabilities");
+        for entry in std::fs::read_dir(&source).expect("the catalog") {
+            let entry = entry.expect("an entry");
+            std::fs::copy(entry.path(), catalog.join(entry.file_name())).expect("a copy");
+        }
+        std::fs::copy(
+            queued.batch.approval(),
+            catalog.join(format!("{TRANSFER}.approval.yaml")),
+        )
+        .expect("the approval in the catalog");
         queued.submit_rows(TRANSFER, id, amounts.len());
         queued
+    }
+
+    /// The catalog every command of this queue reads.
+    fn catalog(&self) -> std::path::PathBuf {
+        self.batch.scene.scratch.path().join("catalog")
     }
 
     /// Submits the batch's rows file as batch `id` of `capability`: under the transfer's
@@ -67,7 +85,8 @@ impl Queued {
         command
             .args(args)
             .env("CUA_QUEUE_URL", &self.database.url)
-            .env("CUA_EVIDENCE_DIR", self.batch.scene.evidence());
+            .env("CUA_EVIDENCE_DIR", self.batch.scene.evidence())
+            .env("CUA_CATALOG", self.catalog());
         command
     }
 
@@ -254,37 +273,51 @@ fn a_worker_killed_after_journaling_a_transfer_leaves_it_reconciled_not_repeated
     assert_eq!(status["in_doubt"], Value::Array(Vec::new()), "{status}");
 }
 
-/// A worker whose catalog revoked the approval a batch was submitted under runs none of its
-/// rows: each is refused, naming why, and nothing is posted.
+/// A worker refuses to run a batch whose approval its catalog no longer records as submitted
+/// (revoked, or never recorded): the rows stay queued for a worker whose catalog agrees,
+/// nothing is posted, and the worker says why and exits 2.
 #[test]
-fn a_worker_refuses_a_batch_whose_approval_was_revoked() {
+fn a_worker_refuses_a_batch_whose_approval_its_catalog_does_not_hold() {
     let queued = Queued::submit(&["8.00", "9.00"], "qrevoked");
-    let catalog = queued.batch.scene.scratch.path().join("catalog");
-    std::fs::create_dir(&catalog).expect("a catalog copy");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("capabilities");
-    for entry in std::fs::read_dir(&source).expect("the catalog") {
-        let entry = entry.expect("an entry");
-        std::fs::copy(entry.path(), catalog.join(entry.file_name())).expect("a copy");
-    }
-    let approval = std::fs::read_to_string(queued.batch.approval()).expect("the approval");
+    let recorded = queued.catalog().join(format!("{TRANSFER}.approval.yaml"));
+    let approval = std::fs::read_to_string(&recorded).expect("the approval");
     std::fs::write(
-        catalog.join(format!("{TRANSFER}.approval.yaml")),
+        &recorded,
         approval.replace("state: approved", "state: revoked"),
     )
     .expect("a revocation");
-    let catalog = catalog.display().to_string();
-    let worker = queued.worker("w", &["--catalog", &catalog]);
-    finish(worker, "w");
-    let results = queued.results();
-    assert_eq!(results.len(), 2);
-    for line in &results {
-        assert_eq!(line["status"], "refused", "{line}");
-        let error = line["error"].as_str().unwrap_or_default();
-        assert!(
-            error.contains("the approval of corebank.member.transfer_funds@1.0.0 changed since the batch was submitted"),
-            "{line}"
-        );
-    }
+    let output = queued
+        .worker("w", &[])
+        .wait_with_output()
+        .expect("the worker ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "refusing batch qrevoked: the approval of corebank.member.transfer_funds@1.0.0 \
+             changed since the batch was submitted (now revoked); its rows stay queued"
+        ),
+        "{stderr}"
+    );
+    // An approval the catalog never recorded (one given on the submitter's command line only)
+    // is no approval to a worker either.
+    std::fs::remove_file(&recorded).expect("the approval is gone");
+    let output = queued
+        .worker("w2", &[])
+        .wait_with_output()
+        .expect("the worker ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("does not record: approve it in the catalog the workers read"),
+        "{stderr}"
+    );
+    let status = queued.status();
+    assert_eq!(
+        (status["queued"].as_u64(), status["done"].as_u64()),
+        (Some(2), Some(0)),
+        "{status}"
+    );
     assert!(
         queued.batch.scene.fixture().handle().transfers().is_empty(),
         "nothing was posted"

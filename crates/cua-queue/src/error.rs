@@ -13,7 +13,7 @@ pub enum QueueError {
     )]
     Unavailable { reason: String },
 
-    #[error("the queue's database refused: {reason}")]
+    #[error("the queue's database refused, or answered what cua cannot read: {reason}")]
     Database { reason: String },
 
     #[error("batch `{batch}` was submitted already; a batch is submitted once (pass another --id)")]
@@ -62,14 +62,24 @@ impl QueueError {
 
 impl From<tokio_postgres::Error> for QueueError {
     fn from(error: tokio_postgres::Error) -> Self {
-        if error.is_closed() || error.as_db_error().is_none() {
-            Self::Unavailable {
-                reason: describe(&error),
+        let reason = describe(&error);
+        let unavailable = match error.as_db_error() {
+            // Connection exceptions, too many connections, a server shutting down or starting.
+            Some(db) => {
+                let code = db.code().code();
+                code.starts_with("08") || code.starts_with("53") || code.starts_with("57P")
             }
+            None => {
+                error.is_closed()
+                    || std::error::Error::source(&error)
+                        .is_some_and(|source| source.is::<std::io::Error>())
+                    || reason.contains("timed out")
+            }
+        };
+        if unavailable {
+            Self::Unavailable { reason }
         } else {
-            Self::Database {
-                reason: describe(&error),
-            }
+            Self::Database { reason }
         }
     }
 }

@@ -6,12 +6,20 @@
 //! lease that its heartbeat renews. Everything a worker writes for a row (an attempt, a
 //! write-ahead intent, the result) is conditional on the job still being at the worker's
 //! epoch, so a worker that stopped heartbeating, and whose row another worker took, can write
-//! nothing more for it; an intent (and so its mutation) is also refused once the lease has run
-//! out by the database's clock.
+//! nothing more for it; an intent (and so its mutation) is also refused once less than a margin
+//! of the lease is left by the database's clock.
 //!
 //! The intent journal ([`JournalClient`]) is synchronous, because the evidence bus that calls it
-//! is: it owns a thread with its own connection, so a worker's runtime is never blocked on a
-//! pool it also serves.
+//! is: it owns a thread with its own connection (so it never waits on the pool its caller may
+//! hold), and the caller's wait, at most a few seconds, is moved off the runtime's shared work
+//! with `block_in_place` on a multi-threaded runtime.
+//!
+//! What the fence cannot do: an intent is taken only while a third of the lease is left, and
+//! the heartbeat takes the run's session lease away when the claim is lost; but a worker paused
+//! (SIGSTOP, a frozen VM) between the journal and the dispatch for longer than that margin plus
+//! the grace can still dispatch after another worker took the row. Only the application, keyed
+//! by the row's idempotency key, can close that window, which is why capabilities pass the key
+//! to the application and reconcile by it.
 //!
 //! Architecture invariant: the only crate that names `tokio-postgres`; it knows batches, rows,
 //! attempts and intents, never capabilities, browsers or policies.
@@ -36,8 +44,13 @@ pub use migrate::MIGRATIONS;
 /// The most connections one process holds in its pool (the intent journal has its own).
 const POOL_SIZE: usize = 4;
 
-/// How long the intent journal waits for the database before refusing the intent.
-const JOURNAL_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long the intent journal waits for the database before refusing the intent: well under
+/// a third of the shortest lease, so a slow database refuses an intent rather than let it
+/// through late.
+const JOURNAL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long connecting, or a connection that stopped answering, may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A batch as submitted.
 #[derive(Debug, Clone, PartialEq)]
@@ -180,9 +193,17 @@ impl Queue {
     /// Connects to the database `url` names (`postgres://user@host:port/db`, or key=value
     /// pairs) and brings its schema up to date.
     pub async fn connect(url: &str) -> Result<Self, QueueError> {
-        let config: tokio_postgres::Config = url.parse().map_err(|source| QueueError::Url {
+        let mut config: tokio_postgres::Config = url.parse().map_err(|source| QueueError::Url {
             reason: format!("{source}"),
         })?;
+        // A database that does not answer is an error within seconds, not a hang: a worker
+        // whose queue is gone must stop dispatching before its lease runs out.
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(CONNECT_TIMEOUT);
+        }
         let manager = Manager::from_config(
             config.clone(),
             NoTls,
@@ -192,6 +213,9 @@ impl Queue {
         );
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(CONNECT_TIMEOUT))
+            .create_timeout(Some(CONNECT_TIMEOUT))
             .build()
             .map_err(|source| QueueError::Url {
                 reason: source.to_string(),
@@ -318,13 +342,15 @@ impl Queue {
         }))
     }
 
-    /// Claims the next job (of `batch`, or of any batch): a queued one, or a running one whose
+    /// Claims the next job (of `batch`, or of any batch, never of one in `skip`): a queued one,
+    /// or a running one whose
     /// lease ran out more than `grace` ago. The claim raises the job's epoch and leases it to
     /// `worker` for `lease`. `None` when there is nothing to claim.
     pub async fn claim(
         &self,
         worker: &str,
         batch: Option<&str>,
+        skip: &[String],
         lease: Duration,
         grace: Duration,
     ) -> Result<Option<Claim>, QueueError> {
@@ -333,7 +359,7 @@ impl Queue {
             .query_opt(
                 "WITH next AS ( \
                    SELECT batch_id, row_number FROM cua_jobs \
-                   WHERE ($2::text IS NULL OR batch_id = $2) \
+                   WHERE ($2::text IS NULL OR batch_id = $2) AND batch_id <> ALL($5) \
                      AND (state = 'queued' OR (state = 'running' \
                           AND lease_expires_at < clock_timestamp() - make_interval(secs => $4))) \
                    ORDER BY batch_id, row_number \
@@ -346,7 +372,13 @@ impl Queue {
                  WHERE job.batch_id = next.batch_id AND job.row_number = next.row_number \
                  RETURNING job.batch_id, job.row_number, job.epoch, job.inputs, \
                    job.idempotency_key",
-                &[&worker, &batch, &lease.as_secs_f64(), &grace.as_secs_f64()],
+                &[
+                    &worker,
+                    &batch,
+                    &lease.as_secs_f64(),
+                    &grace.as_secs_f64(),
+                    &skip,
+                ],
             )
             .await?;
         Ok(row.map(|row| Claim {
@@ -359,15 +391,16 @@ impl Queue {
         }))
     }
 
-    /// How many rows (of `batch`, or of every batch) are not finished: queued, or running under
-    /// some worker's lease. A draining worker waits while any is running elsewhere, since it
+    /// How many rows (of `batch`, or of every batch but those in `skip`) are not finished:
+    /// queued, or running under some worker's lease. A draining worker waits while any is running elsewhere, since it
     /// may have to take the row over.
-    pub async fn open_rows(&self, batch: Option<&str>) -> Result<u32, QueueError> {
+    pub async fn open_rows(&self, batch: Option<&str>, skip: &[String]) -> Result<u32, QueueError> {
         let client = self.client().await?;
         let open: i64 = client
             .query_one(
-                "SELECT count(*) FROM cua_jobs WHERE state <> 'done'                  AND ($1::text IS NULL OR batch_id = $1)",
-                &[&batch],
+                "SELECT count(*) FROM cua_jobs WHERE state <> 'done' \
+                 AND ($1::text IS NULL OR batch_id = $1) AND batch_id <> ALL($2)",
+                &[&batch, &skip],
             )
             .await?
             .get(0);
@@ -477,6 +510,7 @@ impl Queue {
                 ],
             )
             .await?;
+        drop(client);
         if inserted == 1 {
             Ok(())
         } else {
@@ -509,6 +543,7 @@ impl Queue {
             .await?;
         if updated != 1 {
             drop(transaction);
+            drop(client);
             return Err(self.fenced(claim, "finish the row").await);
         }
         for (run_id, seq, state) in &finished.intents {
@@ -572,7 +607,7 @@ impl Queue {
             batch: claim.batch_id.clone(),
             row: claim.row,
             epoch: claim.epoch,
-            now: now.unwrap_or_else(|| "the row is gone".to_owned()),
+            now: now.unwrap_or_else(|| "who holds the row now could not be read".to_owned()),
         }
     }
 
@@ -717,6 +752,8 @@ impl Queue {
 /// One journaling request to the journal thread.
 struct JournalRequest {
     claim: Claim,
+    /// How much of the lease must be left for the intent to be taken.
+    margin: Duration,
     run_id: String,
     seq: u64,
     intent: Value,
@@ -746,11 +783,14 @@ impl JournalClient {
         Ok(Self { sender })
     }
 
-    /// The journal of one claim: the intents of the row's attempt, fenced by its epoch.
-    pub fn for_claim(self: &Arc<Self>, claim: &Claim) -> Arc<dyn IntentJournal> {
+    /// The journal of one claim: the intents of the row's attempt, fenced by its epoch, and
+    /// taken only while at least `margin` of its lease is left by the database's clock, so a
+    /// mutation announced now has that long to leave before anyone else may take the row.
+    pub fn for_claim(self: &Arc<Self>, claim: &Claim, margin: Duration) -> Arc<dyn IntentJournal> {
         Arc::new(ClaimJournal {
             client: Arc::clone(self),
             claim: claim.clone(),
+            margin,
         })
     }
 }
@@ -760,12 +800,35 @@ async fn journal_thread(config: tokio_postgres::Config, receiver: mpsc::Receiver
     // The receiver blocks this thread between requests: nothing else runs on its runtime but
     // the connection, which has nothing to do then.
     while let Ok(request) = receiver.recv() {
-        let answer = journal_one(&config, &mut client, &request).await;
+        let mut answer = journal_one(&config, &mut client, &request).await;
+        if let Err(JournalFailure::Connection(_)) = &answer {
+            // A connection the server dropped while idle: once more on a fresh one. The insert
+            // is idempotent, so one that did commit before the answer was lost is found.
+            client = None;
+            answer = journal_one(&config, &mut client, &request).await;
+        }
         if answer.is_err() {
-            // A refused or failed insert may have broken the connection: start afresh.
             client = None;
         }
-        let _ = request.reply.send(answer);
+        let _ = request
+            .reply
+            .send(answer.map_err(JournalFailure::into_reason));
+    }
+}
+
+/// Why the journal did not take an intent.
+enum JournalFailure {
+    /// The database could not be reached or the connection broke: worth one more try.
+    Connection(String),
+    /// The database answered no.
+    Refused(String),
+}
+
+impl JournalFailure {
+    fn into_reason(self) -> String {
+        match self {
+            Self::Connection(reason) | Self::Refused(reason) => reason,
+        }
     }
 }
 
@@ -773,29 +836,38 @@ async fn journal_one(
     config: &tokio_postgres::Config,
     client: &mut Option<tokio_postgres::Client>,
     request: &JournalRequest,
-) -> Result<(), String> {
+) -> Result<(), JournalFailure> {
     if client
         .as_ref()
         .is_none_or(tokio_postgres::Client::is_closed)
     {
-        let (connected, connection) = config
-            .connect(NoTls)
-            .await
-            .map_err(|error| format!("cannot reach the queue: {error}"))?;
+        let (connected, connection) = config.connect(NoTls).await.map_err(|error| {
+            JournalFailure::Connection(format!("cannot reach the queue: {error}"))
+        })?;
         tokio::spawn(connection);
         *client = Some(connected);
     }
     let Some(connected) = client.as_ref() else {
-        return Err("cannot reach the queue".to_owned());
+        return Err(JournalFailure::Connection(
+            "cannot reach the queue".to_owned(),
+        ));
     };
     let claim = &request.claim;
+    let failed = |error: tokio_postgres::Error| {
+        if error.as_db_error().is_none() {
+            JournalFailure::Connection(format!("the queue did not take the intent: {error}"))
+        } else {
+            JournalFailure::Refused(format!("the queue refused the intent: {error}"))
+        }
+    };
     let inserted = connected
         .execute(
             "INSERT INTO cua_intents (run_id, seq, batch_id, row_number, epoch, worker, intent) \
              SELECT $4, $5, $1, $2, $3, $6, $7 WHERE EXISTS ( \
                SELECT 1 FROM cua_jobs WHERE batch_id = $1 AND row_number = $2 \
                  AND epoch = $3 AND state = 'running' \
-                 AND lease_expires_at > clock_timestamp())",
+                 AND lease_expires_at > clock_timestamp() + make_interval(secs => $8)) \
+             ON CONFLICT (run_id, seq) DO NOTHING",
             &[
                 &claim.batch_id,
                 &to_i32(claim.row),
@@ -804,25 +876,37 @@ async fn journal_one(
                 &to_i64(request.seq),
                 &claim.worker,
                 &request.intent,
+                &request.margin.as_secs_f64(),
             ],
         )
         .await
-        .map_err(|error| format!("the queue refused the intent: {error}"))?;
+        .map_err(failed)?;
     if inserted == 1 {
-        Ok(())
-    } else {
-        Err(format!(
-            "row {} of batch {} is no longer this worker's at epoch {} (its lease ran out or \
-             another worker claimed it)",
-            claim.row, claim.batch_id, claim.epoch
-        ))
+        return Ok(());
     }
+    // Taken already (an earlier try committed before its answer was lost), under this epoch?
+    let taken = connected
+        .query_opt(
+            "SELECT 1 FROM cua_intents WHERE run_id = $1 AND seq = $2 AND epoch = $3",
+            &[&request.run_id, &to_i64(request.seq), &to_i64(claim.epoch)],
+        )
+        .await
+        .map_err(failed)?;
+    if taken.is_some() {
+        return Ok(());
+    }
+    Err(JournalFailure::Refused(format!(
+        "row {} of batch {} is no longer this worker's at epoch {}, or too little of its lease \
+         is left to dispatch in (its lease ran out or another worker claimed it)",
+        claim.row, claim.batch_id, claim.epoch
+    )))
 }
 
 /// The journal of one claim.
 struct ClaimJournal {
     client: Arc<JournalClient>,
     claim: Claim,
+    margin: Duration,
 }
 
 impl IntentJournal for ClaimJournal {
@@ -833,18 +917,29 @@ impl IntentJournal for ClaimJournal {
             .sender
             .send(JournalRequest {
                 claim: self.claim.clone(),
+                margin: self.margin,
                 run_id: run_id.to_owned(),
                 seq,
                 intent,
                 reply,
             })
             .map_err(|_| "the intent journal's thread has stopped".to_owned())?;
-        answer.recv_timeout(JOURNAL_TIMEOUT).unwrap_or_else(|_| {
-            Err(format!(
-                "the queue did not take the intent within {} s",
-                JOURNAL_TIMEOUT.as_secs()
-            ))
-        })
+        let wait = || {
+            answer.recv_timeout(JOURNAL_TIMEOUT).unwrap_or_else(|_| {
+                Err(format!(
+                    "the queue did not take the intent within {} s",
+                    JOURNAL_TIMEOUT.as_secs()
+                ))
+            })
+        };
+        // The gate calls this from async code: on a multi-threaded runtime, the wait moves
+        // this worker thread's other tasks (other rows' heartbeats) elsewhere first.
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(wait)
+            }
+            _ => wait(),
+        }
     }
 }
 

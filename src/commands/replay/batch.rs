@@ -46,7 +46,7 @@ pub(super) type ParsedRow = Result<BTreeMap<String, Value>, String>;
 pub(super) struct RowLine {
     pub(super) row: usize,
     /// success, business_outcome, confirmed (an interrupted attempt's mutation, found to have
-    /// happened), needs_human, failed, invalid_row, or (from a queue's worker) refused.
+    /// happened), needs_human, failed or invalid_row.
     pub(super) status: String,
     pub(super) exit_code: u8,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -124,7 +124,8 @@ pub(super) enum Work {
 pub(super) enum Worked {
     /// The row is finished (whatever its status): recorded `done`, printed.
     Line(RowLine),
-    /// A signal stopped it before it finished: not recorded, so `--resume` decides it again.
+    /// A signal stopped it before it finished (or its claim on a queue was lost): not recorded
+    /// as finished, so it is decided again from its intents.
     Interrupted,
 }
 
@@ -429,7 +430,15 @@ pub(super) trait RowBook: Sync {
         row: usize,
         attempt: u32,
         run_id: &'a str,
-    ) -> BoxFuture<'a, Result<(), String>>;
+    ) -> BoxFuture<'a, Result<(), NotStarted>>;
+}
+
+/// Why an attempt was not started (nothing ran).
+pub(super) enum NotStarted {
+    /// The row fails, for this reason.
+    Failed(String),
+    /// The row is not this process's to finish (a queue's claim was lost): it is given back.
+    GiveBack,
 }
 
 /// The single-machine batch's book: its state file.
@@ -448,7 +457,7 @@ impl RowBook for FileBook<'_> {
         row: usize,
         _attempt: u32,
         run_id: &'a str,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), NotStarted>> {
         let written = self
             .state
             .write(&StateLine::Started {
@@ -456,10 +465,10 @@ impl RowBook for FileBook<'_> {
                 run_id: run_id.to_owned(),
             })
             .map_err(|error| {
-                format!(
+                NotStarted::Failed(format!(
                     "the batch's state file {} could not be written: {error}",
                     self.state.path().display()
-                )
+                ))
             });
         Box::pin(std::future::ready(written))
     }
@@ -555,7 +564,11 @@ pub(super) async fn work_row(run: &RowRun<'_>, work: Work) -> Worked {
     let run_id = cua_replay::attempt_run_id(batch_id, row, attempt);
     let run_dir = settings.evidence_dir.join(&run_id);
     // No attempt without its record: a later decision about the row must know to look at it.
-    if let Err(error) = book.started(row, attempt, &run_id).await {
+    if let Err(not_started) = book.started(row, attempt, &run_id).await {
+        let error = match not_started {
+            NotStarted::Failed(error) => error,
+            NotStarted::GiveBack => return Worked::Interrupted,
+        };
         return Worked::Line(RowLine {
             row,
             status: "failed".to_owned(),

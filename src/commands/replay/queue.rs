@@ -25,7 +25,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::batch::{
-    ParsedRow, RowBook, RowLine, RowRun, Work, Worked, batch_id_for, check_batch_id,
+    NotStarted, ParsedRow, RowBook, RowLine, RowRun, Work, Worked, batch_id_for, check_batch_id,
     duplicate_keys, interrupted_work, nonce, parse_row, work_row,
 };
 use super::{RowFence, Settings, Stop, fresh_run_id, launch, watch_signals};
@@ -202,49 +202,65 @@ pub(crate) fn worker(_format: Format, args: &WorkerArgs) -> Result<Exit, CliErro
     if !(3..=3600).contains(&args.lease_seconds) {
         return Err(CliError::usage("--lease-seconds must be 3 to 3600"));
     }
-    if args.grace_seconds > 3600 {
-        return Err(CliError::usage("--grace-seconds must be at most 3600"));
+    if !(1..=3600).contains(&args.grace_seconds) {
+        return Err(CliError::usage("--grace-seconds must be 1 to 3600"));
     }
     let stop = Stop::default();
     let runtime = runtime()?;
     runtime.spawn(watch_signals(stop.clone()));
-    runtime.block_on(run_worker(args, &worker_id, &stop))
+    runtime.block_on(run_worker(args.clone(), worker_id, stop))
 }
 
-/// The worker's slots, each claiming and running rows until the queue is drained or a signal
-/// stops it.
-async fn run_worker(args: &WorkerArgs, worker_id: &str, stop: &Stop) -> Result<Exit, CliError> {
+/// How long a worker keeps a batch's settings before reading its files again, so a revoked
+/// approval is seen within this long.
+const SETTINGS_TTL: Duration = Duration::from_secs(30);
+
+/// How long a worker keeps trying a queue that cannot be reached before it gives up.
+const UNREACHABLE_FOR: Duration = Duration::from_secs(60);
+
+/// The worker's slots, each a task of its own claiming and running rows until the queue is
+/// drained or a signal stops it.
+async fn run_worker(args: WorkerArgs, worker_id: String, stop: Stop) -> Result<Exit, CliError> {
     let queue = Queue::connect(&args.queue.url).await.map_err(queue_error)?;
     let journal = queue.journal_client().map_err(queue_error)?;
-    let worker = Worker {
+    let worker = Arc::new(Worker {
+        lease: Duration::from_secs(args.lease_seconds),
+        grace: Duration::from_secs(args.grace_seconds),
         args,
         queue,
         journal,
-        stop,
-        lease: Duration::from_secs(args.lease_seconds),
-        grace: Duration::from_secs(args.grace_seconds),
+        stop: stop.clone(),
         batches: Mutex::new(HashMap::new()),
-    };
-    let slots = (1..=args.concurrency).map(|slot| {
-        let name = if args.concurrency == 1 {
-            worker_id.to_owned()
-        } else {
-            format!("{worker_id}.{slot}")
-        };
-        let worker = &worker;
-        async move { worker.slot(&name).await }
+        skipped: Mutex::new(BTreeMap::new()),
     });
-    let outcomes = futures::future::join_all(slots).await;
+    let concurrency = worker.args.concurrency;
+    let slots: Vec<_> = (1..=concurrency)
+        .map(|slot| {
+            let name = if concurrency == 1 {
+                worker_id.clone()
+            } else {
+                format!("{worker_id}.{slot}")
+            };
+            let worker = Arc::clone(&worker);
+            tokio::spawn(async move { worker.slot(&name).await })
+        })
+        .collect();
     let mut done: BTreeMap<String, usize> = BTreeMap::new();
     let mut failure = None;
-    for outcome in outcomes {
-        match outcome {
-            Ok(counts) => {
+    for slot in slots {
+        match slot.await {
+            Ok(Ok(counts)) => {
                 for (status, count) in counts {
                     *done.entry(status).or_insert(0) += count;
                 }
             }
-            Err(error) => failure = failure.or(Some(error)),
+            Ok(Err(error)) => failure = failure.or(Some(error)),
+            Err(error) => {
+                failure = failure.or(Some(CliError::new(
+                    ErrorCode::Internal,
+                    format!("a worker slot ended abnormally: {error}"),
+                )));
+            }
         }
     }
     let counts: Vec<String> = done
@@ -263,51 +279,96 @@ async fn run_worker(args: &WorkerArgs, worker_id: &str, stop: &Stop) -> Result<E
     if let Some(error) = failure {
         return Err(error);
     }
+    let skipped = worker
+        .skipped
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    if !skipped.is_empty() {
+        let reasons: Vec<String> = skipped
+            .iter()
+            .map(|(batch, reason)| format!("batch {batch}: {reason}"))
+            .collect();
+        return Err(CliError::new(
+            ErrorCode::Refused,
+            format!(
+                "rows were left for another worker; this one refused to run them: {}",
+                reasons.join("; ")
+            ),
+        ));
+    }
     Ok(stop.requested().unwrap_or(Exit::Success))
 }
 
 /// What every slot of one worker shares.
-struct Worker<'a> {
-    args: &'a WorkerArgs,
+struct Worker {
+    args: WorkerArgs,
     queue: Queue,
     journal: Arc<JournalClient>,
-    stop: &'a Stop,
+    stop: Stop,
     lease: Duration,
     /// How long after a lease ran out its row may be taken.
     grace: Duration,
-    /// Each batch's settings as this worker's files make them, or why its jobs are refused.
-    batches: Mutex<HashMap<String, Result<Arc<Settings>, String>>>,
+    /// Each batch's settings as this worker's files made them, and when.
+    batches: Mutex<HashMap<String, (Instant, Arc<Settings>)>>,
+    /// Batches this worker refuses to run, and why: their rows stay queued for a worker whose
+    /// catalog, tenants, policy and secrets match what was submitted.
+    skipped: Mutex<BTreeMap<String, String>>,
 }
 
 /// What happened to one claim.
 enum Held {
     /// The row finished with this line.
     Line(Box<RowLine>),
-    /// A signal stopped it (or the queue could not be read): the row is given back.
+    /// The row is not this worker's to finish (a signal, a queue that could not be read, a
+    /// lost claim): it is given back, and decided again from its attempts and intents.
     GiveBack,
+    /// This worker refuses the row's batch: the row is given back and the batch skipped.
+    Skip(String),
     /// The worker cannot go on (its browser does not start): the row is given back.
     Fatal(CliError),
 }
 
-impl Worker<'_> {
+impl Worker {
+    fn skipped(&self) -> Vec<String> {
+        self.skipped
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect()
+    }
+
     /// One slot: claim, run, finish, until nothing is left (with --drain) or a signal.
     async fn slot(&self, name: &str) -> Result<BTreeMap<String, usize>, CliError> {
         let mut counts = BTreeMap::new();
         let mut browser: Option<(String, ChromiumSurface)> = None;
+        let mut unreachable_since: Option<Instant> = None;
         let outcome = loop {
             if self.stop.interrupt.is_raised() {
                 break Ok(());
             }
             let claimed_at = Instant::now();
+            let skipped = self.skipped();
             let claim = match self
                 .queue
-                .claim(name, self.args.batch.as_deref(), self.lease, self.grace)
+                .claim(
+                    name,
+                    self.args.batch.as_deref(),
+                    &skipped,
+                    self.lease,
+                    self.grace,
+                )
                 .await
             {
                 Ok(Some(claim)) => claim,
                 Ok(None) => {
                     if self.args.drain {
-                        match self.queue.open_rows(self.args.batch.as_deref()).await {
+                        match self
+                            .queue
+                            .open_rows(self.args.batch.as_deref(), &skipped)
+                            .await
+                        {
                             Ok(0) => break Ok(()),
                             Ok(_) => {}
                             Err(error) => break Err(queue_error(error)),
@@ -316,15 +377,26 @@ impl Worker<'_> {
                     tokio::time::sleep(POLL).await;
                     continue;
                 }
+                // A queue failing over or restarting: keep trying for a while.
+                Err(error) if error.is_unavailable() => {
+                    let since = *unreachable_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= UNREACHABLE_FOR {
+                        break Err(queue_error(error));
+                    }
+                    eprintln!("cua worker {name}: {error}; trying again");
+                    tokio::time::sleep(POLL * 2).await;
+                    continue;
+                }
                 Err(error) => break Err(queue_error(error)),
             };
+            unreachable_since = None;
             // The lease runs from the claim: the heartbeat covers reading the batch and
             // starting its browser as well as the run.
             let session = Arc::new(Mutex::new(Lease::new(Actor::Automation)));
             let work = async {
                 let settings = match self.settings(&claim.batch_id).await {
                     Ok(Ok(settings)) => settings,
-                    Ok(Err(reason)) => return Held::Line(Box::new(refused_line(&claim, reason))),
+                    Ok(Err(reason)) => return Held::Skip(reason),
                     // The queue could not say what the batch is: not the batch's fault.
                     Err(error) => {
                         eprintln!(
@@ -343,12 +415,7 @@ impl Worker<'_> {
                     }
                     let allowlist = match settings.browser_allowlist() {
                         Ok(allowlist) => allowlist,
-                        Err(error) => {
-                            return Held::Line(Box::new(refused_line(
-                                &claim,
-                                error.message().to_owned(),
-                            )));
-                        }
+                        Err(error) => return Held::Skip(error.message().to_owned()),
                     };
                     match launch(allowlist).await {
                         Ok(surface) => browser = Some((claim.batch_id.clone(), surface)),
@@ -371,6 +438,19 @@ impl Worker<'_> {
                 }
                 Held::GiveBack => {
                     let _ = self.queue.release(&claim).await;
+                    // Not straight back to the same row.
+                    tokio::time::sleep(POLL).await;
+                }
+                Held::Skip(reason) => {
+                    eprintln!(
+                        "cua worker {name}: refusing batch {}: {reason}; its rows stay queued",
+                        claim.batch_id
+                    );
+                    let _ = self.queue.release(&claim).await;
+                    self.skipped
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(claim.batch_id.clone(), reason);
                 }
                 Held::Fatal(error) => {
                     let _ = self.queue.release(&claim).await;
@@ -384,31 +464,37 @@ impl Worker<'_> {
         outcome.map(|()| counts)
     }
 
-    /// The settings of `batch` as this worker's catalog, tenants and policy make them, once
-    /// per batch, or why its rows are refused (they no longer match what was submitted). The
-    /// outer error is a queue that could not be read: nothing is decided then.
+    /// The settings of `batch` as this worker's catalog, tenants and policy make them (read
+    /// again after [`SETTINGS_TTL`]), or why this worker refuses its rows. The outer error is
+    /// a queue that could not be read: nothing is decided then.
     async fn settings(&self, batch_id: &str) -> Result<Result<Arc<Settings>, String>, QueueError> {
-        if let Some(known) = self
+        if let Some((read_at, settings)) = self
             .batches
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(batch_id)
+            && read_at.elapsed() < SETTINGS_TTL
         {
-            return Ok(known.clone());
+            return Ok(Ok(Arc::clone(settings)));
         }
-        let decided = match self.queue.batch(batch_id).await? {
-            Some(batch) => self.settings_for(&batch).map(Arc::new),
-            None => Err(format!("batch {batch_id} is not in the queue")),
+        let Some(batch) = self.queue.batch(batch_id).await? else {
+            return Ok(Err(format!("batch {batch_id} is not in the queue")));
+        };
+        let settings = match self.settings_for(&batch) {
+            Ok(settings) => Arc::new(settings),
+            Err(reason) => return Ok(Err(reason)),
         };
         self.batches
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(batch_id.to_owned(), decided.clone());
-        Ok(decided)
+            .insert(batch_id.to_owned(), (Instant::now(), Arc::clone(&settings)));
+        Ok(Ok(settings))
     }
 
     /// Builds a batch's settings and holds them against what was submitted: the capability's
-    /// content hash, the capability as bound (overlay and base URL applied), and the approval.
+    /// content hash, the capability as bound (overlay and base URL applied), and the approval,
+    /// which this worker's own catalog must record as it was submitted: the database is not
+    /// an approval authority.
     fn settings_for(&self, batch: &cua_queue::BatchRecord) -> Result<Settings, String> {
         let approval: Option<CapabilityApproval> = batch
             .approval
@@ -432,28 +518,45 @@ impl Worker<'_> {
             self.args.evidence.clone(),
             &self.args.paths,
         );
+        let tenant = replay
+            .tenant
+            .as_deref()
+            .map(cua_artifact::TenantId::parse)
+            .transpose()
+            .map_err(|error| error.to_string())?;
+        let reference = cua_artifact::CapabilityRef::parse(&batch.capability)
+            .map_err(|error| error.to_string())?;
         let recorded = super::recorded_approval(
             &self.args.paths.catalog,
             &self.args.paths.tenants,
-            replay
-                .tenant
-                .as_deref()
-                .map(cua_artifact::TenantId::parse)
-                .transpose()
-                .map_err(|error| error.to_string())?
-                .as_ref(),
-            &cua_artifact::CapabilityRef::parse(&batch.capability)
-                .map_err(|error| error.to_string())?,
+            tenant.as_ref(),
+            &reference,
         )
         .map_err(|error| error.message().to_owned())?;
-        let mut settings = Settings::from_args_with(&replay, approval.clone(), true)
+        if let Some(submitted) = &approval
+            && recorded.as_ref() != Some(submitted)
+        {
+            return Err(match &recorded {
+                None => format!(
+                    "the batch was submitted under an approval of {} that this worker's catalog \
+                     does not record: approve it in the catalog the workers read",
+                    batch.capability
+                ),
+                Some(now) => format!(
+                    "the approval of {} changed since the batch was submitted (now {})",
+                    batch.capability,
+                    format!("{:?}", now.state).to_lowercase()
+                ),
+            });
+        }
+        let mut settings = Settings::from_args_with(&replay, approval, true)
             .map_err(|error| error.message().to_owned())?;
         settings.stop = self.stop.clone();
         let hash = base_hash(&settings).map_or_else(|| "a draft".to_owned(), ToString::to_string);
         if hash != batch.content_hash {
             return Err(format!(
                 "the capability {} is {hash} in this worker's catalog, but the batch was submitted \
-                 at {}: nothing of the batch runs here until the catalogs agree",
+                 at {}",
                 batch.capability, batch.content_hash
             ));
         }
@@ -467,23 +570,13 @@ impl Worker<'_> {
                 batch.base_url.as_deref().unwrap_or("none")
             ));
         }
-        if let (Some(submitted), Some(now)) = (&approval, &recorded)
-            && now.content_hash == submitted.content_hash
-            && now != submitted
-        {
-            return Err(format!(
-                "the approval of {} changed since the batch was submitted (now {}): the batch runs \
-                 only under the approval it was submitted under",
-                batch.capability,
-                format!("{:?}", now.state).to_lowercase()
-            ));
-        }
         Ok(settings)
     }
 
     /// Runs `work` for a claimed row under its lease: the heartbeat renews it meanwhile, and
     /// takes the session's lease away when the claim is lost, so nothing more is dispatched
-    /// for it.
+    /// for it. A row whose claim was lost is given back whatever the run made of it: the
+    /// row is someone else's to decide now, from its intents.
     async fn hold(
         &self,
         claim: &Claim,
@@ -498,7 +591,10 @@ impl Worker<'_> {
             held = &mut work => held,
             () = &mut heartbeat => {
                 // The session's lease is gone: the run's next dispatch is refused, and it ends.
-                work.await
+                match work.await {
+                    Held::Fatal(error) => Held::Fatal(error),
+                    _ => Held::GiveBack,
+                }
             }
         }
     }
@@ -551,6 +647,17 @@ impl Worker<'_> {
             self.queue.journaled(claim).await,
         ) {
             (Ok(attempts), Ok(journaled)) => (attempts, journaled),
+            (Err(error @ QueueError::Corrupt { .. }), _)
+            | (_, Err(error @ QueueError::Corrupt { .. })) => {
+                // What another worker wrote cannot be read: whether it announced a mutation
+                // is unknown, and trying again would not change that.
+                return Held::Line(Box::new(RowLine::needs_human(
+                    claim.row as usize,
+                    None,
+                    self.args.evidence.dir.display().to_string(),
+                    format!("{error}; check the application before running the row again"),
+                )));
+            }
             (Err(error), _) | (_, Err(error)) => {
                 eprintln!(
                     "cua worker {}: batch {} row {}: {error}; the row is given back",
@@ -600,7 +707,8 @@ impl Worker<'_> {
         };
         let fence = RowFence {
             lease: Arc::clone(session),
-            journal: self.journal.for_claim(claim),
+            // An intent is taken only while a third of the lease is left for its dispatch.
+            journal: self.journal.for_claim(claim, self.lease / 3),
         };
         let run = RowRun {
             settings,
@@ -660,9 +768,10 @@ impl RowBook for QueueBook<'_> {
         _row: usize,
         attempt: u32,
         run_id: &'a str,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), NotStarted>> {
         Box::pin(async move {
             let evidence_dir = self.settings.evidence_dir.join(run_id);
+            // Fenced or unreachable, nothing ran: the row is decided again by whoever holds it.
             self.queue
                 .start_attempt(
                     self.claim,
@@ -671,7 +780,13 @@ impl RowBook for QueueBook<'_> {
                     &evidence_dir.display().to_string(),
                 )
                 .await
-                .map_err(|error| error.to_string())
+                .map_err(|error| {
+                    eprintln!(
+                        "cua worker {}: batch {} row {}: {error}; the row is given back",
+                        self.claim.worker, self.claim.batch_id, self.claim.row
+                    );
+                    NotStarted::GiveBack
+                })
         })
     }
 }
@@ -694,13 +809,6 @@ fn settled_intents(
         }
     }
     settled
-}
-
-/// A claimed row whose batch this worker refuses to run: nothing ran.
-fn refused_line(claim: &Claim, reason: String) -> RowLine {
-    let mut line = RowLine::invalid(claim.row as usize, reason);
-    line.status = "refused".to_owned();
-    line
 }
 
 /// The arguments `cua replay` would take for a batch's capability, with this process's files.

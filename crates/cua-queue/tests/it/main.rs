@@ -70,7 +70,7 @@ async fn concurrent_claims_never_take_one_row_twice() {
         tokio::spawn(async move {
             let mut mine = Vec::new();
             while let Some(claim) = queue
-                .claim(&format!("w{worker}"), Some("b1"), LONG, NO_GRACE)
+                .claim(&format!("w{worker}"), Some("b1"), &[], LONG, NO_GRACE)
                 .await
                 .unwrap()
             {
@@ -97,7 +97,7 @@ async fn a_stale_worker_can_write_nothing_for_a_row_another_worker_took() {
     queue.submit(&batch("b2"), &jobs(1)).await.unwrap();
     let short = Duration::from_secs(1);
     let stale = queue
-        .claim("a", None, short, NO_GRACE)
+        .claim("a", None, &[], short, NO_GRACE)
         .await
         .unwrap()
         .unwrap();
@@ -107,17 +107,34 @@ async fn a_stale_worker_can_write_nothing_for_a_row_another_worker_took() {
         .unwrap();
     let journal = queue.journal_client().unwrap();
     journal
-        .for_claim(&stale)
+        .for_claim(&stale, Duration::ZERO)
         .record("b2-row-1", 7, &intent("post_transfer"))
         .unwrap();
+    // Taken twice (an answer lost on the way back, and the intent sent again): still one.
+    journal
+        .for_claim(&stale, Duration::ZERO)
+        .record("b2-row-1", 7, &intent("post_transfer"))
+        .unwrap();
+    // Less of the lease left than the margin a dispatch needs: refused while still held.
+    let short_of_margin = journal
+        .for_claim(&stale, Duration::from_secs(5))
+        .record("b2-row-1", 8, &intent("post_transfer"))
+        .unwrap_err();
+    assert!(
+        short_of_margin.contains("too little of its lease"),
+        "{short_of_margin}"
+    );
     // Nobody takes a row whose lease still runs.
-    assert_eq!(queue.claim("b", None, LONG, NO_GRACE).await.unwrap(), None);
+    assert_eq!(
+        queue.claim("b", None, &[], LONG, NO_GRACE).await.unwrap(),
+        None
+    );
     tokio::time::sleep(Duration::from_millis(1200)).await;
     // Once it ran out, the holder can neither renew it nor journal another intent, even
     // before anyone took the row.
     assert!(!queue.renew(&stale, LONG).await.unwrap());
     let refused = journal
-        .for_claim(&stale)
+        .for_claim(&stale, Duration::ZERO)
         .record("b2-row-1", 9, &intent("post_transfer"))
         .unwrap_err();
     assert!(
@@ -126,7 +143,7 @@ async fn a_stale_worker_can_write_nothing_for_a_row_another_worker_took() {
     );
 
     let fresh = queue
-        .claim("b", None, LONG, NO_GRACE)
+        .claim("b", None, &[], LONG, NO_GRACE)
         .await
         .unwrap()
         .unwrap();
@@ -188,16 +205,19 @@ async fn a_row_runs_out_only_after_its_grace() {
     let queue = Queue::connect(&database.url).await.unwrap();
     queue.submit(&batch("b3"), &jobs(1)).await.unwrap();
     let first = queue
-        .claim("a", None, Duration::from_secs(1), NO_GRACE)
+        .claim("a", None, &[], Duration::from_secs(1), NO_GRACE)
         .await
         .unwrap()
         .unwrap();
     tokio::time::sleep(Duration::from_millis(1200)).await;
     // Expired, but within another worker's grace: not taken.
     let grace = Duration::from_secs(30);
-    assert_eq!(queue.claim("b", None, LONG, grace).await.unwrap(), None);
+    assert_eq!(
+        queue.claim("b", None, &[], LONG, grace).await.unwrap(),
+        None
+    );
     let taken: Claim = queue
-        .claim("b", None, LONG, NO_GRACE)
+        .claim("b", None, &[], LONG, NO_GRACE)
         .await
         .unwrap()
         .unwrap();
@@ -234,13 +254,13 @@ async fn a_batch_is_submitted_once_and_rows_that_are_no_rows_finish_at_once() {
     assert!(matches!(missing, QueueError::NoBatch { .. }), "{missing}");
     let claimed: BTreeSet<u32> = [
         queue
-            .claim("a", None, LONG, NO_GRACE)
+            .claim("a", None, &[], LONG, NO_GRACE)
             .await
             .unwrap()
             .unwrap()
             .row,
         queue
-            .claim("a", None, LONG, NO_GRACE)
+            .claim("a", None, &[], LONG, NO_GRACE)
             .await
             .unwrap()
             .unwrap()
@@ -248,7 +268,10 @@ async fn a_batch_is_submitted_once_and_rows_that_are_no_rows_finish_at_once() {
     ]
     .into();
     assert_eq!(claimed, [1, 2].into(), "the finished row is never claimed");
-    assert_eq!(queue.claim("a", None, LONG, NO_GRACE).await.unwrap(), None);
+    assert_eq!(
+        queue.claim("a", None, &[], LONG, NO_GRACE).await.unwrap(),
+        None
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
