@@ -1065,4 +1065,27 @@ document "Find"
         )),
         @r#"error: no node matches button named regex "^Sea" within_section "Filters"; tried semantic_exact: 1 node(s) match the name, none where the anchor says; semantic_normalized: not applicable (a regex name, or one with no letters or digits, does not fold); label_association: no candidate; structural_anchor: not applicable (the name matched outside the anchor); hint_cached: 1 node(s) match the name, none where the anchor says; ordinal_in_region: not applicable (the name matched outside the anchor)"#
     );
+    // The same with a name that matches only folded ("SEARCH" for "Search"): the hint is still
+    // onto the named node.
+    let folded = snapshot(
+        r#"
+document "Find"
+  heading "Filters"
+  textbox "Query"
+  heading "Results"
+  button "SEARCH" css="input.go"
+"#,
+    );
+    let outcome = render(&resolve(
+        &folded,
+        &target(
+            "{role: button, name: {value: Search}, \
+             anchor: {relation: within_section, text: Filters}, hints: {css: input.go}}",
+        ),
+        &BoundValues::new(),
+    ));
+    assert!(
+        outcome.contains("hint_cached: 1 node(s) match the name, none where the anchor says"),
+        "{outcome}"
+    );
 }
