@@ -103,3 +103,55 @@ fn command_as(
     shell.stdin(Stdio::null());
     shell
 }
+
+/// The worker Deployment's command is one `cua` accepts: run as the manifest runs it (its
+/// `$(POD_NAME)` expanded, its plain environment), against an empty queue, it drains at once.
+#[test]
+fn the_worker_deployment_runs_a_worker_cua_accepts() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("deploy/kubernetes/worker-deployment.yaml"))
+        .expect("the manifest");
+    let deployment: Value = cua_artifact::yaml::from_yaml(&manifest).expect("the manifest is YAML");
+    assert_eq!(deployment["kind"], "Deployment");
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    let command: Vec<String> = container["command"]
+        .as_array()
+        .expect("a command")
+        .iter()
+        .map(|part| {
+            part.as_str()
+                .expect("a string")
+                .replace("$(POD_NAME)", "cua-worker-7d4b9-x2kq")
+        })
+        .collect();
+    assert_eq!(command[..2], ["cua", "worker"]);
+    let env = container["env"].as_array().expect("env");
+    let queue_from_secret = env
+        .iter()
+        .any(|var| var["name"] == "CUA_QUEUE_URL" && var["valueFrom"]["secretKeyRef"].is_object());
+    assert!(queue_from_secret, "the queue's URL comes from a Secret");
+    let database = cua_queue::testing::TestDatabase::create();
+    let scene = Scene::new();
+    let mut run = scene.cua_command();
+    for var in env {
+        if let (Some(name), Some(value)) = (var["name"].as_str(), var["value"].as_str()) {
+            run.env(name, value);
+        }
+    }
+    let output = run
+        .args(&command[1..])
+        .arg("--drain")
+        .env("CUA_QUEUE_URL", &database.url)
+        .env("CUA_CATALOG", root.join("capabilities"))
+        .env("CUA_TENANTS", root.join("tenants"))
+        .env("CUA_POLICY_FILE", root.join("config/policy.yaml"))
+        .env("CUA_EVIDENCE_DIR", scene.evidence())
+        .output()
+        .expect("the worker runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("cua worker cua-worker-7d4b9-x2kq: 0 rows finished (none)"),
+        "{stderr}"
+    );
+}
