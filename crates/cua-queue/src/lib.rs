@@ -84,18 +84,10 @@ pub enum NewJob {
     },
 }
 
-/// A submitted batch, as a worker reads it.
+/// A submitted batch, as a worker reads it: what was submitted, and how many rows it has.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BatchRecord {
-    pub id: String,
-    pub capability: String,
-    pub content_hash: String,
-    pub tenant: Option<String>,
-    pub base_url: Option<String>,
-    pub effective_digest: String,
-    pub approval: Option<String>,
-    pub allow_irreversible: bool,
-    pub rows_digest: String,
+    pub batch: NewBatch,
     pub row_count: u32,
 }
 
@@ -329,15 +321,17 @@ impl Queue {
             )
             .await?;
         Ok(row.map(|row| BatchRecord {
-            id: row.get(0),
-            capability: row.get(1),
-            content_hash: row.get(2),
-            tenant: row.get(3),
-            base_url: row.get(4),
-            effective_digest: row.get(5),
-            approval: row.get(6),
-            allow_irreversible: row.get(7),
-            rows_digest: row.get(8),
+            batch: NewBatch {
+                id: row.get(0),
+                capability: row.get(1),
+                content_hash: row.get(2),
+                tenant: row.get(3),
+                base_url: row.get(4),
+                effective_digest: row.get(5),
+                approval: row.get(6),
+                allow_irreversible: row.get(7),
+                rows_digest: row.get(8),
+            },
             row_count: to_u32(row.get::<_, i32>(9)),
         }))
     }
@@ -621,8 +615,8 @@ impl Queue {
             })?;
         let client = self.client().await?;
         let mut status = BatchStatus {
-            batch_id: batch.id.clone(),
-            capability: batch.capability.clone(),
+            batch_id: batch.batch.id.clone(),
+            capability: batch.batch.capability.clone(),
             rows: batch.row_count,
             queued: 0,
             running: 0,

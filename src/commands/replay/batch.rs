@@ -137,13 +137,9 @@ pub(super) async fn run(
     rows_path: &Path,
 ) -> Result<Exit, CliError> {
     let shard = args.shard;
-    let text = cua_fs::read_to_string_bounded(rows_path, limits::ROWS)
-        .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
-    let rows: Vec<(usize, ParsedRow)> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(index, line)| (index + 1, parse_row(line)))
+    let (text, rows) = read_rows(rows_path)?;
+    let rows: Vec<(usize, ParsedRow)> = rows
+        .into_iter()
         .filter(|(row, _)| shard.is_none_or(|shard| shard.contains(*row)))
         .collect();
     // The evidence root is held open from here on, so a link planted in its place is refused
@@ -740,7 +736,20 @@ async fn reconcile_row(
     }
 }
 
-pub(super) fn parse_row(line: &str) -> Result<BTreeMap<String, Value>, String> {
+/// A rows file's text and its rows, numbered from 1 by line (blank lines are no rows).
+pub(super) fn read_rows(path: &Path) -> Result<(String, Vec<(usize, ParsedRow)>), CliError> {
+    let text = cua_fs::read_to_string_bounded(path, limits::ROWS)
+        .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
+    let rows = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(index, line)| (index + 1, parse_row(line)))
+        .collect();
+    Ok((text, rows))
+}
+
+fn parse_row(line: &str) -> Result<BTreeMap<String, Value>, String> {
     match serde_json::from_str::<Value>(line) {
         Ok(Value::Object(object)) => Ok(object.into_iter().collect()),
         Ok(_) => Err("a row must be a JSON object of inputs".to_owned()),

@@ -25,8 +25,8 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::batch::{
-    NotStarted, ParsedRow, RowBook, RowLine, RowRun, Work, Worked, batch_id_for, check_batch_id,
-    duplicate_keys, interrupted_work, nonce, parse_row, work_row,
+    NotStarted, RowBook, RowLine, RowRun, Work, Worked, batch_id_for, check_batch_id,
+    duplicate_keys, interrupted_work, nonce, read_rows, work_row,
 };
 use super::{RowFence, Settings, Stop, fresh_run_id, launch, watch_signals};
 use crate::cli::{
@@ -34,7 +34,6 @@ use crate::cli::{
     RunsDir, WorkerArgs,
 };
 use crate::error::{CliError, ErrorCode, runtime};
-use crate::limits;
 use crate::output::{Exit, emit};
 
 /// How often an idle worker asks for work.
@@ -65,14 +64,7 @@ pub(crate) fn submit(format: Format, args: &BatchSubmitArgs) -> Result<Exit, Cli
             ),
         )
     })?;
-    let text = cua_fs::read_to_string_bounded(&args.rows, limits::ROWS)
-        .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
-    let rows: Vec<(usize, ParsedRow)> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(index, line)| (index + 1, parse_row(line)))
-        .collect();
+    let (text, rows) = read_rows(&args.rows)?;
     let last_row = rows.last().map_or(1, |(row, _)| *row);
     let id = match &args.id {
         Some(id) => check_batch_id(id, last_row)?,
@@ -477,7 +469,7 @@ impl Worker {
         {
             return Ok(Ok(Arc::clone(settings)));
         }
-        let Some(batch) = self.queue.batch(batch_id).await? else {
+        let Some(cua_queue::BatchRecord { batch, .. }) = self.queue.batch(batch_id).await? else {
             return Ok(Err(format!("batch {batch_id} is not in the queue")));
         };
         let settings = match self.settings_for(&batch) {
@@ -495,7 +487,7 @@ impl Worker {
     /// content hash, the capability as bound (overlay and base URL applied), and the approval,
     /// which this worker's own catalog must record as it was submitted: the database is not
     /// an approval authority.
-    fn settings_for(&self, batch: &cua_queue::BatchRecord) -> Result<Settings, String> {
+    fn settings_for(&self, batch: &NewBatch) -> Result<Settings, String> {
         let approval: Option<CapabilityApproval> = batch
             .approval
             .as_deref()
