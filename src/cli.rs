@@ -145,18 +145,8 @@ pub(crate) struct BatchSubmitArgs {
     /// One JSON object of inputs per line.
     #[arg(long = "inputs", value_name = "ROWS.jsonl")]
     pub(crate) rows: std::path::PathBuf,
-    /// Apply `tenants/<TENANT>/<capability id>.yaml` to the capability.
-    #[arg(long)]
-    pub(crate) tenant: Option<String>,
-    /// Bind `{base_url}` to an origin: scheme, host, optional port, nothing after.
-    #[arg(long, value_name = "ORIGIN")]
-    pub(crate) base_url: Option<cua_artifact::Origin>,
-    /// Opt in to irreversible steps (an approval pinned to the content hash is needed too).
-    #[arg(long)]
-    pub(crate) allow_irreversible: bool,
-    /// The approval file; by default the catalog's (the tenant's own first), as for replay.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) approval: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub(crate) bind: BindArgs,
     /// The batch id; `batch-<rows file stem>-<time and process>` by default.
     #[arg(long, value_name = "ID")]
     pub(crate) id: Option<String>,
@@ -338,21 +328,8 @@ pub(crate) struct ReplayArgs {
     /// Batch mode: one JSON object of inputs per line; one JSON result line per row on stdout.
     #[arg(long = "inputs", value_name = "ROWS.jsonl", conflicts_with = "inputs")]
     pub(crate) input_rows: Option<std::path::PathBuf>,
-    /// Apply `tenants/<TENANT>/<capability id>.yaml` to the capability.
-    #[arg(long)]
-    pub(crate) tenant: Option<String>,
-    /// Bind `{base_url}` to an origin (e.g. http://127.0.0.1:8811): scheme, host, optional
-    /// port, nothing after.
-    #[arg(long, value_name = "ORIGIN")]
-    pub(crate) base_url: Option<cua_artifact::Origin>,
-    /// Opt in to irreversible steps (an approval pinned to the content hash is needed too).
-    #[arg(long)]
-    pub(crate) allow_irreversible: bool,
-    /// The approval file; by default, with --tenant, the tenant's own
-    /// `<tenants>/<tenant>/<id>@<version>.approval.yaml` when it exists, else
-    /// `<catalog>/<id>@<version>.approval.yaml` when that exists.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) approval: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub(crate) bind: BindArgs,
     #[command(flatten)]
     pub(crate) policy: PolicyFile,
     #[command(flatten)]
@@ -380,6 +357,27 @@ pub(crate) struct ReplayArgs {
     /// tenant overlay written for review. The artifact is never changed.
     #[arg(long, conflicts_with = "input_rows")]
     pub(crate) assist: bool,
+}
+
+/// How a replay binds its capability: the tenant's overlay, the base URL, the irreversible
+/// opt-in and the approval. `cua replay` and `cua batch submit` take the same.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct BindArgs {
+    /// Apply `tenants/<TENANT>/<capability id>.yaml` to the capability.
+    #[arg(long)]
+    pub(crate) tenant: Option<String>,
+    /// Bind `{base_url}` to an origin (e.g. http://127.0.0.1:8811): scheme, host, optional
+    /// port, nothing after.
+    #[arg(long, value_name = "ORIGIN")]
+    pub(crate) base_url: Option<cua_artifact::Origin>,
+    /// Opt in to irreversible steps (an approval pinned to the content hash is needed too).
+    #[arg(long)]
+    pub(crate) allow_irreversible: bool,
+    /// The approval file; by default, with --tenant, the tenant's own
+    /// `<tenants>/<tenant>/<id>@<version>.approval.yaml` when it exists, else
+    /// `<catalog>/<id>@<version>.approval.yaml` when that exists.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) approval: Option<std::path::PathBuf>,
 }
 
 /// How a batch's browser pool is made.

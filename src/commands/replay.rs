@@ -149,6 +149,7 @@ impl Settings {
         }
         let base = load_capability(&args.capability, &args.paths.catalog)?;
         let tenant = args
+            .bind
             .tenant
             .as_deref()
             .map(|tenant| {
@@ -164,7 +165,7 @@ impl Settings {
             )?),
             None => None,
         };
-        let approval = match (approval, &args.approval) {
+        let approval = match (approval, &args.bind.approval) {
             (Some(approval), _) => Some(approval),
             (None, Some(path)) => Some(load_approval(path)?),
             (None, None) => recorded_approval(
@@ -182,7 +183,7 @@ impl Settings {
         let prepared = PreparedCapability::bind(
             base,
             binding,
-            args.base_url.as_ref().map(Origin::as_str),
+            args.bind.base_url.as_ref().map(Origin::as_str),
             approval,
         )
         .map_err(|error| CliError::usage(format!("cannot bind the capability: {error}")))?;
@@ -199,7 +200,7 @@ impl Settings {
         let loader = CatalogCapabilities::new(
             catalog_at(&args.paths.catalog, &args.paths.tenants),
             tenant.clone(),
-            args.base_url.clone(),
+            args.bind.base_url.clone(),
         );
         if secrets {
             check_secrets(
@@ -212,14 +213,14 @@ impl Settings {
             prepared,
             inputs,
             tenant,
-            allow_irreversible: args.allow_irreversible,
+            allow_irreversible: args.bind.allow_irreversible,
             policy_config,
             policy,
             evidence_dir: args.evidence.dir.clone(),
             run_id: args.run_id.clone(),
             loader,
             assist: args.assist,
-            base_url: args.base_url.clone(),
+            base_url: args.bind.base_url.clone(),
             stop: Stop::default(),
             // Read before the browser starts: a run told to sign that cannot does not start.
             signing_key: super::evidence::signing_key()

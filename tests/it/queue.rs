@@ -341,8 +341,9 @@ impl Schedule {
 /// Worker processes share two batches (irreversible transfers with a reconciliation, and
 /// reversible sub-account openings without one) and are killed with SIGKILL at random while
 /// they run; one is also frozen (SIGSTOP) past its lease and thawed after another worker took
-/// its row. Afterwards every row is settled, none is lost, none is posted twice, and the
-/// frozen worker wrote nothing for the row it lost.
+/// its row. Afterwards every row is settled, none is lost, and none is posted twice (what the
+/// thawed worker could still write for the row it lost is refused by the epoch; the queue's own
+/// tests pin each refusal).
 #[test]
 #[expect(
     clippy::print_stderr,

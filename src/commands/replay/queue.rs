@@ -30,8 +30,8 @@ use super::batch::{
 };
 use super::{RowFence, Settings, Stop, fresh_run_id, launch, watch_signals};
 use crate::cli::{
-    BatchQueryArgs, BatchSubmitArgs, CatalogPaths, Format, PolicyFile, PoolKind, ReplayArgs,
-    RunsDir, WorkerArgs,
+    BatchQueryArgs, BatchSubmitArgs, BindArgs, CatalogPaths, Format, PolicyFile, PoolKind,
+    ReplayArgs, RunsDir, WorkerArgs,
 };
 use crate::error::{CliError, ErrorCode, runtime};
 use crate::output::{Exit, emit};
@@ -43,10 +43,7 @@ const POLL: Duration = Duration::from_secs(1);
 pub(crate) fn submit(format: Format, args: &BatchSubmitArgs) -> Result<Exit, CliError> {
     let replay = replay_args(
         &args.capability,
-        args.tenant.clone(),
-        args.base_url.clone(),
-        args.allow_irreversible,
-        args.approval.clone(),
+        args.bind.clone(),
         &args.policy,
         RunsDir {
             dir: "evidence/runs".into(),
@@ -116,12 +113,13 @@ pub(crate) fn submit(format: Format, args: &BatchSubmitArgs) -> Result<Exit, Cli
         content_hash: content_hash.to_string(),
         tenant: settings.tenant.as_ref().map(ToString::to_string),
         base_url: args
+            .bind
             .base_url
             .as_ref()
             .map(|origin| origin.as_str().to_owned()),
         effective_digest: effective_digest(&settings)?,
         approval,
-        allow_irreversible: args.allow_irreversible,
+        allow_irreversible: args.bind.allow_irreversible,
         rows_digest: format!("blake3:{}", blake3::hash(text.as_bytes()).to_hex()),
     };
     runtime()?.block_on(async {
@@ -502,15 +500,18 @@ impl Worker {
             .map_err(|error| format!("the batch's base URL: {error}"))?;
         let replay = replay_args(
             &batch.capability,
-            batch.tenant.clone(),
-            base_url,
-            batch.allow_irreversible,
-            None,
+            BindArgs {
+                tenant: batch.tenant.clone(),
+                base_url,
+                allow_irreversible: batch.allow_irreversible,
+                approval: None,
+            },
             &self.args.policy,
             self.args.evidence.clone(),
             &self.args.paths,
         );
         let tenant = replay
+            .bind
             .tenant
             .as_deref()
             .map(cua_artifact::TenantId::parse)
@@ -804,16 +805,9 @@ fn settled_intents(
 }
 
 /// The arguments `cua replay` would take for a batch's capability, with this process's files.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the parts of one replay's arguments"
-)]
 fn replay_args(
     capability: &str,
-    tenant: Option<String>,
-    base_url: Option<cua_artifact::Origin>,
-    allow_irreversible: bool,
-    approval: Option<std::path::PathBuf>,
+    bind: BindArgs,
     policy: &PolicyFile,
     evidence: RunsDir,
     paths: &CatalogPaths,
@@ -822,10 +816,7 @@ fn replay_args(
         capability: capability.to_owned(),
         inputs: Vec::new(),
         input_rows: None,
-        tenant,
-        base_url,
-        allow_irreversible,
-        approval,
+        bind,
         policy: policy.clone(),
         evidence,
         paths: paths.clone(),
