@@ -122,9 +122,9 @@ pub(crate) fn submit(format: Format, args: &BatchSubmitArgs) -> Result<Exit, Cli
         allow_irreversible: args.bind.allow_irreversible,
         rows_digest: format!("blake3:{}", blake3::hash(text.as_bytes()).to_hex()),
     };
-    runtime()?.block_on(async {
-        let queue = Queue::connect(&args.queue.url).await.map_err(queue_error)?;
-        queue.submit(&batch, &jobs).await.map_err(queue_error)
+    let (submitted_batch, submitted_jobs) = (&batch, &jobs);
+    on_queue(&args.queue.url, |queue| async move {
+        queue.submit(submitted_batch, submitted_jobs).await
     })?;
     let submitted = serde_json::json!({
         "batch_id": id,
@@ -146,11 +146,22 @@ pub(crate) fn submit(format: Format, args: &BatchSubmitArgs) -> Result<Exit, Cli
     Ok(Exit::Success)
 }
 
+/// Connects to the queue at `url` and does `work` with it, on the command's runtime.
+fn on_queue<T, F, Fut>(url: &str, work: F) -> Result<T, CliError>
+where
+    F: FnOnce(Queue) -> Fut,
+    Fut: std::future::Future<Output = Result<T, QueueError>>,
+{
+    runtime()?.block_on(async {
+        let queue = Queue::connect(url).await.map_err(queue_error)?;
+        work(queue).await.map_err(queue_error)
+    })
+}
+
 /// `cua batch status`.
 pub(crate) fn status(format: Format, args: &BatchQueryArgs) -> Result<Exit, CliError> {
-    let status = runtime()?.block_on(async {
-        let queue = Queue::connect(&args.queue.url).await.map_err(queue_error)?;
-        queue.status(&args.batch).await.map_err(queue_error)
+    let status = on_queue(&args.queue.url, |queue| async move {
+        queue.status(&args.batch).await
     })?;
     emit(format, "batch status", Some(&status), None, || {
         render_status(&status)
@@ -160,9 +171,8 @@ pub(crate) fn status(format: Format, args: &BatchQueryArgs) -> Result<Exit, CliE
 
 /// `cua batch results`: one line per finished row on stdout, as `cua replay --inputs` prints.
 pub(crate) fn results(format: Format, args: &BatchQueryArgs) -> Result<Exit, CliError> {
-    let lines = runtime()?.block_on(async {
-        let queue = Queue::connect(&args.queue.url).await.map_err(queue_error)?;
-        queue.results(&args.batch).await.map_err(queue_error)
+    let lines = on_queue(&args.queue.url, |queue| async move {
+        queue.results(&args.batch).await
     })?;
     match format {
         Format::Json => emit(format, "batch results", Some(&lines), None, String::new),
