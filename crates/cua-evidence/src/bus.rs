@@ -189,6 +189,14 @@ impl EvidenceBus {
         }
     }
 
+    /// Whether the journal still holds the work its intents are for (see
+    /// [`IntentJournal::holds`]); without a journal, the trace is the whole record and holds.
+    pub fn journal_holds(&self) -> Result<(), String> {
+        self.journal
+            .as_ref()
+            .map_or(Ok(()), |journal| journal.holds())
+    }
+
     /// The run id.
     pub fn run_id(&self) -> &RunId {
         &self.run_id

@@ -18,6 +18,14 @@ use crate::event::{Event, Intent, TraceLine};
 pub trait IntentJournal: Send + Sync {
     /// Records `intent`, line `seq` of run `run_id`, or says why it may not be recorded.
     fn record(&self, run_id: &str, seq: u64, intent: &Intent) -> Result<(), String>;
+
+    /// Whether the intents it took may still leave the process. A journal whose hold on the
+    /// work lasts a bounded time (a lease) says no once that time may have run out, however
+    /// the process spent it (paused, suspended, slow); the gate asks last, just before the
+    /// dispatch. A journal with no such bound always holds.
+    fn holds(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// What became of one announced mutation.

@@ -202,6 +202,9 @@ pub enum Withholding {
     /// The intent journal (a batch queue's database) refused the intent: the work it is for
     /// has passed to another worker, or the journal cannot be reached.
     Unjournaled,
+    /// The intent journal took the intent, but its hold on the work may have run out since
+    /// (the process was paused or slow between the journal and the dispatch).
+    JournalLapsed,
 }
 
 impl Withholding {
@@ -211,6 +214,9 @@ impl Withholding {
             Self::ReadOnly => "a read-only run (a reconciliation) may dispatch no mutation",
             Self::NoTrace => "a mutation needs a run's evidence for its write-ahead intent",
             Self::Unjournaled => "the intent journal refused the write-ahead intent",
+            Self::JournalLapsed => {
+                "the intent journal's hold on the work ran out before the dispatch"
+            }
         }
     }
 }
@@ -279,13 +285,7 @@ impl<'g> Gate<'g> {
             // The shared journal (a batch queue) takes it too, or nothing leaves: a journal that
             // refuses says this process no longer holds the work the mutation is for.
             if let Err(reason) = bus.journal(seq, &intent) {
-                let why = Withholding::Unjournaled;
-                self.refuse_dispatch(&ticket, &format!("{}: {reason}", why.reason()), None)?;
-                return Ok(Err(Refusal::Withheld {
-                    decision_id: ticket.decision_id,
-                    risk: ticket.risk,
-                    why,
-                }));
+                return self.withhold(ticket, Withholding::Unjournaled, &reason);
             }
         }
         let lease = (self.lease)();
@@ -301,7 +301,31 @@ impl<'g> Gate<'g> {
                 lease,
             }));
         }
+        // Last, because it is the one bound that runs out by itself: the journal's hold (a
+        // queue lease) must still cover the dispatch that follows, however long the process
+        // spent since the journal took the intent.
+        if ticket.mutation
+            && let Some(bus) = self.bus
+            && let Err(reason) = bus.journal_holds()
+        {
+            return self.withhold(ticket, Withholding::JournalLapsed, &reason);
+        }
         Ok(Ok(Cleared { authorized, ticket }))
+    }
+
+    /// Records that a mutation announced in the journal was withheld for `why`, and says so.
+    fn withhold(
+        &self,
+        ticket: Ticket,
+        why: Withholding,
+        detail: &str,
+    ) -> Result<Result<Cleared, Refusal>, EvidenceError> {
+        self.refuse_dispatch(&ticket, &format!("{}: {detail}", why.reason()), None)?;
+        Ok(Err(Refusal::Withheld {
+            decision_id: ticket.decision_id,
+            risk: ticket.risk,
+            why,
+        }))
     }
 
     /// Judges a proposal without performing it: the decision is recorded as `authorize`, and

@@ -14,12 +14,14 @@
 //! hold), and the caller's wait, at most a few seconds, is moved off the runtime's shared work
 //! with `block_in_place` on a multi-threaded runtime.
 //!
-//! What the fence cannot do: an intent is taken only while a third of the lease is left, and
-//! the heartbeat takes the run's session lease away when the claim is lost; but a worker paused
-//! (SIGSTOP, a frozen VM) between the journal and the dispatch for longer than that margin plus
-//! the grace can still dispatch after another worker took the row. Only the application, keyed
-//! by the row's idempotency key, can close that window, which is why capabilities pass the key
-//! to the application and reconcile by it.
+//! What the fence cannot do: an intent is taken only while a margin (a third) of the lease is
+//! left, the heartbeat takes the run's session lease away when the claim is lost, and the gate
+//! asks the journal last, just before the dispatch, whether that margin has run out since the
+//! journal was asked (by `CLOCK_BOOTTIME`, which counts a paused process and a suspended
+//! machine alike). What remains is a worker paused for longer than the margin plus the grace
+//! inside the dispatch itself, after that last check and before its input reaches the browser.
+//! Only the application, keyed by the row's idempotency key, can close that window, which is
+//! why capabilities pass the key to the application and reconcile by it.
 //!
 //! Architecture invariant: the only crate that names `tokio-postgres`; it knows batches, rows,
 //! attempts and intents, never capabilities, browsers or policies.
@@ -781,12 +783,37 @@ impl JournalClient {
     /// taken only while at least `margin` of its lease is left by the database's clock, so a
     /// mutation announced now has that long to leave before anyone else may take the row.
     pub fn for_claim(self: &Arc<Self>, claim: &Claim, margin: Duration) -> Arc<dyn IntentJournal> {
+        self.for_claim_by(claim, margin, Arc::new(boot_time))
+    }
+
+    /// [`JournalClient::for_claim`], reading elapsed time from `clock` (a monotonic reading).
+    pub fn for_claim_by(
+        self: &Arc<Self>,
+        claim: &Claim,
+        margin: Duration,
+        clock: JournalClock,
+    ) -> Arc<dyn IntentJournal> {
         Arc::new(ClaimJournal {
             client: Arc::clone(self),
             claim: claim.clone(),
             margin,
+            clock,
+            deadline: std::sync::Mutex::new(None),
         })
     }
+}
+
+/// A monotonic clock for the journal's hold: any origin, read as time since it.
+pub type JournalClock = Arc<dyn Fn() -> Duration + Send + Sync>;
+
+/// Time since boot, suspended time included (`CLOCK_BOOTTIME`): a lease runs out on the
+/// database's clock while this machine sleeps, so the hold must count that time too.
+pub fn boot_time() -> Duration {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    Duration::new(
+        u64::try_from(now.tv_sec).unwrap_or(0),
+        u32::try_from(now.tv_nsec).unwrap_or(0),
+    )
 }
 
 async fn journal_thread(config: tokio_postgres::Config, receiver: mpsc::Receiver<JournalRequest>) {
@@ -901,10 +928,51 @@ struct ClaimJournal {
     client: Arc<JournalClient>,
     claim: Claim,
     margin: Duration,
+    clock: JournalClock,
+    /// When the margin of the last intent taken runs out, by `clock`.
+    deadline: std::sync::Mutex<Option<Duration>>,
 }
 
 impl IntentJournal for ClaimJournal {
     fn record(&self, run_id: &str, seq: u64, intent: &Intent) -> Result<(), String> {
+        // Read before the request leaves: the database checks that the margin is left at some
+        // moment after this one, so the lease lasts at least until this reading plus the margin.
+        let asked = (self.clock)();
+        self.record_now(run_id, seq, intent)?;
+        *self
+            .deadline
+            .lock()
+            .map_err(|_| "the intent journal's hold is poisoned".to_owned())? =
+            Some(asked + self.margin);
+        Ok(())
+    }
+
+    fn holds(&self) -> Result<(), String> {
+        let deadline = *self
+            .deadline
+            .lock()
+            .map_err(|_| "the intent journal's hold is poisoned".to_owned())?;
+        let Some(deadline) = deadline else {
+            return Err("the queue has taken no intent for this dispatch".to_owned());
+        };
+        let now = (self.clock)();
+        if now < deadline {
+            return Ok(());
+        }
+        Err(format!(
+            "{:.1} s passed since the queue was asked to take the intent, more than the {:.1} s \
+             of the lease it was taken to leave within: row {} of batch {} may be another \
+             worker's by now",
+            (now + self.margin - deadline).as_secs_f64(),
+            self.margin.as_secs_f64(),
+            self.claim.row,
+            self.claim.batch_id
+        ))
+    }
+}
+
+impl ClaimJournal {
+    fn record_now(&self, run_id: &str, seq: u64, intent: &Intent) -> Result<(), String> {
         let intent = serde_json::to_value(intent).map_err(|error| error.to_string())?;
         let (reply, answer) = mpsc::sync_channel(1);
         self.client

@@ -168,10 +168,17 @@ impl cua_evidence::IntentJournal for Journal {
         ));
         Ok(())
     }
+
+    fn holds(&self) -> Result<(), String> {
+        if self.refuse {
+            return Err("the lease ran out".to_owned());
+        }
+        Ok(())
+    }
 }
 
 /// A bus passes intents to its journal under its own run id, and the journal's answer back; a
-/// bus without a journal takes every intent.
+/// bus without a journal takes every intent. The journal's hold is asked the same way.
 #[test]
 fn a_bus_passes_intents_to_its_journal() {
     let intent = Intent::of_run(
@@ -205,5 +212,11 @@ fn a_bus_passes_intents_to_its_journal() {
     assert_eq!(
         refusing.journal(4, &intent),
         Err("the row passed to another worker".to_owned())
+    );
+    assert_eq!(plain.journal_holds(), Ok(()));
+    assert_eq!(kept.journal_holds(), Ok(()));
+    assert_eq!(
+        refusing.journal_holds(),
+        Err("the lease ran out".to_owned())
     );
 }

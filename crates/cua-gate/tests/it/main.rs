@@ -548,10 +548,12 @@ async fn the_approval_is_recorded_for_the_irreversible_action_and_no_other() {
     assert_eq!(approvals[1], (RiskTier::Safe, None));
 }
 
-/// A journal that keeps what it is given, or refuses everything with `refusal`.
+/// A journal that keeps what it is given, or refuses everything with `refusal`; its hold on the
+/// work runs out with `lapse`.
 struct Journal {
     kept: std::sync::Mutex<Vec<(String, u64, String)>>,
     refusal: Option<&'static str>,
+    lapse: Option<&'static str>,
 }
 
 impl cua_evidence::IntentJournal for Journal {
@@ -565,6 +567,10 @@ impl cua_evidence::IntentJournal for Journal {
             intent.decision_id.clone(),
         ));
         Ok(())
+    }
+
+    fn holds(&self) -> Result<(), String> {
+        self.lapse.map_or(Ok(()), |lapse| Err(lapse.to_owned()))
     }
 }
 
@@ -582,6 +588,7 @@ async fn an_intent_the_journal_refuses_is_never_dispatched() {
     let keeping = Arc::new(Journal {
         kept: std::sync::Mutex::new(Vec::new()),
         refusal: None,
+        lapse: None,
     });
     let kept = bus(root.path()).with_intent_journal(keeping.clone());
     Gate::new(&engine, Some(&kept), &lease)
@@ -600,6 +607,7 @@ async fn an_intent_the_journal_refuses_is_never_dispatched() {
     let refusing = Arc::new(Journal {
         kept: std::sync::Mutex::new(Vec::new()),
         refusal: Some("row 4 of batch b is no longer this worker's at epoch 2"),
+        lapse: None,
     });
     let bus = bus(root.path()).with_intent_journal(refusing);
     let refusal = Gate::new(&engine, Some(&bus), &lease)
@@ -631,4 +639,60 @@ async fn an_intent_the_journal_refuses_is_never_dispatched() {
     let intents = cua_evidence::intents(&read_trace(bus.dir()).unwrap());
     assert_eq!(intents.len(), 1);
     assert_eq!(intents[0].state, cua_evidence::IntentState::NotDispatched);
+}
+
+/// A journal that took the intent but whose hold has run out by the time the gate asks, last,
+/// before the dispatch (the worker was paused in between): nothing is dispatched, and the trace
+/// settles the intent as never sent. A read that announces nothing is not asked.
+#[tokio::test]
+async fn a_mutation_whose_journal_hold_lapsed_is_never_dispatched() {
+    let engine = engine();
+    let lease = || Lease::new(Actor::Automation);
+    let port = Port::default();
+    let root = tempfile::tempdir().unwrap();
+    let lapsed = Arc::new(Journal {
+        kept: std::sync::Mutex::new(Vec::new()),
+        refusal: None,
+        lapse: Some("21.0 s passed since the queue was asked to take the intent"),
+    });
+    let bus = bus(root.path()).with_intent_journal(lapsed.clone());
+    let save = click(Actor::Automation, 1, "Save", Some(RiskTier::Elevated));
+    let refusal = Gate::new(&engine, Some(&bus), &lease)
+        .pass(save, |authorized| port.dispatch(authorized), Vec::new)
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(
+            refusal,
+            Refusal::Withheld {
+                why: Withholding::JournalLapsed,
+                risk: RiskTier::Elevated,
+                ..
+            }
+        ),
+        "{refusal:?}"
+    );
+    assert_eq!(port.calls(), 0);
+    assert_eq!(lapsed.kept.lock().unwrap().len(), 1, "the journal took it");
+    let story = story(&bus);
+    assert_eq!(
+        story.last().map(String::as_str),
+        Some(
+            "dispatch refused: the intent journal's hold on the work ran out before the \
+             dispatch: 21.0 s passed since the queue was asked to take the intent (lease at None)"
+        ),
+        "{story:?}"
+    );
+    let intents = cua_evidence::intents(&read_trace(bus.dir()).unwrap());
+    assert_eq!(intents.len(), 1);
+    assert_eq!(intents[0].state, cua_evidence::IntentState::NotDispatched);
+
+    let read = click(Actor::Automation, 1, "Search", Some(RiskTier::Safe));
+    Gate::new(&engine, Some(&bus), &lease)
+        .pass(read, |authorized| port.dispatch(authorized), Vec::new)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(port.calls(), 1, "a safe read goes through");
 }

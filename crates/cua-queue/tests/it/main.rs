@@ -199,6 +199,76 @@ async fn a_stale_worker_can_write_nothing_for_a_row_another_worker_took() {
     );
 }
 
+/// The journal holds a taken intent for the margin it was taken with, counted from the moment
+/// it was asked, by its own clock: a worker paused between the journal and the dispatch for
+/// longer than that may dispatch nothing, whatever its session lease still says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_intent_may_leave_only_within_its_margin() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    let database = TestDatabase::create();
+    let queue = Queue::connect(&database.url).await.unwrap();
+    queue.submit(&batch("b5"), &jobs(1)).await.unwrap();
+    let claim = queue
+        .claim("a", None, &[], LONG, NO_GRACE)
+        .await
+        .unwrap()
+        .unwrap();
+    queue
+        .start_attempt(&claim, 1, "b5-row-1", "/evidence/b5-row-1")
+        .await
+        .unwrap();
+    let millis = Arc::new(AtomicU64::new(1_000));
+    let clock = {
+        let millis = Arc::clone(&millis);
+        Arc::new(move || Duration::from_millis(millis.load(Ordering::SeqCst)))
+    };
+    let journal =
+        queue
+            .journal_client()
+            .unwrap()
+            .for_claim_by(&claim, Duration::from_secs(20), clock);
+    let unasked = journal.holds().unwrap_err();
+    assert!(unasked.contains("no intent"), "{unasked}");
+
+    journal
+        .record("b5-row-1", 3, &intent("post_transfer"))
+        .unwrap();
+    millis.store(20_999, Ordering::SeqCst);
+    assert_eq!(journal.holds(), Ok(()), "a millisecond of the margin left");
+    millis.store(21_000, Ordering::SeqCst);
+    let lapsed = journal.holds().unwrap_err();
+    assert_eq!(
+        lapsed,
+        "20.0 s passed since the queue was asked to take the intent, more than the 20.0 s of \
+         the lease it was taken to leave within: row 1 of batch b5 may be another worker's by now"
+    );
+    // The next intent is held from when it is asked.
+    journal
+        .record("b5-row-1", 5, &intent("post_transfer"))
+        .unwrap();
+    assert_eq!(journal.holds(), Ok(()));
+    // And lapses as the first did, a margin after it was asked.
+    millis.store(40_999, Ordering::SeqCst);
+    assert_eq!(journal.holds(), Ok(()));
+    millis.store(41_000, Ordering::SeqCst);
+    assert!(journal.holds().is_err());
+}
+
+/// `CLOCK_BOOTTIME` moves forward.
+#[test]
+fn boot_time_moves_forward() {
+    let before = cua_queue::boot_time();
+    std::thread::sleep(Duration::from_millis(5));
+    let after = cua_queue::boot_time();
+    assert!(
+        after >= before + Duration::from_millis(5),
+        "{before:?} {after:?}"
+    );
+    assert!(before > Duration::ZERO);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_row_runs_out_only_after_its_grace() {
     let database = TestDatabase::create();

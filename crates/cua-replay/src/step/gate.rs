@@ -90,7 +90,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 );
                 // A journal that refuses the intent says the row passed to another worker.
                 let code = match why {
-                    Withholding::Unjournaled => FailureCode::LeaseLost,
+                    Withholding::Unjournaled | Withholding::JournalLapsed => FailureCode::LeaseLost,
                     Withholding::ReadOnly | Withholding::NoTrace => FailureCode::PolicyDenied,
                 };
                 (Stop::new(code, reason), decision_id, risk)
