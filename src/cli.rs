@@ -58,6 +58,12 @@ pub(crate) enum Command {
     /// Inspect the evidence runs leave behind.
     #[command(subcommand)]
     Evidence(EvidenceCommand),
+    /// Write one run's evidence as one self-contained page to read offline in any browser: the
+    /// step timeline; per step how its target was resolved, the policy's decision, the dispatch
+    /// and its effect verdict; the snapshots before and after (searchable) and screenshots;
+    /// waits, recovery, outputs, lease epochs and who acted; and the chain's verification.
+    /// Exits 0, 1 when the page cannot be written, 2 when the path is not a run directory.
+    Show(ShowArgs),
     /// Print the cua version.
     Version,
     /// Run the MemberDesk fixture app that tests, demos and evals drive.
@@ -307,6 +313,18 @@ pub(crate) struct EvidenceVerifyArgs {
     /// ledger must be signed by it, and every signature the ledger carries must verify.
     #[arg(long, value_name = "FILE")]
     pub(crate) public_key: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ShowArgs {
+    /// The run directory, `<evidence root>/<run id>` (a batch row's, a discovery's, an
+    /// assisted or handed-over run's alike).
+    #[arg(value_name = "RUN_DIR")]
+    pub(crate) run_dir: std::path::PathBuf,
+    /// Where to write the page (default: `<run id>.html` in the current directory); an
+    /// existing file there is replaced whole.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

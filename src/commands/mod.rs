@@ -24,6 +24,7 @@ mod route;
 mod schema;
 mod seal;
 mod serve;
+mod show;
 #[cfg(feature = "fixture")]
 mod supervised;
 mod validate;
@@ -46,6 +47,7 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
     let result: Result<Exit, CliError> = match cli.command {
         Command::Evidence(EvidenceCommand::Verify(args)) => evidence::verify(format, &args),
         Command::Evidence(EvidenceCommand::Keygen(args)) => evidence::keygen(format, &args),
+        Command::Show(args) => show::run(format, &args),
         Command::Replay(args) => replay::run(format, &args),
         Command::Batch(BatchCommand::Submit(args)) => replay::queue::submit(format, &args),
         Command::Batch(BatchCommand::Status(args)) => replay::queue::status(format, &args),
@@ -102,6 +104,7 @@ fn name(command: &Command) -> &'static str {
         Command::Worker(_) => "worker",
         Command::Evidence(EvidenceCommand::Verify(_)) => "evidence verify",
         Command::Evidence(EvidenceCommand::Keygen(_)) => "evidence keygen",
+        Command::Show(_) => "show",
         Command::Version => "version",
         #[cfg(feature = "fixture")]
         Command::Fixture(_) => "fixture serve",

@@ -22,4 +22,5 @@ mod probe;
 mod queue;
 mod replay;
 mod route;
+mod show;
 mod vocabulary;

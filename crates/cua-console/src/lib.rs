@@ -24,6 +24,7 @@ mod live;
 mod page;
 pub mod paint;
 mod server;
+pub mod show;
 
 pub use broker::{
     Broker, BrokerConfig, ClaimAnswer, ConsoleClock, Gesture, GestureAnswer, InterventionCard,

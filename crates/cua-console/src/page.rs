@@ -14,6 +14,8 @@ pub(crate) const INDEX_HTML: &str = r###"<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>cua console</title>
 <link rel="stylesheet" href="/app.css">
+<link rel="stylesheet" href="/show.css">
+<script src="/show.js" defer></script>
 <script src="/app.js" defer></script>
 </head>
 <body>
@@ -374,7 +376,7 @@ pub(crate) const APP_JS: &str = r###"'use strict';
     const table = el('table', {}, el('tr', {}, el('th', {}, 'Run'), el('th', {}, 'Kind'), el('th', {}, 'Capability'), el('th', {}, 'Status'), el('th', {}, 'Started'), el('th', {}, 'Events')));
     for (const row of rows) {
       table.appendChild(el('tr', {},
-        el('td', {}, el('a', { href: '#/runs/' + encodeURIComponent(row.run_id) }, row.run_id)),
+        el('td', {}, el('a', { href: '#/runs/' + encodeURIComponent(row.run_id), 'data-run': row.run_id }, row.run_id)),
         el('td', {}, row.kind || ''), el('td', {}, row.capability || ''), el('td', {}, row.status || ''),
         el('td', {}, row.started_at || ''), el('td', {}, row.events)));
     }
@@ -382,29 +384,28 @@ pub(crate) const APP_JS: &str = r###"'use strict';
   }
 
   async function run(id) {
-    const detail = await api('GET', '/api/runs/' + encodeURIComponent(id));
+    const path = '/api/runs/' + encodeURIComponent(id);
+    const [detail, shown] = await Promise.all([api('GET', path), api('GET', path + '/show')]);
     clear(main);
-    main.appendChild(el('h1', {}, 'Run ' + detail.run_id));
-    const result = detail.record && detail.record.result;
-    main.appendChild(dl([
-      ['Chain', detail.verified ? 'intact' : 'broken or unfinished'],
-      ['Status', result ? result.status : 'unfinished'],
-      ['Outputs', result ? JSON.stringify(result.outputs) : ''],
-      ['Lease', detail.record ? detail.record.lease_transitions.join(' → ') : ''],
-      ['Human actions', detail.record ? detail.record.human_actions : ''],
-    ]));
+    const view = el('div', { class: 'cua-show' });
+    main.appendChild(view);
+    window.cuaShow(view, shown);
+    main.appendChild(el('p', {}, el('button', { onclick: async () => {
+      try {
+        const link = el('a', { href: await blobUrl(path + '/show.html'), download: detail.run_id + '.html' });
+        document.body.appendChild(link);
+        link.click();
+        link.remove();
+      } catch (error) { toast('Could not save the page: ' + error.message); }
+    } }, 'Save as one page')));
     const files = el('ul', { 'aria-label': 'Evidence files' });
     for (const file of detail.files) files.appendChild(el('li', {}, fileLink(detail.run_id, file)));
     main.appendChild(el('h2', {}, 'Evidence files'));
     main.appendChild(files);
-    main.appendChild(el('h2', {}, 'Trace'));
-    const table = el('table', {}, el('tr', {}, el('th', {}, '#'), el('th', {}, 'Event'), el('th', {}, 'Actor'), el('th', {}, 'Epoch'), el('th', {}, 'Detail')));
-    for (const line of detail.trace) {
-      const rest = Object.assign({}, line);
-      for (const key of ['seq', 'at', 'actor', 'lease_epoch', 'event']) delete rest[key];
-      table.appendChild(el('tr', {}, el('td', {}, line.seq), el('td', {}, line.event), el('td', {}, line.actor), el('td', {}, line.lease_epoch), el('td', {}, JSON.stringify(rest))));
+    if (detail.interventions.length) {
+      main.appendChild(el('h2', {}, 'Interventions'));
+      for (const card of detail.interventions) main.appendChild(el('pre', {}, JSON.stringify(card, null, 2)));
     }
-    main.appendChild(table);
   }
 
   async function capabilities() {

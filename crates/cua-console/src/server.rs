@@ -44,6 +44,7 @@ use crate::error::ConsoleError;
 use crate::files::{open_run, read_evidence_file};
 use crate::page;
 use crate::paint::{paint, sensitive_regions};
+use crate::show;
 
 /// The WebSocket subprotocol the page speaks.
 pub const WS_PROTOCOL: &str = "cua-console";
@@ -175,6 +176,8 @@ pub async fn serve(
         .route("/api/runs", get(runs))
         .route("/api/runs/{run}", get(run))
         .route("/api/runs/{run}/files/{*path}", get(run_file))
+        .route("/api/runs/{run}/show", get(run_show))
+        .route("/api/runs/{run}/show.html", get(run_show_page))
         .route("/api/capabilities", get(capabilities))
         .route("/api/settings", get(settings))
         .route("/ws/sessions/{id}", get(live))
@@ -191,6 +194,14 @@ pub async fn serve(
         .route(
             "/app.css",
             get(|| async { page_response("text/css; charset=utf-8", page::APP_CSS) }),
+        )
+        .route(
+            "/show.js",
+            get(|| async { page_response("text/javascript; charset=utf-8", show::SHOW_JS) }),
+        )
+        .route(
+            "/show.css",
+            get(|| async { page_response("text/css; charset=utf-8", show::SHOW_CSS) }),
         )
         .merge(api)
         .fallback(|| async { problem(StatusCode::NOT_FOUND, "not_found", "no such page") })
@@ -492,6 +503,59 @@ async fn run(State(app): State<Shared>, UrlPath(run_id): UrlPath<String>) -> Res
     }
 }
 
+/// The run as the viewer shows it: the document `show.js` renders.
+async fn run_show(State(app): State<Shared>, UrlPath(run_id): UrlPath<String>) -> Response {
+    let root = app.broker.evidence_root().to_path_buf();
+    let redactor = app.redactor.clone();
+    let shown = tokio::task::spawn_blocking(move || {
+        let run = open_run(&root, &run_id)?;
+        show::document(run.path(), &|bytes| redactor.contains_secret(bytes))
+    })
+    .await;
+    match shown {
+        Ok(Ok(document)) => json_response(&app.redactor, &document),
+        Ok(Err(error)) => error_response(&error),
+        Err(_) => problem(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "reading the run failed",
+        ),
+    }
+}
+
+/// The run as one self-contained page, as `cua show` writes it, to keep or send.
+async fn run_show_page(State(app): State<Shared>, UrlPath(run_id): UrlPath<String>) -> Response {
+    let root = app.broker.evidence_root().to_path_buf();
+    let redactor = app.redactor.clone();
+    let shown = tokio::task::spawn_blocking(move || {
+        let run = open_run(&root, &run_id)?;
+        let document = show::document(run.path(), &|bytes| redactor.contains_secret(bytes))?;
+        Ok::<_, ConsoleError>(show::page_of(&redactor.redact_json(&document)))
+    })
+    .await;
+    let page = match shown {
+        Ok(Ok(page)) => page,
+        Ok(Err(error)) => return error_response(&error),
+        Err(_) => {
+            return problem(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "reading the run failed",
+            );
+        }
+    };
+    let mut response = Response::new(Body::from(page));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    response.headers_mut().insert(
+        header::CONTENT_DISPOSITION,
+        HeaderValue::from_static("attachment"),
+    );
+    response
+}
+
 async fn run_file(
     State(app): State<Shared>,
     UrlPath((run_id, path)): UrlPath<(String, String)>,
@@ -686,15 +750,15 @@ fn list_runs(root: &Path) -> Vec<RunRow> {
             let start = lines.first();
             let (kind, capability) = match start.map(|line| &line.event) {
                 Some(cua_evidence::Event::RunStart(start)) => (
-                    Some(format!("{:?}", start.kind).to_lowercase()),
+                    serde_json::to_value(start.kind)
+                        .ok()
+                        .and_then(|kind| kind.as_str().map(str::to_owned)),
                     start.capability.as_ref().map(ToString::to_string),
                 ),
                 _ => (None, None),
             };
             let status = lines.iter().rev().find_map(|line| match &line.event {
-                cua_evidence::Event::RunEnd(end) => {
-                    Some(format!("{:?}", end.status).to_lowercase())
-                }
+                cua_evidence::Event::RunEnd(end) => Some(end.status.as_str().to_owned()),
                 _ => None,
             });
             let interventions = std::fs::read_dir(
@@ -735,19 +799,7 @@ fn run_detail(root: &Path, run_id: &str) -> Result<Value, ConsoleError> {
     collect_files(&dir, &dir, &mut files);
     files.sort();
     let lines = cua_evidence::read_trace(&dir).map_err(ConsoleError::Evidence)?;
-    let trace: Vec<Value> = lines
-        .iter()
-        .map(|line| {
-            let mut event = serde_json::to_value(&line.event).unwrap_or(Value::Null);
-            if let Value::Object(map) = &mut event {
-                map.insert("seq".into(), json!(line.seq));
-                map.insert("at".into(), json!(line.at.to_string()));
-                map.insert("actor".into(), json!(line.actor.as_str()));
-                map.insert("lease_epoch".into(), json!(line.lease_epoch));
-            }
-            event
-        })
-        .collect();
+    let trace = show::trace_values(&lines);
     let record = run
         .read(
             cua_evidence::RUN_RECORD_FILE,

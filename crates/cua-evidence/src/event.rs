@@ -77,6 +77,29 @@ impl Event {
         "note",
     ];
 
+    /// The step the event is about, when it names one.
+    pub fn step(&self) -> Option<&StepId> {
+        match self {
+            Self::Resolve(Resolve { step, .. })
+            | Self::Authorize(Authorize { step, .. })
+            | Self::Intent(Intent { step, .. })
+            | Self::Dispatch(Dispatch { step, .. })
+            | Self::Wait(Wait { step, .. })
+            | Self::Recovery(Recovery { step, .. })
+            | Self::Escalate(Escalate { step, .. })
+            | Self::RunEnd(RunEnd { step, .. }) => step.as_ref(),
+            Self::Classify(Classify { step, .. })
+            | Self::Verify(Verify { step, .. })
+            | Self::Effect(Effect { step, .. }) => Some(step),
+            Self::RunStart(_)
+            | Self::Observe(_)
+            | Self::Lease(_)
+            | Self::LlmCall(_)
+            | Self::BlockedRequest(_)
+            | Self::Note(_) => None,
+        }
+    }
+
     /// The event's wire name.
     pub fn name(&self) -> &'static str {
         match self {

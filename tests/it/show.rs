@@ -1,0 +1,146 @@
+//! `cua show` and the console's run page, read in real Chromium with Playwright Test: a
+//! successful replay and one that needed a human (with its failure screenshot), each written
+//! as one page and opened from disk, and the same runs on the console's run page.
+
+#![allow(clippy::unwrap_used, reason = "a test that cannot unwrap has failed")]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::codegen::{one_at_a_time, playwright_ci, run_playwright};
+use crate::replay::Scene;
+
+/// The checks a person makes of each page, as a Playwright spec: it renders without a script
+/// error, names the run and its status in wire names, lists steps whose detail shows how the
+/// target was resolved and what the policy decided, searches a snapshot, and shows the failure
+/// screenshot where there is one.
+const SPEC: &str = r#"import { test, expect } from '@playwright/test';
+const pages = JSON.parse(process.env.SHOW_PAGES || '[]');
+for (const page of pages) {
+  test(page.name, async ({ page: tab }) => {
+    const errors: string[] = [];
+    tab.on('pageerror', (error) => errors.push(String(error)));
+    await tab.goto(page.url);
+    const view = tab.locator('.cua-show');
+    await expect(view.getByRole('heading', { level: 1 })).toHaveText('Run ' + page.run);
+    await expect(view.locator('[data-status]')).toHaveAttribute('data-status', page.status);
+    await expect(view.locator('[data-chain]')).toHaveAttribute('data-chain', 'intact');
+    const steps = view.getByRole('list', { name: 'Steps' }).getByRole('button');
+    expect(await steps.count()).toBeGreaterThan(2);
+    await steps.filter({ hasText: /\b(click|fill|type_text)\b/ }).first().click();
+    const detail = view.getByRole('region', { name: 'Step detail' });
+    await expect(detail.locator('[data-event="resolve"]').first()).toContainText('Rung used');
+    await expect(detail.locator('[data-event="authorize"]').first()).toContainText('granted');
+    const search = detail.getByRole('searchbox').first();
+    await search.fill('button');
+    await expect(detail.locator('[data-matches]').first()).toContainText('nodes match');
+    if (page.screenshot) {
+      await expect(view.getByRole('img').first()).toBeVisible();
+    }
+    expect(errors).toEqual([]);
+  });
+}
+"#;
+
+#[test]
+fn a_run_shows_as_one_page_and_on_the_consoles_run_page() {
+    let _one_at_a_time = one_at_a_time();
+    let install = playwright_ci();
+    let scene = Scene::new();
+    let (code, stdout, stderr) = scene.replay(
+        &[
+            "corebank.member.savings_balance@1.0.0",
+            "--input",
+            "member_id=12345",
+            "--run-id",
+            "show-success",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    scene.fixture().handle().arm(
+        memberdesk::Fault::UndeclaredDialog,
+        memberdesk::FaultCount::Times(3),
+    );
+    let (code, stdout, stderr) = scene.replay(
+        &[
+            "corebank.member.savings_balance@1.0.0",
+            "--input",
+            "member_id=12345",
+            "--run-id",
+            "show-needs-human",
+        ],
+        &[],
+    );
+    assert_eq!(code, 3, "{stdout}\n{stderr}");
+
+    let specs = tempfile::Builder::new()
+        .prefix("show-")
+        .tempdir_in(&install)
+        .unwrap();
+    let mut pages = Vec::new();
+    for (run, status, screenshot) in [
+        ("show-success", "success", false),
+        ("show-needs-human", "needs_human", true),
+    ] {
+        let out = specs.path().join(format!("{run}.html"));
+        let output = Command::new(env!("CARGO_BIN_EXE_cua"))
+            .args(["--format", "json", "show"])
+            .arg(scene.evidence().join(run))
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let written: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(written["ok"], true, "{written}");
+        let url = written["data"]["url"].as_str().unwrap().to_owned();
+        assert!(url.starts_with("file:///"), "{url}");
+        let html = std::fs::read_to_string(&out).unwrap();
+        assert!(!html.contains("<script src"), "one self-contained file");
+        pages.push(serde_json::json!({
+            "name": format!("page {run}"), "url": url, "run": run, "status": status,
+            "screenshot": screenshot,
+        }));
+    }
+
+    // The console over the same evidence, its run page reached through the runs list.
+    let mut console = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["--format", "json", "console", "--bind", "127.0.0.1:0"])
+        .arg("--evidence-dir")
+        .arg(scene.evidence())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(console.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let ready: Value =
+        serde_json::from_str(&line).unwrap_or_else(|error| panic!("{error}: {line:?}"));
+    let open = ready["data"]["open"].as_str().unwrap().to_owned();
+    for (run, status, screenshot) in [
+        ("show-success", "success", false),
+        ("show-needs-human", "needs_human", true),
+    ] {
+        pages.push(serde_json::json!({
+            "name": format!("console {run}"),
+            "url": format!("{open}&go=/runs/{run}"),
+            "run": run, "status": status, "screenshot": screenshot,
+        }));
+    }
+    std::fs::write(specs.path().join("show.spec.ts"), SPEC).unwrap();
+    let pages = serde_json::to_string(&pages).unwrap();
+    let outcomes = run_playwright(&install, specs.path(), "", &[("SHOW_PAGES", &pages)]);
+    let _ = console.kill();
+    let _ = console.wait();
+    assert_eq!(outcomes.len(), 4, "{outcomes:#?}");
+    assert!(
+        outcomes.iter().all(|outcome| outcome.passed),
+        "{outcomes:#?}"
+    );
+}
