@@ -505,44 +505,17 @@ async fn run(State(app): State<Shared>, UrlPath(run_id): UrlPath<String>) -> Res
 
 /// The run as the viewer shows it: the document `show.js` renders.
 async fn run_show(State(app): State<Shared>, UrlPath(run_id): UrlPath<String>) -> Response {
-    let root = app.broker.evidence_root().to_path_buf();
-    let redactor = app.redactor.clone();
-    let shown = tokio::task::spawn_blocking(move || {
-        let run = open_run(&root, &run_id)?;
-        show::document(run.path(), &|bytes| redactor.contains_secret(bytes))
-    })
-    .await;
-    match shown {
-        Ok(Ok(document)) => json_response(&app.redactor, &document),
-        Ok(Err(error)) => error_response(&error),
-        Err(_) => problem(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "reading the run failed",
-        ),
+    match shown(&app, run_id).await {
+        Ok(document) => json_response(&app.redactor, &document),
+        Err(response) => response,
     }
 }
 
 /// The run as one self-contained page, as `cua show` writes it, to keep or send.
 async fn run_show_page(State(app): State<Shared>, UrlPath(run_id): UrlPath<String>) -> Response {
-    let root = app.broker.evidence_root().to_path_buf();
-    let redactor = app.redactor.clone();
-    let shown = tokio::task::spawn_blocking(move || {
-        let run = open_run(&root, &run_id)?;
-        let document = show::document(run.path(), &|bytes| redactor.contains_secret(bytes))?;
-        Ok::<_, ConsoleError>(show::page_of(&redactor.redact_json(&document)))
-    })
-    .await;
-    let page = match shown {
-        Ok(Ok(page)) => page,
-        Ok(Err(error)) => return error_response(&error),
-        Err(_) => {
-            return problem(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                "reading the run failed",
-            );
-        }
+    let page = match shown(&app, run_id).await {
+        Ok(document) => show::page_of(&app.redactor.redact_json(&document)),
+        Err(response) => return response,
     };
     let mut response = Response::new(Body::from(page));
     response.headers_mut().insert(
@@ -554,6 +527,26 @@ async fn run_show_page(State(app): State<Shared>, UrlPath(run_id): UrlPath<Strin
         HeaderValue::from_static("attachment"),
     );
     response
+}
+
+/// The viewer's document of a run of this console's evidence root, or the error's response.
+async fn shown(app: &Shared, run_id: String) -> Result<Value, Response> {
+    let root = app.broker.evidence_root().to_path_buf();
+    let redactor = app.redactor.clone();
+    let shown = tokio::task::spawn_blocking(move || {
+        let run = open_run(&root, &run_id)?;
+        show::document(run.path(), &|bytes| redactor.contains_secret(bytes))
+    })
+    .await;
+    match shown {
+        Ok(Ok(document)) => Ok(document),
+        Ok(Err(error)) => Err(error_response(&error)),
+        Err(_) => Err(problem(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "reading the run failed",
+        )),
+    }
 }
 
 async fn run_file(
