@@ -62,7 +62,8 @@ pub(crate) enum Command {
     /// step timeline; per step how its target was resolved, the policy's decision, the dispatch
     /// and its effect verdict; the snapshots before and after (searchable) and screenshots;
     /// waits, recovery, outputs, lease epochs and who acted; and the chain's verification.
-    /// Exits 0, 1 when the page cannot be written, 2 when the path is not a run directory.
+    /// Exits 0, 1 when the page cannot be written or the evidence read, 2 when the path is not a
+    /// run directory or --out is inside it.
     Show(ShowArgs),
     /// Print the cua version.
     Version,

@@ -106,6 +106,34 @@ fn a_run_shows_as_one_page_and_on_the_consoles_run_page() {
         }));
     }
 
+    // Never into the run directory: a file its run_end does not name would break its chain.
+    let run_dir = scene.evidence().join("show-success");
+    let inside = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .arg("show")
+        .arg(&run_dir)
+        .arg("--out")
+        .arg(run_dir.join("page.html"))
+        .output()
+        .unwrap();
+    assert_eq!(inside.status.code(), Some(2), "{inside:?}");
+    assert!(
+        String::from_utf8_lossy(&inside.stderr).contains("inside the run directory"),
+        "{inside:?}"
+    );
+    let beside = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .arg("show")
+        .arg(".")
+        .current_dir(&run_dir)
+        .output()
+        .unwrap();
+    assert!(beside.status.success(), "{beside:?}");
+    assert!(scene.evidence().join("show-success.html").is_file());
+    assert_eq!(
+        crate::replay::verify(&run_dir).0,
+        0,
+        "the run still verifies"
+    );
+
     // The console over the same evidence, its run page reached through the runs list.
     let mut console = Command::new(env!("CARGO_BIN_EXE_cua"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))

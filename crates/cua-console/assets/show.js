@@ -13,7 +13,7 @@ window.cuaShow = function cuaShow(root, doc) {
     }
     for (const child of children) {
       if (child === null || child === undefined || child === false) continue;
-      node.appendChild(typeof child === 'object' && child.nodeType ? child : document.createTextNode(String(child)));
+      node.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
     }
     return node;
   }
@@ -28,7 +28,7 @@ window.cuaShow = function cuaShow(root, doc) {
     for (const [name, value] of pairs) {
       if (value === null || value === undefined || value === '' || (Array.isArray(value) && value.length === 0)) continue;
       list.appendChild(el('dt', {}, name));
-      list.appendChild(el('dd', {}, typeof value === 'object' && value.nodeType ? value : text(value)));
+      list.appendChild(el('dd', {}, value instanceof Node ? value : text(value)));
     }
     return list;
   }
@@ -71,7 +71,7 @@ window.cuaShow = function cuaShow(root, doc) {
   const leases = trace.filter((line) => line.event === 'lease');
   root.appendChild(el('h2', {}, 'Lease'));
   if (leases.length === 0) {
-    root.appendChild(el('p', { class: 'muted', 'data-lease': 'none' }, 'Automation held the session throughout (epoch ' + (trace.length ? Math.max(...trace.map((line) => line.lease_epoch || 0)) : 0) + ').'));
+    root.appendChild(el('p', { class: 'muted', 'data-lease': 'none' }, 'Automation held the session throughout (epoch ' + trace.reduce((most, line) => Math.max(most, line.lease_epoch || 0), 0) + ').'));
   } else {
     const table = el('table', { 'aria-label': 'Lease transitions' }, el('tr', {}, el('th', {}, '#'), el('th', {}, 'Transition'), el('th', {}, 'Holder'), el('th', {}, 'Epoch'), el('th', {}, 'Operator'), el('th', {}, 'What changed')));
     for (const line of leases) {
@@ -180,10 +180,10 @@ window.cuaShow = function cuaShow(root, doc) {
   }
 
   function tree(name, targets) {
-    const snapshot = doc.snapshots[name];
+    const snapshot = Object.hasOwn(doc.snapshots, name) ? doc.snapshots[name] : null;
     const box = el('div', { 'data-snapshot': name });
     if (!snapshot) {
-      box.appendChild(el('p', { class: 'muted' }, name + ': ' + (doc.left_out[name] || 'not in the evidence')));
+      box.appendChild(el('p', { class: 'muted' }, name + ': ' + ((Object.hasOwn(doc.left_out, name) && doc.left_out[name]) || 'not in the evidence')));
       return box;
     }
     const nodes = snapshot.nodes || [];
@@ -235,8 +235,8 @@ window.cuaShow = function cuaShow(root, doc) {
     detail.appendChild(screens);
     for (const name of step.screenshots) {
       detail.appendChild(el('h3', {}, 'Screenshot ' + name));
-      if (doc.screenshots[name]) detail.appendChild(el('img', { class: 'shot', src: doc.screenshots[name], alt: 'Screenshot ' + name }));
-      else detail.appendChild(el('p', { class: 'muted' }, doc.left_out[name] || 'not in the evidence'));
+      if (Object.hasOwn(doc.screenshots, name)) detail.appendChild(el('img', { class: 'shot', src: doc.screenshots[name], alt: 'Screenshot ' + name }));
+      else detail.appendChild(el('p', { class: 'muted' }, (Object.hasOwn(doc.left_out, name) && doc.left_out[name]) || 'not in the evidence'));
     }
     if (location.protocol === 'file:') history.replaceState(null, '', '#step-' + (index + 1));
   }

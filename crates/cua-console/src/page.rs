@@ -392,10 +392,12 @@ pub(crate) const APP_JS: &str = r###"'use strict';
     window.cuaShow(view, shown);
     main.appendChild(el('p', {}, el('button', { onclick: async () => {
       try {
-        const link = el('a', { href: await blobUrl(path + '/show.html'), download: detail.run_id + '.html' });
+        const url = await blobUrl(path + '/show.html');
+        const link = el('a', { href: url, download: detail.run_id + '.html' });
         document.body.appendChild(link);
         link.click();
         link.remove();
+        setTimeout(() => URL.revokeObjectURL(url), 60000);
       } catch (error) { toast('Could not save the page: ' + error.message); }
     } }, 'Save as one page')));
     const files = el('ul', { 'aria-label': 'Evidence files' });

@@ -68,6 +68,11 @@ impl StepView {
         }
     }
 
+    /// Whether its action went out or was stopped: what follows is another action's.
+    fn settled(&self) -> bool {
+        self.dispatched || self.refused
+    }
+
     fn take(&mut self, index: usize, line: &TraceLine) {
         self.lines.push(index);
         match &line.event {
@@ -81,8 +86,13 @@ impl StepView {
                     self.dispatched = true;
                 }
             }
-            Event::Authorize(authorize) if self.action.is_none() => {
-                self.action = Some(authorize.action_type.as_str().to_owned());
+            Event::Authorize(authorize) => {
+                if self.action.is_none() {
+                    self.action = Some(authorize.action_type.as_str().to_owned());
+                }
+                if !authorize.granted {
+                    self.refused = true;
+                }
             }
             Event::Effect(effect) => {
                 self.verdict = Some(effect.verdict.as_str().to_owned());
@@ -122,6 +132,7 @@ impl StepView {
 pub fn timeline(lines: &[TraceLine]) -> Vec<StepView> {
     let mut steps: Vec<StepView> = Vec::new();
     let mut screen: Option<String> = None;
+    let mut pending: Vec<(usize, &TraceLine)> = Vec::new();
     for (index, line) in lines.iter().enumerate() {
         match &line.event {
             Event::RunStart(_) | Event::RunEnd(_) => {}
@@ -137,6 +148,9 @@ pub fn timeline(lines: &[TraceLine]) -> Vec<StepView> {
                     screen.clone_from(&observe.snapshot_ref);
                 }
             }
+            Event::LlmCall(_) | Event::Note(_) if steps.last().is_none_or(StepView::settled) => {
+                pending.push((index, line));
+            }
             Event::Lease(_) | Event::LlmCall(_) | Event::BlockedRequest(_) | Event::Note(_) => {
                 if let Some(last) = steps.last_mut() {
                     last.take(index, line);
@@ -146,16 +160,28 @@ pub fn timeline(lines: &[TraceLine]) -> Vec<StepView> {
                 let step = event.step().map(ToString::to_string);
                 let begins = steps.last().is_none_or(|last| {
                     last.step != step
-                        || (last.dispatched
+                        || (last.settled()
                             && matches!(event, Event::Resolve(_) | Event::Authorize(_)))
                 });
                 if begins {
-                    steps.push(StepView::new(step, line, screen.clone()));
+                    let mut view = StepView::new(step, line, screen.clone());
+                    // A model call (or note) made after the last step settled is this step's:
+                    // discovery asks before it acts.
+                    for (index, line) in std::mem::take(&mut pending) {
+                        view.take(index, line);
+                    }
+                    steps.push(view);
                 }
                 if let Some(last) = steps.last_mut() {
                     last.take(index, line);
                 }
             }
+        }
+    }
+    // What came after the last step and began no other (a failure capture's note) is its.
+    if let Some(last) = steps.last_mut() {
+        for (index, line) in pending {
+            last.take(index, line);
         }
     }
     steps
@@ -232,7 +258,8 @@ fn referenced_files(lines: &[TraceLine]) -> (Vec<String>, Vec<String>) {
 
 /// The page for the run in `dir`: one HTML file with everything it shows inside it. `secret`
 /// says whether bytes carry a registered secret (a screenshot that does is left out); the
-/// console passes its redactor's check, `cua show` the policy's.
+/// console passes its redactor's check; `cua show` passes none, since a screenshot carrying a
+/// secret is refused when it is written.
 pub fn render(dir: &Path, secret: &dyn Fn(&[u8]) -> bool) -> Result<String, ConsoleError> {
     Ok(page_of(&document(dir, secret)?))
 }
