@@ -264,23 +264,28 @@ fn a_business_outcome_exits_zero_with_the_outcome_in_json() {
     );
 }
 
-#[test]
-fn a_screen_nothing_declares_needs_a_human_and_exits_three() {
-    let scene = Scene::new();
+/// A savings lookup as `run_id` that meets a dialog nothing declares, every time it looks.
+pub(crate) fn needs_human(scene: &Scene, run_id: &str) -> (i32, String, String) {
     scene.fixture().handle().arm(
         memberdesk::Fault::UndeclaredDialog,
         memberdesk::FaultCount::Times(3),
     );
-    let (code, stdout, stderr) = scene.replay(
+    scene.replay(
         &[
             "corebank.member.savings_balance@1.0.0",
             "--input",
             "member_id=12345",
             "--run-id",
-            "cli-needs-human",
+            run_id,
         ],
         &[],
-    );
+    )
+}
+
+#[test]
+fn a_screen_nothing_declares_needs_a_human_and_exits_three() {
+    let scene = Scene::new();
+    let (code, stdout, stderr) = needs_human(&scene, "cli-needs-human");
     assert_eq!(code, 3, "{stdout}\n{stderr}");
     insta::assert_snapshot!("needs_human_text", stdout);
     let screenshots = scene.evidence().join("cli-needs-human/screenshots");

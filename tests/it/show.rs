@@ -23,6 +23,7 @@ for (const page of pages) {
     const errors: string[] = [];
     tab.on('pageerror', (error) => errors.push(String(error)));
     await tab.goto(page.url);
+    if (page.url.startsWith('file:')) await expect(tab).toHaveTitle('cua run ' + page.run);
     const view = tab.locator('.cua-show');
     await expect(view.getByRole('heading', { level: 1 })).toHaveText('Run ' + page.run);
     await expect(view.locator('[data-status]')).toHaveAttribute('data-status', page.status);
@@ -60,20 +61,7 @@ fn a_run_shows_as_one_page_and_on_the_consoles_run_page() {
         &[],
     );
     assert_eq!(code, 0, "{stdout}\n{stderr}");
-    scene.fixture().handle().arm(
-        memberdesk::Fault::UndeclaredDialog,
-        memberdesk::FaultCount::Times(3),
-    );
-    let (code, stdout, stderr) = scene.replay(
-        &[
-            "corebank.member.savings_balance@1.0.0",
-            "--input",
-            "member_id=12345",
-            "--run-id",
-            "show-needs-human",
-        ],
-        &[],
-    );
+    let (code, stdout, stderr) = crate::replay::needs_human(&scene, "show-needs-human");
     assert_eq!(code, 3, "{stdout}\n{stderr}");
 
     let specs = tempfile::Builder::new()

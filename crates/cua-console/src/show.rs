@@ -266,8 +266,7 @@ pub fn render(dir: &Path, secret: &dyn Fn(&[u8]) -> bool) -> Result<String, Cons
 
 /// The page for a [`document`] (redacted once more by a caller that holds a redactor).
 pub fn page_of(document: &Value) -> String {
-    let run_id = document["run_id"].as_str().unwrap_or_default();
-    page(run_id, &document.to_string())
+    page(&document.to_string())
 }
 
 /// What [`render`] embeds, for a page that renders it with `show.js` itself (the console's).
@@ -286,7 +285,7 @@ fn unshowable(error: serde_json::Error) -> ConsoleError {
     }
 }
 
-fn page(run_id: &str, data: &str) -> String {
+fn page(data: &str) -> String {
     // Inside a script element only `</script` (and `<!--`) end or change the data; JSON escapes
     // of `<` and `>` keep both out, and of `&` keep an entity from meaning anything.
     let data = data
@@ -296,7 +295,6 @@ fn page(run_id: &str, data: &str) -> String {
     fill(
         PAGE,
         &[
-            ("{{title}}", &escape_text(run_id)),
             ("/*{{style}}*/", STYLE),
             ("{{data}}", &data),
             ("/*{{script}}*/", SCRIPT),
@@ -320,14 +318,6 @@ fn fill(template: &str, parts: &[(&str, &str)]) -> String {
     }
     page.push_str(rest);
     page
-}
-
-/// The run id in the title: run ids are plain, but the page escapes whatever it is given.
-fn escape_text(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 fn build(dir: &Path, secret: &dyn Fn(&[u8]) -> bool) -> Result<Document, ConsoleError> {
@@ -445,7 +435,7 @@ mod tests {
     #[test]
     fn the_template_holds_every_marker_once_in_order() {
         let mut at = 0;
-        for marker in ["{{title}}", "/*{{style}}*/", "{{data}}", "/*{{script}}*/"] {
+        for marker in ["/*{{style}}*/", "{{data}}", "/*{{script}}*/"] {
             assert_eq!(PAGE.matches(marker).count(), 1, "{marker}");
             let found = PAGE.find(marker).unwrap_or_default();
             assert!(found >= at, "{marker} is out of order");
@@ -453,14 +443,111 @@ mod tests {
         }
     }
 
+    /// One trace line from its event's members.
+    fn line(seq: u64, event: Value) -> TraceLine {
+        let mut line = json!({
+            "seq": seq, "at": "2026-12-02T10:00:00.000000Z", "run_id": "run-t",
+            "actor": "automation", "lease_epoch": 1, "prev_hash": "", "line_hash": "",
+        });
+        if let (Value::Object(line), Value::Object(event)) = (&mut line, event) {
+            line.extend(event);
+        }
+        serde_json::from_value(line).unwrap_or_else(|error| panic!("a trace line: {error}"))
+    }
+
+    /// Steps begin where another step's lines begin or where an action follows a settled one
+    /// (dispatched, or refused by the policy); a model call made after a settled step is the
+    /// next step's; an observation is the next steps' `before` and a dispatched step's `after`.
+    #[test]
+    fn a_trace_groups_into_the_steps_a_person_reads() {
+        let resolve = |step: Option<&str>| json!({"event": "resolve", "step": step, "target": "button Save", "resolved": true, "candidates_considered": 1});
+        let authorize = |step: Option<&str>, granted: bool| json!({"event": "authorize", "step": step, "decision_id": "d", "granted": granted, "action_type": "click", "risk": "safe", "reason": "r"});
+        let dispatch = |step: Option<&str>| json!({"event": "dispatch", "step": step, "decision_id": "d", "action_type": "click", "ok": true});
+        let observe = |snapshot: &str| json!({"event": "observe", "url": "u", "title": "t", "node_count": 1, "snapshot_ref": snapshot});
+        let llm = json!({"event": "llm_call", "model": "m", "provider": "p", "prompt_tokens": 1, "completion_tokens": 1});
+        let effect =
+            json!({"event": "effect", "step": "save", "verdict": "confirmed", "reason": "r"});
+        let lines: Vec<TraceLine> = [
+            json!({"event": "run_start", "kind": "discovery"}),
+            observe("snapshots/0001-a.json"),
+            llm.clone(),
+            resolve(None),
+            authorize(None, false),
+            llm,
+            resolve(None),
+            authorize(None, true),
+            dispatch(None),
+            observe("snapshots/0002-b.json"),
+            resolve(Some("save")),
+            authorize(Some("save"), true),
+            dispatch(Some("save")),
+            effect,
+            observe("snapshots/0003-c.json"),
+        ]
+        .into_iter()
+        .zip(1..)
+        .map(|(event, seq)| line(seq, event))
+        .collect();
+        let steps = timeline(&lines);
+        #[expect(clippy::type_complexity, reason = "one step's parts, compared whole")]
+        let shape: Vec<(
+            Option<&str>,
+            Vec<usize>,
+            Option<&str>,
+            Option<&str>,
+            bool,
+            bool,
+        )> = steps
+            .iter()
+            .map(|step| {
+                (
+                    step.step.as_deref(),
+                    step.lines.clone(),
+                    step.before.as_deref(),
+                    step.after.as_deref(),
+                    step.dispatched,
+                    step.refused,
+                )
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (
+                    None,
+                    vec![2, 3, 4],
+                    Some("snapshots/0001-a.json"),
+                    None,
+                    false,
+                    true
+                ),
+                (
+                    None,
+                    vec![5, 6, 7, 8, 9],
+                    Some("snapshots/0001-a.json"),
+                    Some("snapshots/0002-b.json"),
+                    true,
+                    false
+                ),
+                (
+                    Some("save"),
+                    vec![10, 11, 12, 13, 14],
+                    Some("snapshots/0002-b.json"),
+                    Some("snapshots/0003-c.json"),
+                    true,
+                    false
+                ),
+            ]
+        );
+        assert_eq!(steps[2].verdict.as_deref(), Some("confirmed"));
+        assert_eq!(steps[1].action.as_deref(), Some("click"));
+    }
+
     /// A run whose text spells a marker or closes the script keeps it as text.
     #[test]
     fn data_that_spells_markup_or_a_marker_stays_data() {
-        let page = page(
-            "run-<x>",
-            r#"{"title":"</script><script>alert(1)</script> /*{{script}}*/ {{data}} &amp;"}"#,
-        );
-        assert!(page.contains("<title>cua run run-&lt;x&gt;</title>"));
+        let page =
+            page(r#"{"title":"</script><script>alert(1)</script> /*{{script}}*/ {{data}} &amp;"}"#);
         assert_eq!(
             page.matches("</script>").count(),
             3,
