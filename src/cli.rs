@@ -1,6 +1,10 @@
-//! The clap definition of every `cua` command. Parsing only: no logic lives here.
+//! The clap definition of every `cua` command. Parsing only: no logic lives here, beyond
+//! falling back to the project's path for a path flag not given.
 
 use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::error::CliError;
+use crate::project::{self, DefaultPath};
 
 /// cua: compile a computer-use run once into an immutable capability, then replay it
 /// deterministically with zero model calls.
@@ -29,6 +33,12 @@ pub(crate) enum Format {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Make a project in DIR (default: here): `cua.toml`, a policy, the documents' JSON
+    /// Schemas, a sealed sample capability with the sign-on it needs, an eval suite, a tenants
+    /// directory and a `.gitignore` for evidence. Every command run inside a project takes its
+    /// default paths from its `cua.toml`. Exits 0, 2 when DIR is a project already or holds
+    /// one of the files (nothing is written), 1 when a file cannot be written.
+    Init(InitArgs),
     /// Check documents: strict YAML, every rule, and a capability's content hash. Reports every
     /// problem in every file; exits 2 if any document is invalid.
     Validate(ValidateArgs),
@@ -258,6 +268,13 @@ pub(crate) struct FixtureServeArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub(crate) struct InitArgs {
+    /// The project's directory, created when missing [default: the current directory].
+    #[arg(value_name = "DIR")]
+    pub(crate) dir: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
 pub(crate) struct ValidateArgs {
     /// Document files: capabilities, tenant bindings, approvals, evaluations, run records,
     /// policy files. The kind comes from each file's `schema:` field.
@@ -410,33 +427,18 @@ pub(crate) enum PoolKind {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct CatalogArgs {
-    /// The catalog directory: `<id>@<version>.yaml` artifacts and their approvals.
-    #[arg(
-        long,
-        global = true,
-        value_name = "DIR",
-        env = "CUA_CATALOG",
-        default_value = "capabilities"
-    )]
-    pub(crate) catalog: std::path::PathBuf,
+    /// The catalog directory: `<id>@<version>.yaml` artifacts and their approvals [default: the
+    /// project's catalog, `capabilities`].
+    #[arg(long, global = true, value_name = "DIR", env = "CUA_CATALOG")]
+    pub(crate) catalog: Option<std::path::PathBuf>,
     /// Where evaluations (`<suite>.evaluation.json`) are read from, besides the catalog
-    /// directory.
-    #[arg(
-        long,
-        global = true,
-        value_name = "DIR",
-        default_value = "evidence/evals"
-    )]
-    pub(crate) evals: std::path::PathBuf,
-    /// Tenant bindings, as `<DIR>/<tenant>/<id>.yaml`.
-    #[arg(
-        long,
-        global = true,
-        value_name = "DIR",
-        env = "CUA_TENANTS",
-        default_value = "tenants"
-    )]
-    pub(crate) tenants: std::path::PathBuf,
+    /// directory [default: the project's `evidence/evals`; outside a project, only the catalog
+    /// directory].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) evals: Option<std::path::PathBuf>,
+    /// Tenant bindings, as `<DIR>/<tenant>/<id>.yaml` [default: the project's `tenants`].
+    #[arg(long, global = true, value_name = "DIR", env = "CUA_TENANTS")]
+    pub(crate) tenants: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub(crate) command: CatalogCommand,
 }
@@ -555,9 +557,9 @@ pub(crate) struct DiscoverArgs {
     /// The URL discovery starts at.
     #[arg(long)]
     pub(crate) target: String,
-    /// Where the draft capability is written.
-    #[arg(long, default_value = "capabilities")]
-    pub(crate) out: std::path::PathBuf,
+    /// Where the draft capability is written [default: the project's catalog].
+    #[arg(long)]
+    pub(crate) out: Option<std::path::PathBuf>,
     /// A sign-in capability file run (through the same chokepoint) before the goal's steps.
     #[arg(long, value_name = "CAPABILITY")]
     pub(crate) sign_in_with: Option<std::path::PathBuf>,
@@ -572,14 +574,10 @@ pub(crate) struct DiscoverArgs {
     pub(crate) max_steps: u32,
     #[command(flatten)]
     pub(crate) policy: PolicyFile,
-    /// Where the discovery run's evidence directory is created.
-    #[arg(
-        long = "evidence-dir",
-        alias = "evidence",
-        value_name = "DIR",
-        default_value = "evidence/discovery"
-    )]
-    pub(crate) evidence: std::path::PathBuf,
+    /// Where the discovery run's evidence directory is created [default: the project's
+    /// `evidence/discovery`].
+    #[arg(long = "evidence-dir", alias = "evidence", value_name = "DIR")]
+    pub(crate) evidence: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -587,18 +585,19 @@ pub(crate) struct CompileArgs {
     /// The run directory (or its trace.jsonl).
     #[arg(value_name = "TRACE")]
     pub(crate) trace: std::path::PathBuf,
-    /// Where the draft capability is written.
-    #[arg(long, default_value = "capabilities")]
-    pub(crate) out: std::path::PathBuf,
+    /// Where the draft capability is written [default: the project's catalog].
+    #[arg(long)]
+    pub(crate) out: Option<std::path::PathBuf>,
 }
 
 #[cfg(feature = "fixture")]
 #[derive(Debug, clap::Args)]
 pub(crate) struct DemoArgs {
     /// The demo directory: drafts, the demo catalog, approvals and every run's evidence. It is
-    /// emptied first when it holds an earlier demo, and refused when it holds anything else.
-    #[arg(long, value_name = "DIR", default_value = "evidence/demo")]
-    pub(crate) out: std::path::PathBuf,
+    /// emptied first when it holds an earlier demo, and refused when it holds anything else
+    /// [default: the project's `evidence/demo`].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub(crate) policy: PolicyFile,
     #[command(flatten)]
@@ -635,14 +634,8 @@ pub(crate) struct ConsoleArgs {
     pub(crate) policy: PolicyFile,
     #[command(flatten)]
     pub(crate) evidence: RunsDir,
-    /// The capability catalog.
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = "CUA_CATALOG",
-        default_value = "capabilities"
-    )]
-    pub(crate) catalog: std::path::PathBuf,
+    #[command(flatten)]
+    pub(crate) paths: CatalogPaths,
 }
 
 /// A capability run supervised on an in-process MemberDesk fixture (`console --capability`).
@@ -688,14 +681,8 @@ pub(crate) struct RecordArgs {
     pub(crate) policy: PolicyFile,
     #[command(flatten)]
     pub(crate) evidence: RunsDir,
-    /// The capability catalog.
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = "CUA_CATALOG",
-        default_value = "capabilities"
-    )]
-    pub(crate) catalog: std::path::PathBuf,
+    #[command(flatten)]
+    pub(crate) paths: CatalogPaths,
 }
 
 #[derive(Debug, clap::Args)]
@@ -766,20 +753,16 @@ pub(crate) struct ServeArgs {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct EvalArgs {
-    /// Suite files (`cua.eval_suite/v1`); default every `evals/*.yaml`.
+    /// Suite files (`cua.eval_suite/v1`) [default: every `*.yaml` in the project's `evals`].
     #[arg(value_name = "SUITE")]
     pub(crate) suites: Vec<std::path::PathBuf>,
-    /// Where the reports and evaluations are written.
-    #[arg(long, value_name = "DIR", default_value = "evidence/evals")]
-    pub(crate) out: std::path::PathBuf,
-    /// Where each suite's run directories go (`<DIR>/<suite>-<stamp>/<run id>`).
-    #[arg(
-        long = "evidence-dir",
-        alias = "runs-dir",
-        value_name = "DIR",
-        default_value = "evidence/eval-runs"
-    )]
-    pub(crate) runs_dir: std::path::PathBuf,
+    /// Where the reports and evaluations are written [default: the project's `evidence/evals`].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<std::path::PathBuf>,
+    /// Where each suite's run directories go (`<DIR>/<suite>-<stamp>/<run id>`) [default: the
+    /// project's `evidence/eval-runs`].
+    #[arg(long = "evidence-dir", alias = "runs-dir", value_name = "DIR")]
+    pub(crate) runs_dir: Option<std::path::PathBuf>,
     /// Run every case this many times instead of the suite's `repeats`.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub(crate) repeats: Option<u32>,
@@ -794,46 +777,113 @@ pub(crate) struct EvalArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct CatalogPaths {
     /// The capability catalog: sealed capabilities and their approvals (also where remedy
-    /// capabilities such as a sign-on are found).
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = "CUA_CATALOG",
-        default_value = "capabilities"
-    )]
-    pub(crate) catalog: std::path::PathBuf,
-    /// Where tenant bindings live (`<DIR>/<tenant>/<capability id>.yaml`).
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = "CUA_TENANTS",
-        default_value = "tenants"
-    )]
-    pub(crate) tenants: std::path::PathBuf,
+    /// capabilities such as a sign-on are found) [default: the project's `capabilities`].
+    #[arg(long, value_name = "DIR", env = "CUA_CATALOG")]
+    pub(crate) catalog: Option<std::path::PathBuf>,
+    /// Where tenant bindings live (`<DIR>/<tenant>/<capability id>.yaml`) [default: the
+    /// project's `tenants`].
+    #[arg(long, value_name = "DIR", env = "CUA_TENANTS")]
+    pub(crate) tenants: Option<std::path::PathBuf>,
 }
 
 /// The policy file, on every command that decides actions.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct PolicyFile {
-    /// The policy file.
-    #[arg(
-        long = "policy",
-        value_name = "FILE",
-        env = "CUA_POLICY_FILE",
-        default_value = "config/policy.yaml"
-    )]
-    pub(crate) file: std::path::PathBuf,
+    /// The policy file [default: the project's `config/policy.yaml`].
+    #[arg(long = "policy", value_name = "FILE", env = "CUA_POLICY_FILE")]
+    pub(crate) file: Option<std::path::PathBuf>,
 }
 
 /// Where run directories are written, on every command that runs capabilities.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct RunsDir {
-    /// Where run directories are written.
-    #[arg(
-        long = "evidence-dir",
-        value_name = "DIR",
-        env = "CUA_EVIDENCE_DIR",
-        default_value = "evidence/runs"
-    )]
-    pub(crate) dir: std::path::PathBuf,
+    /// Where run directories are written [default: the project's `evidence/runs`].
+    #[arg(long = "evidence-dir", value_name = "DIR", env = "CUA_EVIDENCE_DIR")]
+    pub(crate) dir: Option<std::path::PathBuf>,
+}
+
+impl EvalArgs {
+    /// Where reports and evaluations go: as given, or the project's.
+    pub(crate) fn out(&self) -> Result<std::path::PathBuf, CliError> {
+        project::or_default(self.out.as_deref(), DefaultPath::Evaluations)
+    }
+
+    /// Where suites' runs go: as given, or the project's.
+    pub(crate) fn runs_dir(&self) -> Result<std::path::PathBuf, CliError> {
+        project::or_default(self.runs_dir.as_deref(), DefaultPath::EvalRuns)
+    }
+}
+
+impl CatalogPaths {
+    /// The catalog directory: as given, or the project's.
+    pub(crate) fn catalog(&self) -> Result<std::path::PathBuf, CliError> {
+        project::or_default(self.catalog.as_deref(), DefaultPath::Catalog)
+    }
+
+    /// The tenants directory: as given, or the project's.
+    pub(crate) fn tenants(&self) -> Result<std::path::PathBuf, CliError> {
+        project::or_default(self.tenants.as_deref(), DefaultPath::Tenants)
+    }
+
+    /// The tenants directory for a command that binds `tenant`. With no tenant nothing reads
+    /// a binding, so outside a project the catalog directory stands in rather than an error.
+    pub(crate) fn tenants_for(&self, tenant: Option<&str>) -> Result<std::path::PathBuf, CliError> {
+        if tenant.is_some() {
+            return self.tenants();
+        }
+        project::or_default_or(self.tenants.as_deref(), DefaultPath::Tenants, || {
+            self.catalog()
+        })
+    }
+
+    /// These paths with the project's filled in, for work that outlives the current
+    /// directory's lookup (a worker's slots).
+    pub(crate) fn resolved(&self) -> Result<Self, CliError> {
+        Ok(Self {
+            catalog: Some(self.catalog()?),
+            tenants: Some(self.tenants()?),
+        })
+    }
+
+    /// The catalog these paths name for a command that binds `tenant`, its evaluations read
+    /// from the catalog directory.
+    pub(crate) fn config(
+        &self,
+        tenant: Option<&str>,
+    ) -> Result<cua_catalog::CatalogConfig, CliError> {
+        let catalog = self.catalog()?;
+        Ok(cua_catalog::CatalogConfig {
+            evaluations: catalog.clone(),
+            capabilities: catalog,
+            tenants: self.tenants_for(tenant)?,
+        })
+    }
+}
+
+impl PolicyFile {
+    /// The policy file: as given, or the project's.
+    pub(crate) fn file(&self) -> Result<std::path::PathBuf, CliError> {
+        project::or_default(self.file.as_deref(), DefaultPath::Policy)
+    }
+
+    /// This file with the project's filled in.
+    pub(crate) fn resolved(&self) -> Result<Self, CliError> {
+        Ok(Self {
+            file: Some(self.file()?),
+        })
+    }
+}
+
+impl RunsDir {
+    /// Where run directories go: as given, or the project's.
+    pub(crate) fn dir(&self) -> Result<std::path::PathBuf, CliError> {
+        project::or_default(self.dir.as_deref(), DefaultPath::Runs)
+    }
+
+    /// This directory with the project's filled in.
+    pub(crate) fn resolved(&self) -> Result<Self, CliError> {
+        Ok(Self {
+            dir: Some(self.dir()?),
+        })
+    }
 }

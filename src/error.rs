@@ -71,6 +71,9 @@ error_codes! {
     MissingSecret => "missing_secret", Usage, "A secret the capability names is not in the environment.";
     RefusedPath => "refused_path", Usage, "A path refused for what is at it: a link, another user's directory.";
     ReadFailed => "read_failed", Usage, "A file or directory that cannot be read.";
+    NoProject => "no_project", Usage, "A command needs a default path and the current directory is in no project (`cua init` makes one).";
+    InvalidProject => "invalid_project", Usage, "The project file, `cua.toml`, does not load.";
+    ProjectExists => "project_exists", Usage, "`cua init` into a directory that is a project already.";
     NotARunDir => "not_a_run_dir", Usage, "A directory that is not a run's evidence.";
     NoSnapshots => "no_snapshots", Usage, "A run without the snapshots a probe compares.";
     NoReviewer => "no_reviewer", Usage, "A review decision without `--by`.";
@@ -130,18 +133,17 @@ impl fmt::Display for ErrorCode {
 impl ErrorCode {
     /// This code with `message`, as the envelope carries it.
     pub(crate) fn envelope(self, message: impl Into<String>) -> EnvelopeError {
-        EnvelopeError {
-            code: self.as_str().to_owned(),
-            message: message.into(),
-        }
+        EnvelopeError::new(self.as_str(), message)
     }
 }
 
-/// A command that stopped before or instead of doing its work.
-#[derive(Debug)]
+/// A command that stopped before or instead of doing its work: what went wrong, and when
+/// there is one, a help line saying what to do about it.
+#[derive(Debug, Clone)]
 pub(crate) struct CliError {
     code: ErrorCode,
     message: String,
+    help: Option<String>,
 }
 
 impl CliError {
@@ -149,7 +151,14 @@ impl CliError {
         Self {
             code,
             message: message.into(),
+            help: None,
         }
+    }
+
+    /// This error with a line saying what to do about it.
+    pub(crate) fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
     }
 
     /// A usage error.
@@ -181,13 +190,20 @@ impl CliError {
         &self.message
     }
 
+    pub(crate) fn help(&self) -> Option<&str> {
+        self.help.as_deref()
+    }
+
     pub(crate) fn exit(&self) -> Exit {
         self.code.exit()
     }
 
     /// The error as the envelope carries it.
     pub(crate) fn envelope(&self) -> EnvelopeError {
-        self.code.envelope(self.message.clone())
+        EnvelopeError {
+            help: self.help.clone(),
+            ..self.code.envelope(self.message.clone())
+        }
     }
 }
 

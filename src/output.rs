@@ -37,11 +37,25 @@ impl From<Exit> for ExitCode {
     }
 }
 
-/// An error the envelope carries: a stable code and a message.
+/// An error the envelope carries: a stable code, a message, and when there is one a help line
+/// saying what to do.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct EnvelopeError {
     pub(crate) code: String,
     pub(crate) message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) help: Option<String>,
+}
+
+impl EnvelopeError {
+    /// An error with no help line: a run's own failure, whose message says what happened.
+    pub(crate) fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            code: code.into(),
+            message: message.into(),
+            help: None,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -116,6 +130,9 @@ pub(crate) fn report<T: Serialize>(
     {
         let mut stderr = std::io::stderr().lock();
         let _ = writeln!(stderr, "error: {}", error.message());
+        if let Some(help) = error.help() {
+            let _ = writeln!(stderr, "  help: {help}");
+        }
     }
     let envelope = error.map(CliError::envelope);
     emit(format, command, data, envelope.as_ref(), text);

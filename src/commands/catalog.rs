@@ -15,24 +15,45 @@ use cua_evidence::Clock as _;
 use serde::Serialize;
 
 use crate::cli::{
-    CatalogApproveArgs, CatalogArgs, CatalogCommand, CatalogRevokeArgs, CatalogSearchArgs,
-    CatalogShowArgs, Format, RiskArg, SurfaceArg,
+    CatalogApproveArgs, CatalogArgs, CatalogCommand, CatalogPaths, CatalogRevokeArgs,
+    CatalogSearchArgs, CatalogShowArgs, Format, RiskArg, SurfaceArg,
 };
 use crate::error::{CliError, ErrorCode};
 use crate::output::{self, Exit, emit};
+use crate::project::{self, DefaultPath};
 
 /// Runs one catalog command.
 pub(crate) fn run(format: Format, args: &CatalogArgs) -> Result<Exit, CliError> {
-    let catalog = Catalog::new(CatalogConfig {
-        capabilities: args.catalog.clone(),
-        evaluations: args.evals.clone(),
+    let paths = CatalogPaths {
+        catalog: args.catalog.clone(),
         tenants: args.tenants.clone(),
+    };
+    let tenant = match &args.command {
+        CatalogCommand::Show(show) => show.tenant.as_deref(),
+        CatalogCommand::Approve(approve) => approve.tenant.as_deref(),
+        CatalogCommand::Revoke(revoke) => revoke.tenant.as_deref(),
+        CatalogCommand::List | CatalogCommand::Search(_) => None,
+    };
+    // A malformed tenant is the mistake to report, before where its bindings would be.
+    let tenant_id = tenant
+        .map(TenantId::parse)
+        .transpose()
+        .map_err(|error| CliError::new(ErrorCode::InvalidTenant, error.to_string()))?;
+    let capabilities = paths.catalog()?;
+    let catalog = Catalog::new(CatalogConfig {
+        capabilities: capabilities.clone(),
+        evaluations: project::or_default_or(
+            args.evals.as_deref(),
+            DefaultPath::Evaluations,
+            || Ok(capabilities.clone()),
+        )?,
+        tenants: paths.tenants_for(tenant)?,
     });
     match &args.command {
         CatalogCommand::List => list(format, &catalog),
-        CatalogCommand::Show(show_args) => show(format, &catalog, show_args),
-        CatalogCommand::Approve(approve_args) => approve(format, &catalog, approve_args),
-        CatalogCommand::Revoke(revoke_args) => revoke(format, &catalog, revoke_args),
+        CatalogCommand::Show(show_args) => show(format, &catalog, show_args, tenant_id),
+        CatalogCommand::Approve(approve_args) => approve(format, &catalog, approve_args, tenant_id),
+        CatalogCommand::Revoke(revoke_args) => revoke(format, &catalog, revoke_args, tenant_id),
         CatalogCommand::Search(search_args) => search(format, &catalog, search_args),
     }
 }
@@ -153,12 +174,13 @@ struct EvaluationView {
     assessment: cua_catalog::Assessment,
 }
 
-fn show(format: Format, catalog: &Catalog, args: &CatalogShowArgs) -> Result<Exit, CliError> {
+fn show(
+    format: Format,
+    catalog: &Catalog,
+    args: &CatalogShowArgs,
+    tenant: Option<TenantId>,
+) -> Result<Exit, CliError> {
     let command = "catalog show";
-    let tenant = match args.tenant.as_deref().map(TenantId::parse).transpose() {
-        Ok(tenant) => tenant,
-        Err(error) => return Err(CliError::new(ErrorCode::InvalidTenant, error.to_string())),
-    };
     let reference = match catalog.resolve(&args.reference) {
         Ok(reference) => reference,
         Err(error) => return Err(CliError::from(&error)),
@@ -379,15 +401,16 @@ struct DecisionView<'a> {
     decision: &'a DecisionRecorded,
 }
 
-fn approve(format: Format, catalog: &Catalog, args: &CatalogApproveArgs) -> Result<Exit, CliError> {
+fn approve(
+    format: Format,
+    catalog: &Catalog,
+    args: &CatalogApproveArgs,
+    tenant: Option<TenantId>,
+) -> Result<Exit, CliError> {
     let command = "catalog approve";
     let reference = match catalog.resolve(&args.reference) {
         Ok(reference) => reference,
         Err(error) => return Err(CliError::from(&error)),
-    };
-    let tenant = match args.tenant.as_deref().map(TenantId::parse).transpose() {
-        Ok(tenant) => tenant,
-        Err(error) => return Err(CliError::new(ErrorCode::InvalidTenant, error.to_string())),
     };
     let request = ApproveRequest {
         reference: reference.clone(),
@@ -439,15 +462,16 @@ fn approve(format: Format, catalog: &Catalog, args: &CatalogApproveArgs) -> Resu
     }
 }
 
-fn revoke(format: Format, catalog: &Catalog, args: &CatalogRevokeArgs) -> Result<Exit, CliError> {
+fn revoke(
+    format: Format,
+    catalog: &Catalog,
+    args: &CatalogRevokeArgs,
+    tenant: Option<TenantId>,
+) -> Result<Exit, CliError> {
     let command = "catalog revoke";
     let reference = match catalog.resolve(&args.reference) {
         Ok(reference) => reference,
         Err(error) => return Err(CliError::from(&error)),
-    };
-    let tenant = match args.tenant.as_deref().map(TenantId::parse).transpose() {
-        Ok(tenant) => tenant,
-        Err(error) => return Err(CliError::new(ErrorCode::InvalidTenant, error.to_string())),
     };
     let request = RevokeRequest {
         reference: reference.clone(),

@@ -50,8 +50,8 @@ pub(crate) fn run(format: Format, args: &CodegenArgs) -> Result<Exit, CliError> 
     let loaded = load(
         &args.capability,
         args.tenant.as_deref(),
-        &args.paths.catalog,
-        &args.paths.tenants,
+        &args.paths.catalog()?,
+        &args.paths.tenants_for(args.tenant.as_deref())?,
     )?;
     let config = CodegenConfig {
         tenant: loaded.tenant.clone(),

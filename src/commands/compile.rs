@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::cli::{CompileArgs, Format};
 use crate::error::{CliError, ErrorCode};
 use crate::output::{self, Exit};
+use crate::project::{self, DefaultPath};
 
 /// What `cua compile` and `cua discover` report about a written draft.
 #[derive(Debug, Serialize)]
@@ -33,7 +34,8 @@ pub(crate) fn run(format: Format, args: &CompileArgs) -> Result<Exit, CliError> 
         args.trace.clone()
     };
     let transcript = run_dir.join(cua_evidence::TRACE_FILE);
-    let summary = compile_run(&run_dir, &transcript.display().to_string(), &args.out)?;
+    let drafts = project::or_default(args.out.as_deref(), DefaultPath::Catalog)?;
+    let summary = compile_run(&run_dir, &transcript.display().to_string(), &drafts)?;
     output::emit(format, "compile", Some(&summary), None, || render(&summary));
     Ok(Exit::Success)
 }

@@ -36,11 +36,15 @@ pub(crate) fn run(format: Format, args: &ConsoleArgs) -> Result<Exit, CliError> 
 }
 
 async fn serve_console(format: Format, args: &ConsoleArgs) -> Result<Exit, CliError> {
-    let common = Common::load(&args.policy.file, &args.catalog, &args.evidence.dir)?;
+    let common = Common::load(
+        &args.policy.file()?,
+        args.paths.config(None)?,
+        &args.evidence.dir()?,
+    )?;
     let access = access(args.access.operators.as_deref(), "operator")?;
     let broker = Broker::new(
         BrokerConfig {
-            evidence_root: args.evidence.dir.clone(),
+            evidence_root: args.evidence.dir()?,
             hold_for: std::time::Duration::from_secs(args.hold_minutes.max(1) * 60),
         },
         Arc::new(WallClock),
@@ -88,12 +92,16 @@ pub(crate) struct Common {
     pub(crate) policy_config: PolicyConfig,
     pub(crate) policy: PolicyEngine,
     pub(crate) redactor: Redactor,
-    pub(crate) catalog: PathBuf,
+    pub(crate) catalog: CatalogConfig,
     pub(crate) evidence: PathBuf,
 }
 
 impl Common {
-    pub(crate) fn load(policy: &Path, catalog: &Path, evidence: &Path) -> Result<Self, CliError> {
+    pub(crate) fn load(
+        policy: &Path,
+        catalog: CatalogConfig,
+        evidence: &Path,
+    ) -> Result<Self, CliError> {
         let LoadedPolicy {
             config: policy_config,
             engine,
@@ -106,7 +114,7 @@ impl Common {
             policy_config,
             policy: engine,
             redactor,
-            catalog: catalog.to_path_buf(),
+            catalog,
             evidence: evidence.to_path_buf(),
         })
     }
@@ -169,9 +177,7 @@ pub(crate) async fn start_server(
             bind,
             allow_remote,
             access,
-            catalog: Arc::new(DiskCatalog {
-                root: common.catalog.clone(),
-            }),
+            catalog: Arc::new(DiskCatalog(common.catalog.clone())),
             settings: common.settings(),
             redactor: common.redactor.clone(),
         },
@@ -239,16 +245,6 @@ async fn wait_for_run(run: Option<tokio::task::JoinHandle<()>>) {
     }
 }
 
-/// The catalog whose artifacts are in `capabilities` (evaluations and tenants where the
-/// repository keeps them).
-pub(crate) fn catalog_at(capabilities: &Path) -> Catalog {
-    Catalog::new(CatalogConfig {
-        capabilities: capabilities.to_path_buf(),
-        evaluations: PathBuf::from("evidence/evals"),
-        tenants: PathBuf::from("tenants"),
-    })
-}
-
 /// `<prefix>-<UTC stamp>-<pid>`.
 pub(crate) fn fresh_run_id(prefix: &str) -> String {
     use cua_evidence::Clock;
@@ -308,13 +304,11 @@ impl LiveSurface for ChromiumLive {
 }
 
 /// The catalog on disk as the capabilities page lists it.
-struct DiskCatalog {
-    root: PathBuf,
-}
+struct DiskCatalog(CatalogConfig);
 
 impl CatalogView for DiskCatalog {
     fn capabilities(&self) -> Vec<CapabilityRow> {
-        let Ok(entries) = catalog_at(&self.root).list() else {
+        let Ok(entries) = Catalog::new(self.0.clone()).list() else {
             return Vec::new();
         };
         entries

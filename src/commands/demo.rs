@@ -36,6 +36,7 @@ use crate::cli::{DemoArgs, Format};
 use crate::commands::policy::LoadedPolicy;
 use crate::error::{CliError, ErrorCode, runtime};
 use crate::output::{self, Exit};
+use crate::project::{self, DefaultPath};
 use rig::{Demo, StageFailure, StageResult};
 
 /// A stage's work, borrowing the shared state for as long as it runs.
@@ -144,15 +145,15 @@ struct DemoReport {
 
 /// Runs the demo.
 pub(crate) fn run(format: Format, args: &DemoArgs) -> Result<Exit, CliError> {
-    let policy = LoadedPolicy::read(&args.policy.file)?;
-    fresh_directory(&args.out)
-        .map_err(|message| CliError::new(ErrorCode::DemoDirectory, message))?;
+    let policy = LoadedPolicy::read(&args.policy.file()?)?;
+    let out = project::or_default(args.out.as_deref(), DefaultPath::Demo)?;
+    fresh_directory(&out).map_err(|message| CliError::new(ErrorCode::DemoDirectory, message))?;
     let runtime = runtime()?;
     let demo = Demo::new(
-        args.out.clone(),
-        args.paths.catalog.clone(),
-        args.paths.tenants.clone(),
-        args.policy.file.clone(),
+        out,
+        args.paths.catalog()?,
+        args.paths.tenants()?,
+        args.policy.file()?,
         policy,
     );
     Ok(runtime.block_on(tell(format, demo)))

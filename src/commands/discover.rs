@@ -23,6 +23,7 @@ use crate::commands::policy::LoadedPolicy;
 use crate::commands::replay::launch;
 use crate::error::{CliError, ErrorCode, runtime};
 use crate::output::{self, Exit};
+use crate::project::{self, DefaultPath};
 
 #[derive(Serialize)]
 struct Discovered {
@@ -142,7 +143,9 @@ pub(crate) fn read_capability(path: &Path) -> Result<Capability, CliError> {
 
 async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exit, CliError> {
     // Every document and name first: a mistake is refused before a model or a browser starts.
-    let policy = LoadedPolicy::read(&args.policy.file)?;
+    let policy = LoadedPolicy::read(&args.policy.file()?)?;
+    let evidence_root = project::or_default(args.evidence.as_deref(), DefaultPath::Discovery)?;
+    let drafts = project::or_default(args.out.as_deref(), DefaultPath::Catalog)?;
     let sign_in = args
         .sign_in_with
         .as_deref()
@@ -175,14 +178,14 @@ async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exi
         } else {
             "live model"
         },
-        args.evidence.join(&run_id).display()
+        evidence_root.join(&run_id).display()
     );
     let outcome = discover_on(
         &surface,
         &policy,
         &model.llm,
         DiscoveryRun {
-            evidence_root: &args.evidence,
+            evidence_root: &evidence_root,
             run_id: &run_id,
             request: &request,
             config: DiscoveryConfig {
@@ -198,7 +201,7 @@ async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exi
     let (report, run_dir) = outcome?;
     let draft = if report.stop_reason == StopReason::GoalMet {
         let transcript = run_dir.join(cua_evidence::TRACE_FILE).display().to_string();
-        Some(compile_run(&run_dir, &transcript, &args.out)?)
+        Some(compile_run(&run_dir, &transcript, &drafts)?)
     } else {
         None
     };

@@ -9,7 +9,7 @@
 //! launches one browser per suite and hands it to `cua-eval` as its surface. Secrets come from
 //! the environment (`CUA_SECRET_…`), as for `cua replay`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use cua_artifact::{CapabilityRef, PolicyConfig, TenantId};
 use cua_catalog::{Catalog, CatalogConfig, Integrity};
@@ -22,6 +22,7 @@ use cua_replay::{CapabilityList, PreparedCapability, ReplayConfig};
 use serde::Serialize;
 
 use crate::fixture_app::{FixtureApp, NotStarted};
+use crate::project::{self, DefaultPath};
 
 use crate::cli::{EvalArgs, Format};
 use crate::commands::policy::LoadedPolicy;
@@ -54,12 +55,11 @@ struct Loaded {
 
 fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, CliError> {
     let paths = suite_paths(args)?;
+    let out = args.out()?;
+    let runs_dir = args.runs_dir()?;
     // Reports go to `--out` and runs to `--runs-dir`: a link planted at either is refused
     // before anything runs, and everything below them is written without following one.
-    for (directory, mode) in [
-        (&args.out, FileMode::Readable),
-        (&args.runs_dir, FileMode::Private),
-    ] {
+    for (directory, mode) in [(&out, FileMode::Readable), (&runs_dir, FileMode::Private)] {
         Dir::create_all(directory, mode)
             .map_err(|error| CliError::unwritten(&error, ErrorCode::EvidenceUnwritable))?;
     }
@@ -67,11 +67,11 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, CliError> {
         config: policy_config,
         engine: policy,
         ..
-    } = LoadedPolicy::read(&args.policy.file)?;
+    } = LoadedPolicy::read(&args.policy.file()?)?;
     let catalog = Catalog::new(CatalogConfig {
-        capabilities: args.paths.catalog.clone(),
-        evaluations: args.out.clone(),
-        tenants: args.paths.tenants.clone(),
+        capabilities: args.paths.catalog()?,
+        evaluations: out.clone(),
+        tenants: args.paths.tenants()?,
     });
     // Every suite is read and checked before the first browser starts: a typo in the last
     // suite should not cost the minutes of the first.
@@ -128,7 +128,7 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, CliError> {
                     "{}: tenant {tenant} has no binding of {} in {}",
                     path.display(),
                     suite.capability.id(),
-                    args.paths.tenants.display()
+                    args.paths.tenants()?.display()
                 ),
             ));
         }
@@ -273,7 +273,7 @@ async fn measure(
         setup,
         target,
     };
-    let runs_dir = args.runs_dir.join(format!("{}-{stamp}", suite.name));
+    let runs_dir = args.runs_dir()?.join(format!("{}-{stamp}", suite.name));
     Dir::create_all(&runs_dir, FileMode::Private)
         .map_err(|error| CliError::new(ErrorCode::EvidenceUnwritable, error.to_string()))?;
     let surface = launch(allowlist).await?;
@@ -314,7 +314,7 @@ async fn measure(
     })?;
     let report = SuiteReport::build(&plan, &runs);
     let reports = report
-        .write(&args.out)
+        .write(&args.out()?)
         .map_err(|error| CliError::new(ErrorCode::WriteFailed, error.to_string()))?;
     Ok(SuiteOutcome {
         suite: report.suite.clone(),
@@ -386,12 +386,12 @@ fn render(outcome: &SuiteOutcome) -> String {
     )
 }
 
-/// The suite files: as given, or every `evals/*.yaml`, sorted.
+/// The suite files: as given, or every `*.yaml` in the project's suites directory, sorted.
 fn suite_paths(args: &EvalArgs) -> Result<Vec<PathBuf>, CliError> {
     if !args.suites.is_empty() {
         return Ok(args.suites.clone());
     }
-    let directory = Path::new("evals");
+    let directory = &project::or_default(None, DefaultPath::Suites)?;
     let entries = std::fs::read_dir(directory).map_err(|error| {
         CliError::usage(format!(
             "no suite given and {} cannot be read: {error}",

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cua_artifact::TenantId;
-use cua_catalog::CatalogConfig;
 use cua_chromium::ChromiumSurface;
 use cua_evidence::SystemClock;
 use cua_mcp::{CapabilityServer, McpConfig, PlanKey, SurfaceFactory, SurfaceUnavailable};
@@ -37,7 +36,7 @@ pub(crate) fn server(
     command: &str,
     args: &McpArgs,
 ) -> Result<CapabilityServer<ChromiumSurfaces>, CliError> {
-    let policy = crate::commands::policy::LoadedPolicy::read(&args.policy.file)?.config;
+    let policy = crate::commands::policy::LoadedPolicy::read(&args.policy.file()?)?.config;
     let tenant = args
         .tenant
         .as_deref()
@@ -46,14 +45,11 @@ pub(crate) fn server(
         .map_err(|error| CliError::new(ErrorCode::InvalidTenant, error.to_string()))?;
     let prefix = policy.secrets.env_prefix.clone();
     let mut config = McpConfig::new(policy);
-    config.catalog = CatalogConfig {
-        capabilities: args.paths.catalog.clone(),
-        evaluations: args.paths.catalog.clone(),
-        tenants: args.paths.tenants.clone(),
-    };
+    config.catalog = args.paths.config(args.tenant.as_deref())?;
+    let catalog_dir = config.catalog.capabilities.clone();
     config.tenant = tenant;
     config.base_url.clone_from(&args.base_url);
-    config.evidence_dir.clone_from(&args.evidence.dir);
+    config.evidence_dir.clone_from(&args.evidence.dir()?);
     config.plan_ttl = Duration::from_secs(args.plan_ttl);
     config.replay.operators = crate::commands::replay::operators()
         .map_err(|message| CliError::new(ErrorCode::SurfaceUnavailable, message))?;
@@ -68,7 +64,7 @@ pub(crate) fn server(
     let set = server.tool_set().map_err(|error| {
         CliError::new(
             ErrorCode::ReadFailed,
-            format!("{}: {}", args.paths.catalog.display(), chain(&error)),
+            format!("{}: {}", catalog_dir.display(), chain(&error)),
         )
     })?;
     for offered in &set.offered {
@@ -93,7 +89,7 @@ pub(crate) fn server(
     if set.offered.is_empty() {
         eprintln!(
             "{command}: no capability in {} is approved; approve one with `cua catalog approve`",
-            display(&args.paths.catalog)
+            display(&catalog_dir)
         );
     }
     Ok(server)

@@ -13,6 +13,7 @@ mod discover;
 mod eval;
 #[cfg(feature = "fixture")]
 mod fixture;
+mod init;
 mod mcp;
 mod policy;
 mod probe;
@@ -53,6 +54,7 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
         Command::Batch(BatchCommand::Status(args)) => replay::queue::status(format, &args),
         Command::Batch(BatchCommand::Results(args)) => replay::queue::results(format, &args),
         Command::Worker(args) => replay::queue::worker(format, &args),
+        Command::Init(args) => init::run(format, &args),
         Command::Validate(args) => validate::run(format, &args),
         Command::Seal(args) => seal::run(format, &args),
         Command::Schema(args) => Ok(schema::run(format, &args)),
@@ -87,6 +89,7 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
 /// The command's name as its envelope carries it.
 fn name(command: &Command) -> &'static str {
     match command {
+        Command::Init(_) => "init",
         Command::Validate(_) => "validate",
         Command::Seal(_) => "seal",
         Command::Schema(_) => "schema",

@@ -15,8 +15,8 @@ pub(crate) fn run(format: Format, args: &ProbeArgs) -> Result<Exit, CliError> {
     let loaded = load(
         &args.capability,
         args.tenant.as_deref(),
-        &args.paths.catalog,
-        &args.paths.tenants,
+        &args.paths.catalog()?,
+        &args.paths.tenants_for(args.tenant.as_deref())?,
     )?;
     let run = load_snapshots(&args.snapshots)
         .map_err(|error| CliError::new(ErrorCode::NoSnapshots, error.to_string()))?;

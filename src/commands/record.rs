@@ -24,7 +24,11 @@ pub(crate) fn run(format: Format, args: &RecordArgs) -> Result<Exit, CliError> {
 }
 
 async fn record(format: Format, args: &RecordArgs) -> Result<Exit, CliError> {
-    let common = Common::load(&args.policy.file, &args.catalog, &args.evidence.dir)?;
+    let common = Common::load(
+        &args.policy.file()?,
+        args.paths.config(None)?,
+        &args.evidence.dir()?,
+    )?;
     if let Err(blocked) = common.policy.check_landing(&args.target) {
         return Err(CliError::usage(format!(
             "{} is outside the policy's allowlist: {}",
@@ -35,7 +39,7 @@ async fn record(format: Format, args: &RecordArgs) -> Result<Exit, CliError> {
         .map_err(|error| CliError::new(ErrorCode::NoToken, error.to_string()))?;
     let broker = Broker::new(
         BrokerConfig {
-            evidence_root: args.evidence.dir.clone(),
+            evidence_root: args.evidence.dir()?,
             hold_for: std::time::Duration::from_secs(30 * 60),
         },
         Arc::new(WallClock),

@@ -147,7 +147,7 @@ impl Settings {
         if let Some(run_id) = &args.run_id {
             RunId::parse(run_id).map_err(|error| CliError::usage(error.to_string()))?;
         }
-        let base = load_capability(&args.capability, &args.paths.catalog)?;
+        let base = load_capability(&args.capability, &args.paths.catalog()?)?;
         let tenant = args
             .bind
             .tenant
@@ -159,7 +159,7 @@ impl Settings {
             .transpose()?;
         let binding = match &tenant {
             Some(tenant) => Some(load_binding(
-                &catalog_at(&args.paths.catalog, &args.paths.tenants),
+                &cua_catalog::Catalog::new(args.paths.config(args.bind.tenant.as_deref())?),
                 tenant,
                 &base,
             )?),
@@ -168,18 +168,13 @@ impl Settings {
         let approval = match (approval, &args.bind.approval) {
             (Some(approval), _) => Some(approval),
             (None, Some(path)) => Some(load_approval(path)?),
-            (None, None) => recorded_approval(
-                &args.paths.catalog,
-                &args.paths.tenants,
-                tenant.as_ref(),
-                &base.reference(),
-            )?,
+            (None, None) => recorded_approval(&args.paths, tenant.as_ref(), &base.reference())?,
         };
         let LoadedPolicy {
             config: policy_config,
             engine: policy,
             ..
-        } = LoadedPolicy::read(&args.policy.file)?;
+        } = LoadedPolicy::read(&args.policy.file()?)?;
         let prepared = PreparedCapability::bind(
             base,
             binding,
@@ -197,8 +192,11 @@ impl Settings {
                 prepared.capability.entrypoint.url
             )));
         }
+        // Where `run_capability` remedies come from: the catalog on disk, bound like the run
+        // itself (same tenant when it has a binding for the remedy, same `--base-url`), with
+        // approvals.
         let loader = CatalogCapabilities::new(
-            catalog_at(&args.paths.catalog, &args.paths.tenants),
+            cua_catalog::Catalog::new(args.paths.config(args.bind.tenant.as_deref())?),
             tenant.clone(),
             args.bind.base_url.clone(),
         );
@@ -216,7 +214,7 @@ impl Settings {
             allow_irreversible: args.bind.allow_irreversible,
             policy_config,
             policy,
-            evidence_dir: args.evidence.dir.clone(),
+            evidence_dir: args.evidence.dir()?,
             run_id: args.run_id.clone(),
             loader,
             assist: args.assist,
@@ -411,12 +409,11 @@ pub(crate) async fn launch(allowlist: cua_policy::Allowlist) -> Result<ChromiumS
 /// Prints a report: the envelope in JSON, a summary in text.
 fn print_report(format: Format, report: &ReplayReport) {
     let error = match report.result.status {
-        RunStatus::Failed | RunStatus::NeedsHuman => {
-            report.result.error.as_ref().map(|error| EnvelopeError {
-                code: error.code.as_str().to_owned(),
-                message: error.message.clone(),
-            })
-        }
+        RunStatus::Failed | RunStatus::NeedsHuman => report
+            .result
+            .error
+            .as_ref()
+            .map(|error| EnvelopeError::new(error.code.as_str(), error.message.clone())),
         RunStatus::Success | RunStatus::BusinessOutcome => None,
     };
     emit(format, "replay", Some(report), error.as_ref(), || {
@@ -530,17 +527,6 @@ fn plain(value: &Value) -> String {
         Value::String(text) => text.clone(),
         other => other.to_string(),
     }
-}
-
-/// Where `run_capability` remedies come from: the catalog on disk, bound like the run itself
-/// (same tenant when it has a binding for the remedy, same `--base-url`), with approvals.
-/// The catalog in `catalog`, with its evaluations beside the capabilities.
-fn catalog_at(catalog: &Path, tenants: &Path) -> cua_catalog::Catalog {
-    cua_catalog::Catalog::new(cua_catalog::CatalogConfig {
-        capabilities: catalog.to_owned(),
-        evaluations: catalog.to_owned(),
-        tenants: tenants.to_owned(),
-    })
 }
 
 /// A document at `path` that does not load.
@@ -707,12 +693,13 @@ fn check_secrets(
 /// ([`cua_catalog::Catalog::approval_record`]): the tenant's own when its binding is there, else
 /// the base's, else none. A capability run from a file outside the catalog has none recorded.
 pub(crate) fn recorded_approval(
-    catalog: &Path,
-    tenants: &Path,
+    paths: &crate::cli::CatalogPaths,
     tenant: Option<&TenantId>,
     reference: &CapabilityRef,
 ) -> Result<Option<CapabilityApproval>, CliError> {
-    match catalog_at(catalog, tenants).approval_record(reference, tenant) {
+    match cua_catalog::Catalog::new(paths.config(tenant.map(TenantId::as_str))?)
+        .approval_record(reference, tenant)
+    {
         Ok(record) => Ok(record),
         Err(cua_catalog::CatalogError::NotFound { .. }) => Ok(None),
         Err(error) => Err(CliError::from(&error)),

@@ -24,8 +24,8 @@ pub(crate) fn explain(format: Format, args: &RouteExplainArgs) -> Result<Exit, C
     let loaded = load(
         &args.capability,
         args.tenant.as_deref(),
-        &args.paths.catalog,
-        &args.paths.tenants,
+        &args.paths.catalog()?,
+        &args.paths.tenants_for(args.tenant.as_deref())?,
     )?;
     let registry = ProviderRegistry::builtin();
     let Some(routes) = explain_capability(

@@ -3,11 +3,10 @@
 //! contract credentials given to its sign-on remedy. Built only with the `fixture` feature.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use cua_artifact::{Capability, CapabilityRef};
-use cua_catalog::Integrity;
+use cua_catalog::{Catalog, CatalogConfig, Integrity};
 use cua_chromium::ChromiumSurface;
 use cua_console::{Broker, RunAttachment, SessionConfig, SessionMode};
 use cua_evidence::RunId;
@@ -16,7 +15,7 @@ use cua_replay::{
 };
 use serde_json::{Value, json};
 
-use super::console::{ChromiumLive, Common, catalog_at, fresh_run_id};
+use super::console::{ChromiumLive, Common, fresh_run_id};
 use super::replay::launch;
 use crate::cli::SupervisedArgs;
 use crate::error::{CliError, ErrorCode};
@@ -177,9 +176,9 @@ async fn start_supervised(
 }
 
 /// Every capability in the catalog, bound to the fixture, for `run_capability` remedies.
-fn remedies(catalog: &Path, base_url: &str) -> CapabilityList {
+fn remedies(catalog: &CatalogConfig, base_url: &str) -> CapabilityList {
     let mut entries = Vec::new();
-    if let Ok(listing) = catalog_at(catalog).list() {
+    if let Ok(listing) = Catalog::new(catalog.clone()).list() {
         for entry in listing {
             if let Some(capability) = entry.capability
                 && matches!(entry.integrity, Integrity::Sealed { .. })
@@ -194,8 +193,8 @@ fn remedies(catalog: &Path, base_url: &str) -> CapabilityList {
 }
 
 /// A capability by reference (`id@version`, or `id` for the newest) from the catalog.
-fn load_capability(catalog: &Path, reference: &str) -> Result<Capability, CliError> {
-    let catalog = catalog_at(catalog);
+fn load_capability(catalog: &CatalogConfig, reference: &str) -> Result<Capability, CliError> {
+    let catalog = Catalog::new(catalog.clone());
     let resolved: CapabilityRef = catalog
         .resolve(reference)
         .map_err(|error| CliError::from(&error))?;

@@ -606,3 +606,27 @@ fn every_excluded_mutant_says_why_and_every_examined_file_exists() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The licence the manifest declares is the one the repository ships, in full.
+#[test]
+fn the_license_file_is_the_license_the_manifest_names() {
+    let manifest: toml::Table =
+        toml::from_str(&std::fs::read_to_string(repository().join("Cargo.toml")).unwrap()).unwrap();
+    assert_eq!(
+        manifest["workspace"]["package"]["license"].as_str(),
+        Some("Apache-2.0")
+    );
+    let license = std::fs::read_to_string(repository().join("LICENSE")).unwrap();
+    assert!(
+        license.contains("Apache License"),
+        "LICENSE names its licence"
+    );
+    assert!(
+        license.contains("Version 2.0, January 2004"),
+        "LICENSE is 2.0"
+    );
+    assert!(
+        license.contains("END OF TERMS AND CONDITIONS"),
+        "LICENSE is the whole text"
+    );
+}

@@ -19,6 +19,7 @@ mod kubernetes;
 mod mcp;
 mod options;
 mod probe;
+mod project;
 mod queue;
 mod replay;
 mod route;

@@ -106,6 +106,7 @@ impl Scene {
     pub(crate) fn mask(&self, text: &str) -> String {
         let text = text
             .replace(&self.scratch.path().display().to_string(), "SCRATCH")
+            .replace(env!("CARGO_MANIFEST_DIR"), "REPO")
             .replace(&self.base_url(), "BASE_URL");
         mask_durations(&text)
     }

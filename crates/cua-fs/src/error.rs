@@ -43,6 +43,13 @@ pub enum FsError {
     )]
     NotOwned { path: PathBuf, owner: u32 },
 
+    #[error(
+        "{} may be changed by other users (mode {mode:o}), and what it says decides what cua \
+         does: make it writable by its owner only (chmod go-w)",
+        path.display()
+    )]
+    WritableByOthers { path: PathBuf, mode: u32 },
+
     #[error("{} already exists and is never overwritten", path.display())]
     Exists { path: PathBuf },
 

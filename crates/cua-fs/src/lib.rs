@@ -10,6 +10,9 @@
 //! grows while it is read is refused with an error naming the file and the limit instead of
 //! exhausting memory or hanging. A path the user named may pass through symbolic links: that is
 //! the user's choice. Inside a directory cua owns (a run's evidence), no component may be one.
+//! [`read_trusted`] reads a file whose content decides what cua does (a project's `cua.toml`):
+//! never through a link, and only when the current user or root owns it and no one else may
+//! write it.
 //!
 //! # Writing
 //!
@@ -45,4 +48,4 @@ pub mod testing;
 pub use dir::{Create, Dir, FileMode, write_atomic};
 pub use error::FsError;
 pub use name::{MAX_NAME_BYTES, check_name};
-pub use read::{Limit, read_bounded, read_open, read_to_string_bounded};
+pub use read::{Limit, read_bounded, read_open, read_to_string_bounded, read_trusted};

@@ -32,6 +32,40 @@ pub fn read_to_string_bounded(path: &Path, limit: Limit) -> Result<String, FsErr
     utf8(read_bounded(path, limit)?, path)
 }
 
+/// [`read_to_string_bounded`] for a file whose content decides what cua does (a project file
+/// that names the policy): it must be a regular file, not a symbolic link, owned by the current
+/// user or by root, and writable by its owner only. Anything else is refused, never skipped:
+/// another local user who planted or may rewrite it would choose cua's settings.
+pub fn read_trusted(path: &Path, limit: Limit) -> Result<String, FsError> {
+    let fd = rustix::fs::open(path, read_flags() | OFlags::NOFOLLOW, Mode::empty()).map_err(
+        |errno| {
+            if errno == rustix::io::Errno::LOOP {
+                FsError::Symlink {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                FsError::io("read", path, errno)
+            }
+        },
+    )?;
+    let stat = rustix::fs::fstat(&fd).map_err(|source| FsError::io("inspect", path, source))?;
+    let owner = stat.st_uid;
+    if owner != rustix::process::geteuid().as_raw() && owner != 0 {
+        return Err(FsError::NotOwned {
+            path: path.to_path_buf(),
+            owner,
+        });
+    }
+    let mode = stat.st_mode & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(FsError::WritableByOthers {
+            path: path.to_path_buf(),
+            mode,
+        });
+    }
+    utf8(read_open(&File::from(fd), path, limit)?, path)
+}
+
 /// The flags of every open for reading: never blocking on a FIFO, never becoming the
 /// controlling terminal, closed across `exec`.
 pub(crate) fn read_flags() -> OFlags {
@@ -158,6 +192,38 @@ mod tests {
             assert!(message.contains("at most 8 bytes"), "{message}");
             assert!(refused.is_refusal());
         }
+    }
+
+    #[test]
+    fn a_trusted_file_is_ours_unlinked_and_writable_by_us_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings");
+        std::fs::write(&path, b"ok").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(read_trusted(&path, SMALL).unwrap(), "ok");
+
+        for mode in [0o664, 0o646] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let refused = read_trusted(&path, SMALL).unwrap_err();
+            assert!(
+                matches!(refused, FsError::WritableByOthers { mode: m, .. } if m == mode),
+                "{refused}"
+            );
+            assert!(refused.to_string().contains("chmod go-w"), "{refused}");
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        assert!(matches!(
+            read_trusted(&link, SMALL),
+            Err(FsError::Symlink { .. })
+        ));
+        assert!(matches!(
+            read_trusted(dir.path(), SMALL),
+            Err(FsError::NotRegular { .. })
+        ));
     }
 
     #[test]

@@ -150,10 +150,11 @@ impl Assisted {
     /// Prints the three parts (text) or one envelope (JSON) and returns the exit code.
     pub(crate) fn print(&self, format: Format) -> Exit {
         let last = self.continued.as_ref().unwrap_or(&self.run);
-        let error = last.result.error.as_ref().map(|error| EnvelopeError {
-            code: error.code.as_str().to_owned(),
-            message: error.message.clone(),
-        });
+        let error = last
+            .result
+            .error
+            .as_ref()
+            .map(|error| EnvelopeError::new(error.code.as_str(), error.message.clone()));
         emit(format, "replay", Some(self), error.as_ref(), || self.text());
         self.exit()
     }

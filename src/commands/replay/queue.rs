@@ -45,8 +45,9 @@ pub(crate) fn submit(format: Format, args: &BatchSubmitArgs) -> Result<Exit, Cli
         &args.capability,
         args.bind.clone(),
         &args.policy,
+        // The submitter writes no evidence: each worker's own --evidence-dir does.
         RunsDir {
-            dir: "evidence/runs".into(),
+            dir: Some(std::path::PathBuf::new()),
         },
         &args.paths,
     );
@@ -205,10 +206,15 @@ pub(crate) fn worker(_format: Format, args: &WorkerArgs) -> Result<Exit, CliErro
     if !(1..=3600).contains(&args.grace_seconds) {
         return Err(CliError::usage("--grace-seconds must be 1 to 3600"));
     }
+    let mut args = args.clone();
+    args.paths = args.paths.resolved()?;
+    args.policy = args.policy.resolved()?;
+    args.evidence = args.evidence.resolved()?;
+    let runs_dir = args.evidence.dir()?;
     let stop = Stop::default();
     let runtime = runtime()?;
     runtime.spawn(watch_signals(stop.clone()));
-    runtime.block_on(run_worker(args.clone(), worker_id, stop))
+    runtime.block_on(run_worker(args, runs_dir, worker_id, stop))
 }
 
 /// How long a worker keeps a batch's settings before reading its files again, so a revoked
@@ -220,13 +226,19 @@ const UNREACHABLE_FOR: Duration = Duration::from_secs(60);
 
 /// The worker's slots, each a task of its own claiming and running rows until the queue is
 /// drained or a signal stops it.
-async fn run_worker(args: WorkerArgs, worker_id: String, stop: Stop) -> Result<Exit, CliError> {
+async fn run_worker(
+    args: WorkerArgs,
+    runs_dir: std::path::PathBuf,
+    worker_id: String,
+    stop: Stop,
+) -> Result<Exit, CliError> {
     let queue = Queue::connect(&args.queue.url).await.map_err(queue_error)?;
     let journal = queue.journal_client().map_err(queue_error)?;
     let worker = Arc::new(Worker {
         lease: Duration::from_secs(args.lease_seconds),
         grace: Duration::from_secs(args.grace_seconds),
         args,
+        runs_dir,
         queue,
         journal,
         stop: stop.clone(),
@@ -302,7 +314,10 @@ async fn run_worker(args: WorkerArgs, worker_id: String, stop: Stop) -> Result<E
 
 /// What every slot of one worker shares.
 struct Worker {
+    /// Its paths resolved against the project once, at start.
     args: WorkerArgs,
+    /// Where its runs' directories go.
+    runs_dir: std::path::PathBuf,
     queue: Queue,
     journal: Arc<JournalClient>,
     stop: Stop,
@@ -529,13 +544,8 @@ impl Worker {
             .map_err(|error| error.to_string())?;
         let reference = cua_artifact::CapabilityRef::parse(&batch.capability)
             .map_err(|error| error.to_string())?;
-        let recorded = super::recorded_approval(
-            &self.args.paths.catalog,
-            &self.args.paths.tenants,
-            tenant.as_ref(),
-            &reference,
-        )
-        .map_err(|error| error.message().to_owned())?;
+        let recorded = super::recorded_approval(&self.args.paths, tenant.as_ref(), &reference)
+            .map_err(|error| error.message().to_owned())?;
         if let Some(submitted) = &approval
             && recorded.as_ref() != Some(submitted)
         {
@@ -657,7 +667,7 @@ impl Worker {
                 return Held::Line(Box::new(RowLine::needs_human(
                     claim.row as usize,
                     None,
-                    self.args.evidence.dir.display().to_string(),
+                    self.runs_dir.display().to_string(),
                     format!("{error}; check the application before running the row again"),
                 )));
             }
@@ -730,9 +740,8 @@ impl Worker {
     /// refusal (another worker holds the row now) is reported, not fatal: that worker decides
     /// the row again from its intents.
     async fn finish(&self, claim: &Claim, line: &RowLine) {
-        let settings_root = self.args.evidence.dir.clone();
         let intents = match self.queue.journaled(claim).await {
-            Ok(journaled) => settled_intents(&settings_root, &journaled),
+            Ok(journaled) => settled_intents(&self.runs_dir, &journaled),
             Err(_) => Vec::new(),
         };
         let error_code = line
