@@ -287,6 +287,7 @@ async fn measure(
         config: ReplayConfig {
             operators: crate::commands::replay::operators()
                 .map_err(|message| CliError::new(ErrorCode::SurfaceUnavailable, message))?,
+            screenshots: policy_config.evidence.screenshots,
             ..ReplayConfig::default()
         },
         prepare: arm_faults,

@@ -44,7 +44,9 @@ pub(crate) fn server(
         .transpose()
         .map_err(|error| CliError::new(ErrorCode::InvalidTenant, error.to_string()))?;
     let prefix = policy.secrets.env_prefix.clone();
+    let screenshots = policy.evidence.screenshots;
     let mut config = McpConfig::new(policy);
+    config.replay.screenshots = screenshots;
     config.catalog = args.paths.config(args.tenant.as_deref())?;
     let catalog_dir = config.catalog.capabilities.clone();
     config.tenant = tenant;

@@ -368,6 +368,7 @@ pub(crate) async fn replay_request(
             .map_err(|message| CliError::new(ErrorCode::SurfaceUnavailable, message))?,
         interrupt: settings.stop.interrupt.clone(),
         read_only: dispatches == Dispatches::ReadsOnly,
+        screenshots: settings.policy_config.evidence.screenshots,
         ..ReplayConfig::default()
     };
     let replayer = wiring.replayer(

@@ -146,6 +146,7 @@ async fn start_supervised(
     });
     let sink = broker.sink(&session_id);
     let policy = common.policy.clone();
+    let screenshots = common.policy_config.evidence.screenshots;
     let driver = Arc::clone(&surface);
     let mut request = RunRequest::new(prepared, inputs);
     request.allow_irreversible = false;
@@ -154,6 +155,7 @@ async fn start_supervised(
     let run = tokio::spawn(async move {
         let config = ReplayConfig {
             operators,
+            screenshots,
             ..ReplayConfig::default()
         };
         let replayer = wiring.replayer(&*driver, &policy, &remedies, &sink, config);

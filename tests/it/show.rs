@@ -1,6 +1,7 @@
 //! `cua show` and the console's run page, read in real Chromium with Playwright Test: a
 //! successful replay and one that needed a human (with its failure screenshot), each written
-//! as one page and opened from disk, and the same runs on the console's run page.
+//! as one page and opened from disk, and the same runs on the console's run page. And the
+//! screenshot of every dispatched step's last screen the policy keeps for them.
 
 #![allow(clippy::unwrap_used, reason = "a test that cannot unwrap has failed")]
 
@@ -15,7 +16,7 @@ use crate::replay::Scene;
 /// The checks a person makes of each page, as a Playwright spec: it renders without a script
 /// error, names the run and its status in wire names, lists steps whose detail shows how the
 /// target was resolved and what the policy decided, searches a snapshot, and shows the failure
-/// screenshot where there is one.
+/// screenshot where there is one; a dispatched step's detail shows its screenshot.
 const SPEC: &str = r#"import { test, expect } from '@playwright/test';
 const pages = JSON.parse(process.env.SHOW_PAGES || '[]');
 for (const page of pages) {
@@ -37,6 +38,8 @@ for (const page of pages) {
     const search = detail.getByRole('searchbox').first();
     await search.fill('button');
     await expect(detail.locator('[data-matches]').first()).toContainText('nodes match');
+    // The step dispatched, so the policy kept a picture of its last screen.
+    await expect(detail.getByRole('img').first()).toBeVisible();
     if (page.screenshot) {
       await expect(view.getByRole('img').first()).toBeVisible();
     }
@@ -70,7 +73,7 @@ fn a_run_shows_as_one_page_and_on_the_consoles_run_page() {
         .unwrap();
     let mut pages = Vec::new();
     for (run, status, screenshot) in [
-        ("show-success", "success", false),
+        ("show-success", "success", true),
         ("show-needs-human", "needs_human", true),
     ] {
         let out = specs.path().join(format!("{run}.html"));
@@ -140,7 +143,7 @@ fn a_run_shows_as_one_page_and_on_the_consoles_run_page() {
         serde_json::from_str(&line).unwrap_or_else(|error| panic!("{error}: {line:?}"));
     let open = ready["data"]["open"].as_str().unwrap().to_owned();
     for (run, status, screenshot) in [
-        ("show-success", "success", false),
+        ("show-success", "success", true),
         ("show-needs-human", "needs_human", true),
     ] {
         pages.push(serde_json::json!({
@@ -159,4 +162,111 @@ fn a_run_shows_as_one_page_and_on_the_consoles_run_page() {
         outcomes.iter().all(|outcome| outcome.passed),
         "{outcomes:#?}"
     );
+}
+
+/// The effects of a run's trace: (step, dispatched, screenshot_ref).
+fn effects_of(run_dir: &std::path::Path) -> Vec<(String, bool, Option<String>)> {
+    std::fs::read_to_string(run_dir.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|line| line["event"] == "effect")
+        .map(|line| {
+            (
+                line["step"].as_str().unwrap().to_owned(),
+                line.get("undispatched").is_none(),
+                line["screenshot_ref"].as_str().map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+/// Under `evidence.screenshots: every_dispatched_step` (the repository's policy) each step
+/// that dispatched names a screenshot of its last screen in its `effect`, the file is in the
+/// run and in its chain, and the run record carries it; a step that dispatched nothing has
+/// none. Under `on_failure` a successful run keeps none.
+#[test]
+fn every_dispatched_step_keeps_a_screenshot_of_its_last_screen_when_the_policy_says_so() {
+    let scene = Scene::new();
+    let args = |run: &'static str| {
+        [
+            "corebank.member.savings_balance@1.0.0",
+            "--input",
+            "member_id=12345",
+            "--run-id",
+            run,
+        ]
+    };
+    let (code, stdout, stderr) = scene.replay(&args("every-step"), &[]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let run_dir = scene.evidence().join("every-step");
+    let effects = effects_of(&run_dir);
+    let steps: Vec<&str> = effects
+        .iter()
+        .filter(|(_, dispatched, _)| *dispatched)
+        .map(|(step, _, _)| step.as_str())
+        .collect();
+    assert!(
+        steps.contains(&"enter_member_id") && steps.contains(&"submit_search"),
+        "{effects:?}"
+    );
+    for (step, dispatched, screenshot) in &effects {
+        if step == "entrypoint" {
+            continue;
+        }
+        match (dispatched, screenshot) {
+            (true, Some(name)) => {
+                assert!(name.starts_with("screenshots/"), "{name}");
+                assert!(name.contains(step.as_str()), "{name} names {step}");
+                let png = std::fs::read(run_dir.join(name)).unwrap();
+                assert!(png.starts_with(b"\x89PNG"), "{name} is a PNG");
+            }
+            (false, None) => {}
+            other => panic!("step {step}: {other:?}"),
+        }
+    }
+    assert_eq!(
+        crate::replay::verify(&run_dir).0,
+        0,
+        "the chain covers them"
+    );
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run_record.json")).unwrap())
+            .unwrap();
+    let submit = record["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|step| step["step_id"] == "submit_search")
+        .unwrap();
+    assert!(
+        submit["screenshot_ref"]
+            .as_str()
+            .is_some_and(|name| name.contains("submit_search")),
+        "{submit}"
+    );
+
+    let policy = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/policy.yaml"),
+    )
+    .unwrap()
+    .replace(
+        "screenshots: every_dispatched_step",
+        "screenshots: on_failure",
+    );
+    assert!(policy.contains("screenshots: on_failure"));
+    let policy_file = scene.scratch.path().join("on-failure.yaml");
+    std::fs::write(&policy_file, policy).unwrap();
+    let policy_arg = policy_file.display().to_string();
+    let mut quiet = args("on-failure").to_vec();
+    quiet.extend(["--policy", policy_arg.as_str()]);
+    let (code, stdout, stderr) = scene.replay(&quiet, &[]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let run_dir = scene.evidence().join("on-failure");
+    let quiet_effects = effects_of(&run_dir);
+    assert!(
+        quiet_effects.iter().all(|(_, _, shot)| shot.is_none()),
+        "{quiet_effects:?}"
+    );
+    assert!(!run_dir.join("screenshots").exists());
 }

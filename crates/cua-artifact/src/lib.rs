@@ -56,8 +56,8 @@ pub use identifiers::{
 pub use lint::lint_capability;
 pub use policy::{
     ActionRules, Allowlist, Budgets, CommandRules, DeclaredCommand, Disposition, DispositionTable,
-    Dispositions, PolicyConfig, Redaction, RedactionRule, ReplayGates, RiskLexicon, RiskRules,
-    SecretSource,
+    Dispositions, EvidenceRules, PolicyConfig, Redaction, RedactionRule, ReplayGates, RiskLexicon,
+    RiskRules, Screenshots, SecretSource,
 };
 pub use predicate::{NodeQuery, NodeScope, Predicate};
 pub use prepared::{INVOCATION_TENANT, PreparedCapability, TenantOverlay};

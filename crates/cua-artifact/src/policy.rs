@@ -31,6 +31,32 @@ pub struct PolicyConfig {
     /// The executables a `command` step may run. None unless listed.
     #[serde(default, skip_serializing_if = "CommandRules::is_empty")]
     pub commands: CommandRules,
+    /// What a run keeps of the screen besides its snapshots.
+    #[serde(default)]
+    pub evidence: EvidenceRules,
+}
+
+/// What a run keeps of the screen besides its snapshots.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EvidenceRules {
+    /// Which screenshots a run takes. Each is painted over where a secret or a sensitive value
+    /// shows, and one that still carries a registered secret is withheld.
+    #[serde(default)]
+    pub screenshots: Screenshots,
+}
+
+/// Which screenshots a run takes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Screenshots {
+    /// None.
+    Never,
+    /// One of the screen a failed or escalated run stopped on.
+    #[default]
+    OnFailure,
+    /// That one, and one of the last screen of every step that dispatched an action.
+    EveryDispatchedStep,
 }
 
 /// The executables `command` steps may run, by name. A step names one of these, never a path,

@@ -96,6 +96,9 @@ impl StepView {
             }
             Event::Effect(effect) => {
                 self.verdict = Some(effect.verdict.as_str().to_owned());
+                if let Some(screenshot) = &effect.screenshot_ref {
+                    self.screenshots.push(screenshot.clone());
+                }
                 if let Some(kind) = effect.undispatched
                     && self.action.is_none()
                 {
@@ -245,6 +248,7 @@ fn referenced_files(lines: &[TraceLine]) -> (Vec<String>, Vec<String>) {
                 add(&mut snapshots, escalate.snapshot_ref.as_ref());
                 add(&mut screenshots, escalate.screenshot_ref.as_ref());
             }
+            Event::Effect(effect) => add(&mut screenshots, effect.screenshot_ref.as_ref()),
             Event::Note(note) => {
                 if let Some(Value::String(name)) = note.data.get("screenshot_ref") {
                     add(&mut screenshots, Some(name));

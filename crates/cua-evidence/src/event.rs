@@ -437,6 +437,13 @@ pub struct Effect {
     /// from this event, since it has no `dispatch` of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undispatched: Option<ActionKind>,
+    /// A screenshot of the step's last screen (when the policy keeps one of every dispatched
+    /// step), relative to the run directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshot_ref: Option<String>,
+    /// The blake3 of that screenshot's file; `verify` checks it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshot_digest: Option<String>,
 }
 
 /// `recovery`: a declared recovery rule fired (an attempt of a remedy).

@@ -226,6 +226,9 @@ impl Projection {
                 if let Some(step) = position.and_then(|index| self.steps.get_mut(index)) {
                     step.effect = effect.verdict;
                     step.route.clone_from(&effect.route);
+                    if effect.screenshot_ref.is_some() {
+                        step.screenshot_ref.clone_from(&effect.screenshot_ref);
+                    }
                     // A dispatch outside the capability's steps (the entrypoint's navigation)
                     // is named by its effect.
                     if step.step_id.is_empty() {

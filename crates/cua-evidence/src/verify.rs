@@ -611,6 +611,13 @@ fn check_files(run: &Dir, number: u64, line: &TraceLine) -> Result<(), LineProbl
                 .as_ref()
                 .zip(escalate.screenshot_digest.as_ref()),
         ),
+        Event::Effect(effect) => (
+            None,
+            effect
+                .screenshot_ref
+                .as_ref()
+                .zip(effect.screenshot_digest.as_ref()),
+        ),
         _ => (None, None),
     };
     let noted = match &line.event {

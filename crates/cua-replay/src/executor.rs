@@ -42,8 +42,10 @@ pub struct ReplayConfig {
     pub backoff_base: Duration,
     /// No single backoff waits longer than this (nor past the run's duration budget).
     pub backoff_cap: Duration,
-    /// Whether a failed or escalated run captures a (redacted) screenshot.
-    pub screenshot_on_failure: bool,
+    /// Which (redacted) screenshots a run takes: of the screen a failed or escalated run
+    /// stopped on, and of the last screen of every step that dispatched (the policy's
+    /// `evidence.screenshots`).
+    pub screenshots: cua_artifact::Screenshots,
     /// The operators `http` and `command` steps dispatch through; a run without one refuses
     /// those steps (`surface_unavailable`) before anything is sent.
     pub operators: Operators,
@@ -81,7 +83,7 @@ impl Default for ReplayConfig {
             remedy_settle: Duration::from_secs(5),
             backoff_base: Duration::from_millis(250),
             backoff_cap: Duration::from_secs(4),
-            screenshot_on_failure: true,
+            screenshots: cua_artifact::Screenshots::OnFailure,
             operators: Operators::default(),
             entropy: Arc::new(SystemEntropy),
             interrupt: Interrupt::new(),
@@ -222,6 +224,8 @@ pub(crate) struct RunState {
     /// Every mutation announced by a durable `intent` and then handed over, in order: the
     /// step and the decision. A run with any never ends as plain `failed`.
     pub(crate) intents: Vec<(Option<StepId>, String)>,
+    /// The screenshot of the current step's last screen, until its `effect` names it.
+    pub(crate) step_screenshot: Option<cua_evidence::ArtifactRef>,
 }
 
 /// How a capability's execution ended.
@@ -591,6 +595,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 decision_id: Some(dispatched.decision_id.clone()),
                 route: Some(route.clone()),
                 undispatched: None,
+                screenshot_ref: None,
+                screenshot_digest: None,
             },
         )?;
         tally.steps.push(StepReport {
@@ -910,7 +916,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     ) -> Result<Option<cua_evidence::ArtifactRef>, ReplayError> {
         // Only a run that has seen the surface captures it, and never once the session belongs
         // to someone else or the surface is gone.
-        if !self.config.screenshot_on_failure
+        if self.config.screenshots == cua_artifact::Screenshots::Never
             || tally.last_snapshot.is_none()
             || matches!(
                 stop.code,
@@ -919,6 +925,54 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         {
             return Ok(None);
         }
+        let Some((written, redacted_regions)) = self
+            .capture(
+                tally,
+                &format!("failure-{}", stop.code.as_str()),
+                "failure capture",
+            )
+            .await?
+        else {
+            return Ok(None);
+        };
+        self.note(
+            &format!("failure capture: {}", stop.code.as_str()),
+            [
+                ("screenshot_ref", Value::from(written.path.clone())),
+                ("screenshot_digest", Value::from(written.digest.clone())),
+                ("redacted_regions", Value::from(redacted_regions)),
+            ],
+        )?;
+        Ok(Some(written))
+    }
+
+    /// A screenshot of the last screen of the step at `position`, when the policy keeps one of
+    /// every dispatched step; the step's `effect` names it.
+    pub(crate) async fn capture_step(
+        &self,
+        tally: &mut RunState,
+        position: &crate::stop::Position,
+    ) -> Result<(), ReplayError> {
+        if self.config.screenshots != cua_artifact::Screenshots::EveryDispatchedStep {
+            return Ok(());
+        }
+        tally.step_screenshot = self
+            .capture(tally, &format!("step-{}", position.id), "step capture")
+            .await?
+            .map(|(written, _)| written);
+        Ok(())
+    }
+
+    /// A screenshot of the screen now, written as `label`, best effort: painted over are the
+    /// nodes a secret or sensitive value was typed into and every node whose text the redactor
+    /// would change. A capture that fails, or that still carries a registered secret, is a
+    /// note (`<what>: …`) and no screenshot; only evidence that cannot be written is an error.
+    async fn capture(
+        &self,
+        tally: &RunState,
+        label: &str,
+        what: &str,
+    ) -> Result<Option<(cua_evidence::ArtifactRef, usize)>, ReplayError> {
         let regions = self.sensitive_regions(tally);
         let shot = match self
             .driver
@@ -930,30 +984,17 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             Ok(shot) => shot,
             Err(error) => {
                 self.note(
-                    "failure capture: no screenshot",
+                    &format!("{what}: no screenshot"),
                     [("reason", Value::from(error.to_string()))],
                 )?;
                 return Ok(None);
             }
         };
-        match self
-            .bus
-            .write_screenshot(&format!("failure-{}", stop.code.as_str()), &shot.bytes)
-        {
-            Ok(written) => {
-                self.note(
-                    &format!("failure capture: {}", stop.code.as_str()),
-                    [
-                        ("screenshot_ref", Value::from(written.path.clone())),
-                        ("screenshot_digest", Value::from(written.digest.clone())),
-                        ("redacted_regions", Value::from(shot.redacted_regions)),
-                    ],
-                )?;
-                Ok(Some(written))
-            }
+        match self.bus.write_screenshot(label, &shot.bytes) {
+            Ok(written) => Ok(Some((written, shot.redacted_regions))),
             Err(cua_evidence::EvidenceError::SecretInScreenshot { .. }) => {
                 self.note(
-                    "failure capture: screenshot withheld",
+                    &format!("{what}: screenshot withheld"),
                     [("reason", Value::from("it carried a registered secret"))],
                 )?;
                 Ok(None)

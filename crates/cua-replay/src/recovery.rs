@@ -228,6 +228,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 decision_id: Some(dispatched.decision_id.clone()),
                 route: Some(route.clone()),
                 undispatched: None,
+                screenshot_ref: None,
+                screenshot_digest: None,
             },
         )?;
         tally.steps.push(StepReport {

@@ -237,6 +237,7 @@ impl Demo {
             lease: supervision.lease,
             config: ReplayConfig {
                 operators: wiring.operators.clone(),
+                screenshots: self.policy.config.evidence.screenshots,
                 ..ReplayConfig::default()
             },
         };

@@ -57,6 +57,8 @@ fn check(then: &[Then], expect: &[IntentState]) {
                 decision_id: Some("dec-7".into()),
                 route: None,
                 undispatched: None,
+                screenshot_ref: None,
+                screenshot_digest: None,
             }
             .into(),
             Then::AnotherIntent => intent().into(),

@@ -281,6 +281,8 @@ fn replay_steps(bus: &EvidenceBus) {
                 failures: vec![],
             }),
             undispatched: None,
+            screenshot_ref: None,
+            screenshot_digest: None,
         },
     )
     .expect("effect is written");
@@ -391,6 +393,8 @@ fn replay_steps(bus: &EvidenceBus) {
             decision_id: Some("dec-000005".into()),
             route: None,
             undispatched: None,
+            screenshot_ref: None,
+            screenshot_digest: None,
         },
     )
     .expect("effect is written");
@@ -420,6 +424,8 @@ fn replay_steps(bus: &EvidenceBus) {
             decision_id: None,
             route: None,
             undispatched: Some(ActionKind::Extract),
+            screenshot_ref: None,
+            screenshot_digest: None,
         },
     )
     .expect("effect is written");

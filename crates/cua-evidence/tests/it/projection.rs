@@ -453,6 +453,8 @@ fn a_refused_action_is_listed_with_its_refusal_not_as_needing_no_decision() {
             decision_id: Some("dec-9".into()),
             route: None,
             undispatched: Some(ActionKind::Click),
+            screenshot_ref: None,
+            screenshot_digest: None,
         },
     )
     .expect("written");

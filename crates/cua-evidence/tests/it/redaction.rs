@@ -403,6 +403,8 @@ fn one_of_each_event() -> Vec<Event> {
             decision_id: Some("dec-12345678".into()),
             route: None,
             undispatched: None,
+            screenshot_ref: None,
+            screenshot_digest: None,
         }
         .into(),
         Recovery {

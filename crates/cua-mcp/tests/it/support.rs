@@ -204,7 +204,7 @@ impl Harness {
         config.base_url = Some(cua_artifact::Origin::parse(base_url).expect("a valid origin"));
         config.evidence_dir = evidence.path().to_path_buf();
         config.replay.entry_settle = Duration::from_millis(10);
-        config.replay.screenshot_on_failure = false;
+        config.replay.screenshots = cua_artifact::Screenshots::Never;
         let clock = Arc::new(TestClock::default());
         let server = CapabilityServer::new(
             config,

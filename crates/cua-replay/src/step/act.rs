@@ -194,6 +194,7 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             .wait_after(frame, tally, position, step, &before)
             .await?;
         self.record(tally, &format!("{}-after", position.id), &after)?;
+        self.capture_step(tally, position).await?;
         if waited {
             tally.fresh = Some(after.clone());
         }

@@ -103,6 +103,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                     crate::route::settled_walk(plan, input.dispatched, input.verdict, &input.reason)
                 })
         });
+        // Taken whatever the step's end: a screenshot left over never names another step.
+        let shot = tally.step_screenshot.take().filter(|_| input.dispatched);
         self.bus.emit(
             Actor::Automation,
             tally.epoch,
@@ -113,6 +115,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
                 decision_id: input.decision_id.clone(),
                 route: route.clone(),
                 undispatched: (!input.dispatched).then_some(input.kind),
+                screenshot_ref: shot.as_ref().map(|shot| shot.path.clone()),
+                screenshot_digest: shot.as_ref().map(|shot| shot.digest.clone()),
             },
         )?;
         tally.steps.push(StepReport {
