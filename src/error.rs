@@ -155,6 +155,12 @@ impl CliError {
         }
     }
 
+    /// This error as found in `place` (a file): `<place>: <message>`.
+    pub(crate) fn located(mut self, place: &dyn fmt::Display) -> Self {
+        self.message = format!("{place}: {}", self.message);
+        self
+    }
+
     /// This error with a line saying what to do about it.
     pub(crate) fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
@@ -230,7 +236,27 @@ impl From<&CatalogError> for CliError {
             CatalogError::NoEvaluation { .. } => ErrorCode::NoEvaluation,
             CatalogError::EvaluationFailed { .. } => ErrorCode::EvaluationFailed,
         };
-        Self::new(code, error.to_string())
+        let refused = Self::new(code, error.to_string());
+        match error {
+            CatalogError::NotFound {
+                closest: Some(closest),
+                ..
+            }
+            | CatalogError::InvalidReference {
+                closest: Some(closest),
+                ..
+            } => refused.with_help(format!(
+                "did you mean `{closest}`? (`cua catalog list` shows every capability)"
+            )),
+            CatalogError::NotFound { closest: None, .. } => {
+                refused.with_help("`cua catalog list` shows every capability in the catalog")
+            }
+            CatalogError::InvalidReference { closest: None, .. } => refused.with_help(
+                "a capability is named `id@version` (`vendor_product.domain.operation@1.0.0`), \
+                 `id` for its newest version, or by its file's path",
+            ),
+            _ => refused,
+        }
     }
 }
 
@@ -272,6 +298,79 @@ impl From<&cua_agent::AgentError> for CliError {
             _ => ErrorCode::DiscoveryFailed,
         };
         Self::chained(code, error)
+    }
+}
+
+/// A document at `path` that does not load: tampered, or invalid with a help line (the key
+/// a misspelt one is nearest to, and where to see every problem).
+pub(crate) fn invalid_document(
+    path: &std::path::Path,
+    error: &cua_artifact::ArtifactError,
+) -> CliError {
+    use cua_artifact::ArtifactError;
+    let code = match error {
+        ArtifactError::Tampered { .. } => ErrorCode::Tampered,
+        _ => ErrorCode::InvalidDocument,
+    };
+    let refused = CliError::new(code, format!("{}: {error}", path.display()));
+    let every = format!(
+        "`cua validate {}` shows every problem with its place",
+        path.display()
+    );
+    match error {
+        ArtifactError::Yaml(yaml) => match yaml.suggestion() {
+            Some(known) => refused.with_help(format!("did you mean `{known}`? ({every})")),
+            None => refused.with_help(every),
+        },
+        ArtifactError::Invalid(_) => refused.with_help(every),
+        ArtifactError::Tampered { .. } => refused.with_help(format!(
+            "the content changed after sealing: review the change, then `cua seal {}` (a new \
+             artifact, which needs its own approval)",
+            path.display()
+        )),
+        _ => refused,
+    }
+}
+
+/// The help line of a command that checked documents: the one problem's own help, or where
+/// all of them are.
+pub(crate) fn diagnostics_help(diagnostics: &[&cua_artifact::Diagnostic]) -> String {
+    match diagnostics {
+        [one] => one.help.clone(),
+        many => format!(
+            "each of the {} problems is listed with its place and help (on stderr, or in \
+             `data` with --format json)",
+            many.len()
+        ),
+    }
+}
+
+/// A tenant with no binding of `id`: where the binding was expected, and which tenants have
+/// one, with a "did you mean" when the name given is close to one of them.
+pub(crate) fn no_binding(
+    catalog: &cua_catalog::Catalog,
+    tenant: &cua_artifact::TenantId,
+    id: &cua_artifact::CapabilityId,
+) -> CliError {
+    let expected = catalog.binding_path(tenant, id);
+    let bound = catalog.tenants_binding(id);
+    let refused = CliError::new(
+        ErrorCode::NoBinding,
+        format!(
+            "tenant {tenant} has no binding of {id} (expected {})",
+            expected.display()
+        ),
+    );
+    let listed = bound.join(", ");
+    match cua_artifact::suggest::closest(tenant.as_str(), bound.iter().map(String::as_str)) {
+        Some(closest) => refused.with_help(format!(
+            "did you mean `--tenant {closest}`? (tenants with a binding of {id}: {listed})"
+        )),
+        None if bound.is_empty() => refused.with_help(format!(
+            "no tenant has a binding of {id}: run it without --tenant, or write {}",
+            expected.display()
+        )),
+        None => refused.with_help(format!("tenants with a binding of {id}: {listed}")),
     }
 }
 
@@ -343,6 +442,7 @@ mod tests {
             CatalogError::InvalidReference {
                 text: "x".to_owned(),
                 reason: "y".to_owned(),
+                closest: None,
             },
             CatalogError::Invalid {
                 path: "capabilities/x.yaml".into(),

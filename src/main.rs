@@ -48,7 +48,12 @@ fn command_line_refused(error: &clap::Error) -> ExitCode {
         .filter(|line| !line.is_empty())
         .collect::<Vec<_>>()
         .join("; ");
-    let refused = error::CliError::usage(message.trim_start_matches("error: "));
+    // clap's "tip: a similar argument exists: '--input'" is the help line.
+    let message = message.trim_start_matches("error: ");
+    let refused = match message.split_once("; tip: ") {
+        Some((message, tip)) => error::CliError::usage(message).with_help(tip),
+        None => error::CliError::usage(message),
+    };
     let format = if json_requested(std::env::args_os().skip(1)) {
         cli::Format::Json
     } else {

@@ -194,9 +194,8 @@ pub(super) fn load(
     let base = if as_file.is_file() {
         let source = cua_fs::read_to_string_bounded(as_file, limits::DOCUMENT)
             .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
-        Capability::from_yaml(&source).map_err(|error| {
-            CliError::new(ErrorCode::InvalidDocument, format!("{text}: {error}"))
-        })?
+        Capability::from_yaml(&source)
+            .map_err(|error| crate::error::invalid_document(as_file, &error))?
     } else {
         let reference = catalog
             .resolve(text)
@@ -217,19 +216,7 @@ pub(super) fn load(
     let binding = catalog
         .binding(&tenant, &base.reference())
         .map_err(|error| CliError::from(&error))?
-        .ok_or_else(|| {
-            CliError::new(
-                ErrorCode::NoBinding,
-                format!(
-                    "tenant {tenant} has no binding for {} (expected {})",
-                    base.id,
-                    tenants_dir
-                        .join(tenant.as_str())
-                        .join(format!("{}.yaml", base.id))
-                        .display()
-                ),
-            )
-        })?;
+        .ok_or_else(|| crate::error::no_binding(&catalog, &tenant, &base.id))?;
     let capability = binding
         .apply(&base)
         .map_err(|error| CliError::new(ErrorCode::InvalidDocument, error.to_string()))?;

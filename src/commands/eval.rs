@@ -122,15 +122,10 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, CliError> {
         if let Some(tenant) = &suite.tenant
             && binding(&catalog, tenant, &suite.capability)?.is_none()
         {
-            return Err(CliError::new(
-                ErrorCode::NoBinding,
-                format!(
-                    "{}: tenant {tenant} has no binding of {} in {}",
-                    path.display(),
-                    suite.capability.id(),
-                    args.paths.tenants()?.display()
-                ),
-            ));
+            return Err(
+                crate::error::no_binding(&catalog, tenant, suite.capability.id())
+                    .located(&path.display()),
+            );
         }
         loaded.push(Loaded { path, suite });
     }

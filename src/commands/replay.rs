@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cua_artifact::{
-    ArtifactError, Capability, CapabilityApproval, CapabilityId, CapabilityRef, Origin,
-    PolicyConfig, RunStatus, SemVer, TenantBinding, TenantId,
+    ArtifactError, Capability, CapabilityApproval, CapabilityRef, Origin, PolicyConfig, RunStatus,
+    TenantBinding, TenantId,
 };
 use cua_chromium::{ChromiumConfig, ChromiumSurface};
 use cua_evidence::{Clock, Redactor, RunId, SecretResolver, SystemClock};
@@ -147,7 +147,10 @@ impl Settings {
         if let Some(run_id) = &args.run_id {
             RunId::parse(run_id).map_err(|error| CliError::usage(error.to_string()))?;
         }
-        let base = load_capability(&args.capability, &args.paths.catalog()?)?;
+        let base = load_capability(
+            &args.capability,
+            &cua_catalog::Catalog::new(args.paths.config(args.bind.tenant.as_deref())?),
+        )?;
         let tenant = args
             .bind
             .tenant
@@ -530,15 +533,6 @@ fn plain(value: &Value) -> String {
     }
 }
 
-/// A document at `path` that does not load.
-fn invalid(path: &Path, error: &ArtifactError) -> CliError {
-    let code = match error {
-        ArtifactError::Tampered { .. } => ErrorCode::Tampered,
-        _ => ErrorCode::InvalidDocument,
-    };
-    CliError::new(code, format!("{}: {error}", path.display()))
-}
-
 /// `NAME=VALUE` pairs; the value is taken exactly as given (never trimmed). A pair without `=`,
 /// an empty name, or a name given twice is a usage error.
 fn parse_inputs(pairs: &[String]) -> Result<BTreeMap<String, Value>, CliError> {
@@ -566,69 +560,26 @@ fn parse_inputs(pairs: &[String]) -> Result<BTreeMap<String, Value>, CliError> {
     Ok(inputs)
 }
 
-/// A capability by file path, `id@version`, or `id` (its latest version in the catalog).
-fn load_capability(reference: &str, catalog: &Path) -> Result<Capability, CliError> {
+/// A capability by file path, `id@version`, or `id` (its latest version in the catalog), the
+/// reference resolved as every command resolves one.
+fn load_capability(
+    reference: &str,
+    catalog: &cua_catalog::Catalog,
+) -> Result<Capability, CliError> {
     let as_file = Path::new(reference);
     let path = if as_file.is_file() {
         as_file.to_path_buf()
-    } else if let Ok(reference) = CapabilityRef::parse(reference) {
-        let path = catalog.join(reference.file_name());
-        if !path.is_file() {
-            return Err(CliError::new(
-                ErrorCode::NotFound,
-                format!(
-                    "{reference} is not in the catalog {} (expected {})",
-                    catalog.display(),
-                    path.display()
-                ),
-            ));
-        }
-        path
-    } else if let Ok(id) = CapabilityId::parse(reference) {
-        latest_version(catalog, &id)?
     } else {
-        return Err(CliError::new(
-            ErrorCode::InvalidReference,
-            format!(
-                "`{reference}` is neither a file nor a capability reference (id@version or id)"
-            ),
-        ));
+        let resolved = catalog
+            .resolve(reference)
+            .map_err(|error| CliError::from(&error))?;
+        catalog
+            .entry(&resolved)
+            .map_err(|error| CliError::from(&error))?
+            .path
     };
     let text = read(&path)?;
-    Capability::from_yaml(&text).map_err(|error| invalid(&path, &error))
-}
-
-/// The file of the highest version of `id` in the catalog.
-fn latest_version(catalog: &Path, id: &CapabilityId) -> Result<PathBuf, CliError> {
-    let entries = std::fs::read_dir(catalog).map_err(|error| {
-        CliError::new(
-            ErrorCode::ReadFailed,
-            format!("cannot read the catalog {}: {error}", catalog.display()),
-        )
-    })?;
-    let prefix = format!("{id}@");
-    let mut best: Option<(SemVer, PathBuf)> = None;
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(version) = name
-            .strip_prefix(&prefix)
-            .and_then(|rest| rest.strip_suffix(".yaml"))
-            .filter(|version| !version.ends_with(".approval") && !version.ends_with(".evaluation"))
-        else {
-            continue;
-        };
-        if let Ok(version) = SemVer::parse(version)
-            && best.as_ref().is_none_or(|(current, _)| version > *current)
-        {
-            best = Some((version, entry.path()));
-        }
-    }
-    best.map(|(_, path)| path).ok_or_else(|| {
-        CliError::new(
-            ErrorCode::NotFound,
-            format!("no version of {id} in the catalog {}", catalog.display()),
-        )
-    })
+    Capability::from_yaml(&text).map_err(|error| crate::error::invalid_document(&path, &error))
 }
 
 /// The tenant's binding of `base`, as the catalog reads it (a binding for another tenant, or
@@ -641,19 +592,7 @@ fn load_binding(
 ) -> Result<TenantBinding, CliError> {
     match catalog.binding(tenant, &base.reference()) {
         Ok(Some(binding)) => Ok(binding),
-        Ok(None) => Err(CliError::new(
-            ErrorCode::NoBinding,
-            format!(
-                "tenant {tenant} has no binding for {} (expected {})",
-                base.id,
-                catalog
-                    .config()
-                    .tenants
-                    .join(tenant.as_str())
-                    .join(format!("{}.yaml", base.id))
-                    .display()
-            ),
-        )),
+        Ok(None) => Err(crate::error::no_binding(catalog, tenant, &base.id)),
         Err(error) => Err(CliError::from(&error)),
     }
 }
@@ -710,7 +649,7 @@ pub(crate) fn recorded_approval(
 fn load_approval(path: &Path) -> Result<CapabilityApproval, CliError> {
     let text = read(path)?;
     cua_artifact::yaml::from_yaml::<CapabilityApproval>(&text)
-        .map_err(|error| invalid(path, &ArtifactError::from(error)))
+        .map_err(|error| crate::error::invalid_document(path, &ArtifactError::from(error)))
 }
 
 fn read(path: &Path) -> Result<String, CliError> {

@@ -67,10 +67,14 @@ pub(crate) fn run(format: Format, args: &SealArgs) -> Result<Exit, CliError> {
         }
         Err(diagnostics) => {
             report.diagnostics = diagnostics;
-            Some(CliError::new(
-                ErrorCode::InvalidDocument,
-                format!("{name} is not a valid capability; nothing was written"),
-            ))
+            let problems: Vec<&cua_artifact::Diagnostic> = report.diagnostics.iter().collect();
+            Some(
+                CliError::new(
+                    ErrorCode::InvalidDocument,
+                    format!("{name} is not a valid capability; nothing was written"),
+                )
+                .with_help(crate::error::diagnostics_help(&problems)),
+            )
         }
     };
     if format == Format::Text {

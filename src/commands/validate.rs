@@ -59,10 +59,17 @@ pub(crate) fn run(format: Format, args: &ValidateArgs) -> Result<Exit, CliError>
         eprint!("{}", render_diagnostics(diagnostics));
     }
     let error = (invalid > 0).then(|| {
-        ErrorCode::InvalidDocument.envelope(format!(
-            "{invalid} of {} document(s) invalid",
-            report.files.len()
-        ))
+        let problems: Vec<&Diagnostic> = report
+            .files
+            .iter()
+            .flat_map(|file| &file.diagnostics)
+            .collect();
+        crate::error::CliError::new(
+            ErrorCode::InvalidDocument,
+            format!("{invalid} of {} document(s) invalid", report.files.len()),
+        )
+        .with_help(crate::error::diagnostics_help(&problems))
+        .envelope()
     });
     emit(format, "validate", Some(&report), error.as_ref(), || {
         summary(&report)

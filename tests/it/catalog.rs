@@ -11,7 +11,8 @@ use tempfile::TempDir;
 const SAVINGS: &str = "corebank.member.savings_balance@1.0.0";
 const TRANSFER: &str = "corebank.member.transfer_funds@1.0.0";
 
-/// A temporary repository layout with a copy of the catalog crate's fixtures.
+/// A temporary project with a copy of the catalog crate's fixtures, its catalog in `catalog/`
+/// (tenants and evaluations where a project keeps them).
 struct Scratch {
     root: TempDir,
 }
@@ -23,6 +24,11 @@ impl Scratch {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/cua-catalog/tests/fixtures");
         copy_tree(&fixtures.join("capabilities"), &root.path().join("catalog"));
         copy_tree(&fixtures.join("tenants"), &root.path().join("tenants"));
+        std::fs::write(
+            root.path().join("cua.toml"),
+            "[paths]\ncatalog = \"catalog\"\n",
+        )
+        .expect("the project file is written");
         Self { root }
     }
 

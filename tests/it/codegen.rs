@@ -107,7 +107,7 @@ fn codegen_usage_errors_exit_2() {
                 "--out",
                 &out,
             ],
-            "tenant northgate-fcu has no binding for corebank.auth.sign_on",
+            "tenant northgate-fcu has no binding of corebank.auth.sign_on",
         ),
     ] {
         let (code, _, stderr) = cua(&args, dir.path());

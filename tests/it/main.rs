@@ -17,6 +17,7 @@ mod exactly_once;
 mod hostile_paths;
 mod kubernetes;
 mod mcp;
+mod mistakes;
 mod options;
 mod probe;
 mod project;

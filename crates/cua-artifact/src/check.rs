@@ -377,6 +377,10 @@ fn yaml_diagnostic(error: &YamlError, file: &str, text: &str) -> Diagnostic {
             "fix the value; booleans are only true/false, and closed sets accept only their listed values",
         ),
     };
+    let help = match error.suggestion() {
+        Some(known) => format!("did you mean `{known}`? {help}"),
+        None => help.to_owned(),
+    };
     Diagnostic::at(
         code,
         error.message.clone(),

@@ -94,6 +94,25 @@ pub struct YamlError {
     pub path: Option<DocPath>,
 }
 
+impl YamlError {
+    /// For an unknown key, the known key its spelling is nearest to: `title` for `titel`.
+    pub fn suggestion(&self) -> Option<String> {
+        if self.kind != YamlErrorKind::UnknownKey {
+            return None;
+        }
+        // serde's words: "unknown field `titel`, expected one of `a`, `b`" (or "expected `a`
+        // or `b`", "expected `a`"); the known keys are the back-quoted names after "expected".
+        let (given, expected) = self.message.split_once(", expected ")?;
+        let given = given.rsplit('`').nth(1)?;
+        let known: Vec<&str> = expected
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .map(|word| word.trim_matches('`'))
+            .filter(|word| !word.is_empty() && !matches!(*word, "one" | "of" | "or"))
+            .collect();
+        crate::suggest::closest(given, known).map(str::to_owned)
+    }
+}
+
 fn location_suffix(location: &Option<SourceLocation>) -> String {
     match location {
         Some(location) => format!(" at line {}, column {}", location.line, location.column),

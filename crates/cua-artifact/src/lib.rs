@@ -23,6 +23,7 @@ mod predicate;
 mod prepared;
 mod run_record;
 mod source_map;
+pub mod suggest;
 mod target;
 mod template;
 mod tenant;

@@ -30,13 +30,21 @@ pub enum CatalogError {
 
     /// The text given as a capability reference is not one.
     #[error("`{text}` is not a capability reference: {reason}")]
-    InvalidReference { text: String, reason: String },
+    InvalidReference {
+        text: String,
+        reason: String,
+        /// The catalog's nearest reference, for a "did you mean" (`savings_balance` names
+        /// `corebank.member.savings_balance`).
+        closest: Option<String>,
+    },
 
     /// No capability file has this reference.
     #[error("{reference} is not in the catalog at {}", directory.display())]
     NotFound {
         reference: String,
         directory: PathBuf,
+        /// The catalog's nearest reference, for a "did you mean".
+        closest: Option<String>,
     },
 
     /// A document did not parse or broke a rule.

@@ -195,6 +195,7 @@ impl Catalog {
             return Err(CatalogError::NotFound {
                 reference: reference.to_string(),
                 directory: self.config.capabilities.clone(),
+                closest: self.closest(&reference.to_string()),
             });
         }
         Ok(read_entry(&path, &name))
@@ -205,6 +206,7 @@ impl Catalog {
         let invalid = |reason: String| CatalogError::InvalidReference {
             text: text.to_owned(),
             reason,
+            closest: self.closest(text),
         };
         if text.contains('@') {
             return CapabilityRef::parse(text).map_err(|error| invalid(error.to_string()));
@@ -218,7 +220,27 @@ impl Catalog {
             .ok_or_else(|| CatalogError::NotFound {
                 reference: text.to_owned(),
                 directory: self.config.capabilities.clone(),
+                closest: self.closest(text),
             })
+    }
+
+    /// The reference in the catalog nearest to `text` (an `id@version`, or an `id`, which is
+    /// compared with ids), for a "did you mean".
+    fn closest(&self, text: &str) -> Option<String> {
+        let references: Vec<CapabilityRef> = self
+            .list()
+            .ok()?
+            .into_iter()
+            .filter_map(|entry| entry.reference)
+            .collect();
+        let names: Vec<String> = if text.contains('@') {
+            references.iter().map(ToString::to_string).collect()
+        } else {
+            let mut ids: Vec<String> = references.iter().map(|r| r.id().to_string()).collect();
+            ids.dedup();
+            ids
+        };
+        cua_artifact::suggest::closest(text, names.iter().map(String::as_str)).map(str::to_owned)
     }
 
     /// A capability ready to run: loaded as [`Catalog::load`] loads it, bound by the tenant's
@@ -281,6 +303,34 @@ impl Catalog {
         scan.problems
             .sort_by(|left, right| left.path.cmp(&right.path));
         Ok(scan)
+    }
+
+    /// Where `tenant`'s binding of `id` is, present or not.
+    pub fn binding_path(&self, tenant: &TenantId, id: &CapabilityId) -> PathBuf {
+        self.config
+            .tenants
+            .join(tenant.as_str())
+            .join(format!("{id}{CAPABILITY_SUFFIX}"))
+    }
+
+    /// The tenants with a binding of `id`, sorted: the directories of the tenants directory
+    /// holding `<id>.yaml`.
+    pub fn tenants_binding(&self, id: &CapabilityId) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(&self.config.tenants) else {
+            return Vec::new();
+        };
+        let mut tenants: Vec<String> = entries
+            .flatten()
+            .filter(|entry| {
+                entry
+                    .path()
+                    .join(format!("{id}{CAPABILITY_SUFFIX}"))
+                    .is_file()
+            })
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect();
+        tenants.sort();
+        tenants
     }
 
     /// The tenant's binding of this capability, if the tenant has one:

@@ -96,10 +96,13 @@ pub fn validate_inputs(
                 .iter()
                 .map(|input| input.name.as_str())
                 .collect();
+            let guess = cua_artifact::suggest::closest(name, declared.iter().copied())
+                .map(|closest| format!("did you mean `{closest}`? "))
+                .unwrap_or_default();
             problems.push(InputProblem {
                 input: name.clone(),
                 message: format!(
-                    "`{name}` is not an input of {}; its inputs are: {}",
+                    "`{name}` is not an input of {}; {guess}its inputs are: {}",
                     capability.reference(),
                     if declared.is_empty() {
                         "none".to_owned()

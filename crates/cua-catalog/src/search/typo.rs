@@ -55,58 +55,7 @@ pub(crate) fn deletions(word: &str, max_deletions: usize) -> Vec<String> {
     out
 }
 
-/// The unrestricted Damerau–Levenshtein distance (Lowrance–Wagner), over characters.
-pub(crate) fn damerau_levenshtein(left: &[char], right: &[char]) -> usize {
-    let (rows, columns) = (left.len(), right.len());
-    let infinity = rows + columns;
-    let width = columns + 2;
-    let mut table = vec![0usize; (rows + 2) * width];
-    let at = |row: usize, column: usize| row * width + column;
-    table[at(0, 0)] = infinity;
-    for row in 0..=rows {
-        table[at(row + 1, 0)] = infinity;
-        table[at(row + 1, 1)] = row;
-    }
-    for column in 0..=columns {
-        table[at(0, column + 1)] = infinity;
-        table[at(1, column + 1)] = column;
-    }
-    // The last row in which each character of `left` was seen; words are short, so a list.
-    let mut last_row: Vec<(char, usize)> = Vec::new();
-    for row in 1..=rows {
-        let mut last_match_column = 0;
-        for column in 1..=columns {
-            let earlier_row = last_row
-                .iter()
-                .find(|(character, _)| *character == right[column - 1])
-                .map_or(0, |(_, seen)| *seen);
-            let earlier_column = last_match_column;
-            let cost = if left[row - 1] == right[column - 1] {
-                last_match_column = column;
-                0
-            } else {
-                1
-            };
-            let substitution = table[at(row, column)] + cost;
-            let insertion = table[at(row + 1, column)] + 1;
-            let deletion = table[at(row, column + 1)] + 1;
-            let transposition = table[at(earlier_row, earlier_column)]
-                + (row - earlier_row - 1)
-                + 1
-                + (column - earlier_column - 1);
-            table[at(row + 1, column + 1)] =
-                substitution.min(insertion).min(deletion).min(transposition);
-        }
-        match last_row
-            .iter_mut()
-            .find(|(character, _)| *character == left[row - 1])
-        {
-            Some(entry) => entry.1 = row,
-            None => last_row.push((left[row - 1], row)),
-        }
-    }
-    table[at(rows + 1, columns + 1)]
-}
+pub(crate) use cua_artifact::suggest::damerau_levenshtein;
 
 #[cfg(test)]
 mod tests {
