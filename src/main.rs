@@ -12,6 +12,7 @@ mod error;
 mod fixture_app;
 mod limits;
 mod output;
+mod progress;
 mod project;
 
 use std::process::ExitCode;

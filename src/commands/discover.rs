@@ -23,6 +23,7 @@ use crate::commands::policy::LoadedPolicy;
 use crate::commands::replay::launch;
 use crate::error::{CliError, ErrorCode, runtime};
 use crate::output::{self, Exit};
+use crate::progress::Progress;
 use crate::project::{self, DefaultPath};
 
 #[derive(Serialize)]
@@ -47,6 +48,8 @@ pub(crate) struct DiscoveryRun<'a> {
     pub(crate) config: DiscoveryConfig,
     /// Secret values that win over the environment (the fixture's own operator, in the demo).
     pub(crate) secret_overrides: Vec<(SecretName, String)>,
+    /// Told the name of every event the run writes (a progress display), when anything is.
+    pub(crate) on_event: Option<Arc<dyn Fn(&'static str) + Send + Sync>>,
 }
 
 pub(crate) fn run(format: Format, args: &DiscoverArgs) -> Result<Exit, CliError> {
@@ -109,6 +112,10 @@ pub(crate) async fn discover_on(
             )
         })
         .map_err(|error| CliError::from(&error))?;
+    let bus = match run.on_event {
+        Some(observer) => bus.with_observer(observer),
+        None => bus,
+    };
     let secrets = run.secret_overrides.into_iter().fold(
         SecretResolver::from_process_env(policy.redactor.clone()),
         |secrets, (name, value)| secrets.with_override(name, value),
@@ -180,6 +187,8 @@ async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exi
         },
         evidence_root.join(&run_id).display()
     );
+    let mut progress = Progress::open_ended("discover");
+    let bar = progress.bar();
     let outcome = discover_on(
         &surface,
         &policy,
@@ -193,9 +202,26 @@ async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exi
                 ..DiscoveryConfig::default()
             },
             secret_overrides: Vec::new(),
+            on_event: Some(Arc::new(move |event| match event {
+                "dispatch" => {
+                    bar.inc(1);
+                    bar.set_message("acted; observing");
+                }
+                "llm_call" => bar.set_message("the model answered"),
+                "observe" => bar.set_message("asking the model"),
+                _ => {}
+            })),
         },
     )
     .await;
+    match &outcome {
+        Ok((report, _)) => {
+            let reason = report.stop_reason.as_str();
+            progress.finished(reason, report.stop_reason != StopReason::GoalMet, reason);
+        }
+        Err(error) => progress.finished(error.code().as_str(), true, error.message()),
+    }
+    progress.finish();
     surface.close().await;
     model.shutdown().await;
     let (report, run_dir) = outcome?;

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use cua_artifact::{CapabilityRef, PolicyConfig, TenantId};
 use cua_catalog::{Catalog, CatalogConfig, Integrity};
+use cua_eval::score::Answer;
 use cua_eval::{
     EvalSuite, Evaluator, RunObservation, Sensitive, SuitePlan, SuiteReport, WrittenReports,
 };
@@ -22,6 +23,7 @@ use cua_replay::{CapabilityList, PreparedCapability, ReplayConfig};
 use serde::Serialize;
 
 use crate::fixture_app::{FixtureApp, NotStarted};
+use crate::progress::Progress;
 use crate::project::{self, DefaultPath};
 
 use crate::cli::{EvalArgs, Format};
@@ -288,7 +290,6 @@ async fn measure(
         prepare: arm_faults,
     };
     let total = suite.repeats as usize * suite.cases.len();
-    let mut done = 0;
     eprintln!(
         "eval {}: {} case(s) × {} repeat(s) against {}; runs in {}",
         suite.name,
@@ -297,12 +298,14 @@ async fn measure(
         plan.target,
         runs_dir.display()
     );
+    let mut bar = Progress::counted(format!("eval {}", suite.name), total, 0);
     let runs = evaluator
         .run(&plan, |observation: &RunObservation| {
-            done += 1;
-            eprintln!("  {done:>3}/{total} {}", progress(&plan, observation));
+            let (answer, line) = progress(&plan, observation);
+            bar.finished(answer.as_str(), answer != Answer::Correct, &line);
         })
         .await;
+    bar.finish();
     surface.close().await;
     let runs = runs.map_err(|error| match error {
         cua_eval::EvalError::Replay { .. } => CliError::new(ErrorCode::Refused, error.to_string()),
@@ -322,8 +325,9 @@ async fn measure(
     })
 }
 
-/// `member_id=12345 repeat 2: 3 output(s), correct in 412 ms`.
-fn progress(plan: &SuitePlan, observation: &RunObservation) -> String {
+/// How a run answered, and the line that says so: `member_id=12345 repeat 2: 3 output(s),
+/// correct in 412 ms`.
+fn progress(plan: &SuitePlan, observation: &RunObservation) -> (Answer, String) {
     let case = &plan.suite.cases[observation.case];
     let sensitive = Sensitive::of(&plan.base);
     let answer = cua_eval::score::judge(&case.expect, observation, &sensitive);
@@ -333,13 +337,14 @@ fn progress(plan: &SuitePlan, observation: &RunObservation) -> String {
         (None, Some(error)) => error.code.as_str().to_owned(),
         (None, None) => format!("{} output(s)", result.outputs.len()),
     };
-    format!(
+    let line = format!(
         "{} repeat {}: {returned}, {} in {} ms",
         case.label(&sensitive),
         observation.repeat,
         answer.as_str().replace('_', " "),
         result.duration_ms
-    )
+    );
+    (answer, line)
 }
 
 /// The text form of one suite's outcome.

@@ -170,6 +170,14 @@ fn a_suite_runs_end_to_end_and_its_evaluation_backs_an_approval() {
         &["--repeats", "2"],
     );
     assert_eq!(code, 0, "{envelope}\n{stderr}");
+    // With stderr not a terminal: a line per run, then one summary line, and no escape codes.
+    assert!(
+        stderr.contains("eval replay_stability 8/8 ")
+            && stderr.contains("eval replay_stability: 8 of 8 in ")
+            && stderr.contains(": correct 8"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
     let suite = &envelope["data"][0];
     let metrics = &suite["metrics"];
     assert_eq!(suite["suite"], "replay_stability");

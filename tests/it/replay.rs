@@ -924,6 +924,31 @@ fn a_batch_prints_one_line_per_row_in_order_and_resumes_without_rerunning() {
     assert_eq!(code, 1);
     assert_eq!(again, stdout);
     assert_eq!(runs(&scene), 4);
+    // Progress is for a person: with stderr not a terminal, a plain line per row and a
+    // one-line summary, no bar, no escape codes; stdout holds only the rows' lines.
+    assert!(
+        stderr.contains("batch: 5 of 5 in ")
+            && stderr.contains(": business_outcome 1, failed 1, invalid_row 1, success 2"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+    // With --format json the rows' lines are followed by one envelope summing the batch.
+    let mut json = vec!["--format", "json"];
+    json.extend(&resume);
+    let (code, lines, _) = scene.replay(&json, &[]);
+    assert_eq!(code, 1);
+    let (envelope, rows) = lines.trim_end().rsplit_once('\n').map_or_else(
+        || panic!("row lines and an envelope: {lines}"),
+        |(rows, envelope)| (envelope.to_owned(), rows.to_owned()),
+    );
+    assert_eq!(format!("{rows}\n"), stdout, "the same row lines");
+    let envelope: Value = serde_json::from_str(&envelope).expect("an envelope");
+    assert_eq!(envelope["ok"], false, "{envelope}");
+    assert_eq!(envelope["command"], "replay");
+    assert_eq!(envelope["data"]["batch"], "cli-batch");
+    assert_eq!(envelope["data"]["done"], 5);
+    assert_eq!(envelope["data"]["statuses"]["success"], 2);
+    assert_eq!(envelope["error"]["code"], "rows_unsuccessful");
 }
 
 pub(crate) fn verify(run_dir: &Path) -> (i32, String, String) {

@@ -111,6 +111,8 @@ pub struct EvidenceBus {
     key: Option<Arc<InstallationKey>>,
     /// Where intents are recorded besides the trace (a batch queue), when anywhere.
     journal: Option<Arc<dyn IntentJournal>>,
+    /// Told the name of every event once it is in the trace (a progress display).
+    observer: Option<Arc<dyn Fn(&'static str) + Send + Sync>>,
 }
 
 impl EvidenceBus {
@@ -163,7 +165,16 @@ impl EvidenceBus {
             }),
             key: None,
             journal: None,
+            observer: None,
         })
+    }
+
+    /// Tells `observer` the name of every event (`dispatch`, `llm_call`, …) once it is in the
+    /// trace; it sees no payload.
+    #[must_use]
+    pub fn with_observer(mut self, observer: Arc<dyn Fn(&'static str) + Send + Sync>) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     /// Signs this run's ledger line with the installation's key.
@@ -270,6 +281,10 @@ impl EvidenceBus {
         writer.prev_hash = sealed.line_hash;
         writer.next_seq += 1;
         writer.ended = is_run_end;
+        drop(writer);
+        if let Some(observer) = &self.observer {
+            observer(name);
+        }
         Ok(seq)
     }
 

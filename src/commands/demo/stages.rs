@@ -93,6 +93,7 @@ pub(super) fn discovery(demo: &mut Demo) -> StageFuture<'_> {
                 request: &request,
                 config: DiscoveryConfig::default(),
                 secret_overrides: fixture_operator(),
+                on_event: None,
             },
         )
         .await;

@@ -14,7 +14,7 @@
 //! and its evidence). Every attempt at a row shares one idempotency key.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -131,7 +131,7 @@ pub(super) enum Worked {
 
 /// Runs the batch. Returns the worst exit code over its rows.
 pub(super) async fn run(
-    _format: Format,
+    format: Format,
     settings: &Settings,
     args: &ReplayArgs,
     rows_path: &Path,
@@ -230,7 +230,15 @@ pub(super) async fn run(
     let total = rows.len();
     let to_run = queue.len();
     let workers = args.concurrency.clamp(1, 16).min(to_run.max(1));
-    let mut progress = Progress::new(total, total - to_run);
+    let mut progress = crate::progress::Progress::counted("batch", total, 0);
+    // Rows decided without running (done earlier, invalid, settled) count in the summary too.
+    for line in decided.values() {
+        progress.finished(
+            &line.status,
+            line.exit_code != 0,
+            &format!("row {} {}", line.row, line.status),
+        );
+    }
     let (sender, mut receiver) = mpsc::unbounded_channel::<RowLine>();
     let queue = Arc::new(Mutex::new(queue));
     let mut exit = Exit::Success;
@@ -320,17 +328,23 @@ pub(super) async fn run(
                 let line = decided.remove(&row).or_else(|| finished.remove(&row));
                 let Some(line) = line else { break };
                 exit = worse(exit, &line);
-                let _ = writeln!(
-                    stdout,
-                    "{}",
-                    serde_json::to_string(&line).unwrap_or_default()
-                );
-                let _ = stdout.flush();
+                progress.suspend(|| {
+                    let _ = writeln!(
+                        stdout,
+                        "{}",
+                        serde_json::to_string(&line).unwrap_or_default()
+                    );
+                    let _ = stdout.flush();
+                });
                 position += 1;
             }
             match receiver.recv().await {
                 Some(line) => {
-                    progress.finished(&line);
+                    progress.finished(
+                        &line.status,
+                        line.exit_code != 0,
+                        &format!("row {} {}", line.row, line.status),
+                    );
                     finished.insert(line.row, line);
                 }
                 None => break,
@@ -338,7 +352,7 @@ pub(super) async fn run(
         }
     };
     futures::join!(work, printer);
-    progress.done();
+    let summary = progress.finish();
     for surface in pool {
         surface.close().await;
     }
@@ -351,7 +365,51 @@ pub(super) async fn run(
         );
         return Ok(stopped);
     }
+    if format == Format::Json {
+        print_envelope(batch_id, &summary, exit);
+    }
     Ok(exit)
+}
+
+/// With `--format json`, the last line after the rows' lines: one envelope with the batch's
+/// summary; not `ok` when a row did not succeed, its error naming how many did not.
+fn print_envelope(batch_id: &str, summary: &crate::progress::Summary, exit: Exit) {
+    #[derive(Serialize)]
+    struct Batch<'a> {
+        batch: &'a str,
+        #[serde(flatten)]
+        summary: &'a crate::progress::Summary,
+    }
+    let error = (exit != Exit::Success).then(|| {
+        let unsuccessful: usize = summary
+            .statuses
+            .iter()
+            .filter(|(status, _)| {
+                !matches!(
+                    status.as_str(),
+                    "success" | "business_outcome" | "confirmed"
+                )
+            })
+            .map(|(_, count)| count)
+            .sum();
+        crate::output::EnvelopeError::new(
+            "rows_unsuccessful",
+            format!(
+                "{unsuccessful} of {} row(s) did not succeed; each row's line says why",
+                summary.done
+            ),
+        )
+    });
+    crate::output::emit(
+        Format::Json,
+        "replay",
+        Some(&Batch {
+            batch: batch_id,
+            summary,
+        }),
+        error.as_ref(),
+        String::new,
+    );
 }
 
 /// What to do with a row whose earlier attempts (`attempts`, their run ids) were interrupted,
@@ -812,63 +870,5 @@ fn worse(current: Exit, line: &RowLine) -> Exit {
         row
     } else {
         current
-    }
-}
-
-/// The progress bar on stderr: redrawn in place on a terminal, one line per row otherwise.
-struct Progress {
-    total: usize,
-    done: usize,
-    counts: BTreeMap<String, usize>,
-    terminal: bool,
-}
-
-impl Progress {
-    fn new(total: usize, already: usize) -> Self {
-        let progress = Self {
-            total,
-            done: already,
-            counts: BTreeMap::new(),
-            terminal: std::io::stderr().is_terminal(),
-        };
-        progress.draw(None);
-        progress
-    }
-
-    fn finished(&mut self, line: &RowLine) {
-        self.done += 1;
-        *self.counts.entry(line.status.clone()).or_insert(0) += 1;
-        self.draw(Some(line));
-    }
-
-    fn draw(&self, line: Option<&RowLine>) {
-        let width = 30;
-        let filled = (self.done * width).checked_div(self.total).unwrap_or(width);
-        let counts: Vec<String> = self
-            .counts
-            .iter()
-            .map(|(status, count)| format!("{status} {count}"))
-            .collect();
-        let bar = format!(
-            "[{}{}] {}/{} {}",
-            "#".repeat(filled),
-            "-".repeat(width - filled),
-            self.done,
-            self.total,
-            counts.join(", ")
-        );
-        let mut stderr = std::io::stderr().lock();
-        if self.terminal {
-            let _ = write!(stderr, "\r{bar}\x1b[K");
-        } else if let Some(line) = line {
-            let _ = writeln!(stderr, "row {} {} {bar}", line.row, line.status);
-        }
-        let _ = stderr.flush();
-    }
-
-    fn done(&self) {
-        if self.terminal {
-            let _ = writeln!(std::io::stderr());
-        }
     }
 }

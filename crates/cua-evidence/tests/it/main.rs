@@ -471,3 +471,28 @@ fn end_run(bus: &EvidenceBus) {
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).expect("the file is readable")
 }
+
+/// An observer (a progress display) is told the name of every event once it is in the trace,
+/// in the trace's order, and nothing more.
+#[test]
+fn an_observer_hears_every_event_name_in_trace_order() {
+    let root = tempfile::tempdir().expect("a temporary directory");
+    let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let ear = Arc::clone(&heard);
+    let bus =
+        bus(root.path(), "observed", policy_redactor()).with_observer(Arc::new(move |event| {
+            ear.lock().expect("the list").push(event)
+        }));
+    replay_run(&bus);
+    let trace = read(&bus.dir().join("trace.jsonl"));
+    let written: Vec<String> = trace
+        .lines()
+        .map(|line| {
+            let line: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+            line["event"].as_str().expect("an event name").to_owned()
+        })
+        .collect();
+    let heard = heard.lock().expect("the list").clone();
+    assert_eq!(heard, written);
+    assert!(heard.contains(&"dispatch") && heard.last() == Some(&"run_end"));
+}
