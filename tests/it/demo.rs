@@ -260,6 +260,127 @@ fn the_demo_tells_the_whole_story_and_every_stage_holds() {
         catalog_bytes(),
         "the reference catalog is untouched"
     );
+
+    every_run_shows(&out);
+}
+
+/// Every run the demo left, of every kind (replays, batch rows, the discovery, the handoff,
+/// the evaluation's runs, the tool call's), written by `cua show` and opened from disk, and
+/// every run of the main evidence root on the console's run page, in Playwright.
+fn every_run_shows(out: &Path) {
+    fn run_dirs(directory: &Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(directory)
+            .expect("a demo directory")
+            .flatten()
+        {
+            let path = entry.path();
+            if path.is_dir() {
+                if path.join("trace.jsonl").is_file() {
+                    found.push(path);
+                } else {
+                    run_dirs(&path, found);
+                }
+            }
+        }
+    }
+    let mut runs = Vec::new();
+    run_dirs(out, &mut runs);
+    runs.sort();
+    let install = crate::codegen::playwright_ci();
+    let specs = tempfile::Builder::new()
+        .prefix("demo-show-")
+        .tempdir_in(&install)
+        .expect("a spec directory");
+    let record = |run: &Path| -> serde_json::Value {
+        std::fs::read_to_string(run.join("run_record.json"))
+            .ok()
+            .and_then(|record| serde_json::from_str(&record).ok())
+            .unwrap_or_default()
+    };
+    let status = |run: &Path| record(run)["result"]["status"].as_str().map(str::to_owned);
+    let mut pages = Vec::new();
+    // What the runs are: their kind, their status, and whether a person took one over.
+    let mut kinds = std::collections::BTreeSet::new();
+    for run in &runs {
+        let id = run
+            .file_name()
+            .expect("a run id")
+            .to_string_lossy()
+            .into_owned();
+        let record = record(run);
+        for kind in [&record["kind"], &record["result"]["status"]] {
+            if let Some(kind) = kind.as_str() {
+                kinds.insert(kind.to_owned());
+            }
+        }
+        if record["lease_transitions"]
+            .as_array()
+            .is_some_and(|transitions| !transitions.is_empty())
+        {
+            kinds.insert("handed over".to_owned());
+        }
+        let page = specs.path().join(format!("{}-{id}.html", pages.len()));
+        let (code, stdout, stderr) = cua(&[
+            "show",
+            &run.display().to_string(),
+            "--out",
+            &page.display().to_string(),
+        ]);
+        assert_eq!(code, 0, "cua show {}: {stdout}{stderr}", run.display());
+        pages.push(serde_json::json!({
+            "name": format!("show {}", run.strip_prefix(out).expect("inside").display()),
+            "url": format!("file://{}", page.display()),
+            "run": id,
+            "status": status(run),
+        }));
+    }
+    for kind in [
+        "discovery",
+        "replay",
+        "success",
+        "business_outcome",
+        "failed",
+        "needs_human",
+        "handed over",
+    ] {
+        assert!(
+            kinds.contains(kind),
+            "the demo leaves a {kind} run: {kinds:?} ({} runs)",
+            runs.len()
+        );
+    }
+    let root = out.join("runs");
+    let (mut console, open) = crate::show::console_over(&root);
+    for run in runs
+        .iter()
+        .filter(|run| run.parent() == Some(root.as_path()))
+    {
+        let id = run
+            .file_name()
+            .expect("a run id")
+            .to_string_lossy()
+            .into_owned();
+        pages.push(serde_json::json!({
+            "name": format!("console {id}"),
+            "url": format!("{open}&go=/runs/{id}"),
+            "run": id,
+            "status": status(run),
+        }));
+    }
+    std::fs::write(
+        specs.path().join("every.spec.ts"),
+        crate::show::EVERY_RUN_SPEC,
+    )
+    .expect("the spec is written");
+    let count = pages.len();
+    let pages = serde_json::to_string(&pages).expect("JSON");
+    let outcomes =
+        crate::codegen::run_playwright(&install, specs.path(), "", &[("SHOW_PAGES", &pages)]);
+    let _ = console.kill();
+    let _ = console.wait();
+    assert_eq!(outcomes.len(), count, "{outcomes:#?}");
+    let failed: Vec<_> = outcomes.iter().filter(|outcome| !outcome.passed).collect();
+    assert!(failed.is_empty(), "{failed:#?}");
 }
 
 #[test]

@@ -126,22 +126,7 @@ fn a_run_shows_as_one_page_and_on_the_consoles_run_page() {
     );
 
     // The console over the same evidence, its run page reached through the runs list.
-    let mut console = Command::new(env!("CARGO_BIN_EXE_cua"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["--format", "json", "console", "--bind", "127.0.0.1:0"])
-        .arg("--evidence-dir")
-        .arg(scene.evidence())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(console.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let ready: Value =
-        serde_json::from_str(&line).unwrap_or_else(|error| panic!("{error}: {line:?}"));
-    let open = ready["data"]["open"].as_str().unwrap().to_owned();
+    let (mut console, open) = console_over(&scene.evidence());
     for (run, status, screenshot) in [
         ("show-success", "success", true),
         ("show-needs-human", "needs_human", true),
@@ -163,6 +148,47 @@ fn a_run_shows_as_one_page_and_on_the_consoles_run_page() {
         "{outcomes:#?}"
     );
 }
+
+/// `cua console` over the evidence root `evidence`, on a free loopback port: the process and
+/// the URL that opens it with its token (append `&go=/runs/<run id>` for a run's page).
+pub(crate) fn console_over(evidence: &std::path::Path) -> (std::process::Child, String) {
+    let mut console = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["--format", "json", "console", "--bind", "127.0.0.1:0"])
+        .arg("--evidence-dir")
+        .arg(evidence)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(console.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let ready: Value =
+        serde_json::from_str(&line).unwrap_or_else(|error| panic!("{error}: {line:?}"));
+    let open = ready["data"]["open"].as_str().unwrap().to_owned();
+    (console, open)
+}
+
+/// The checks made of every run the demo leaves, on its `cua show` page and on the console's
+/// run page: it renders with no script error, names the run, shows its status by wire name
+/// and an intact chain.
+pub(crate) const EVERY_RUN_SPEC: &str = r#"import { test, expect } from '@playwright/test';
+const pages = JSON.parse(process.env.SHOW_PAGES || '[]');
+for (const page of pages) {
+  test(page.name, async ({ page: tab }) => {
+    const errors: string[] = [];
+    tab.on('pageerror', (error) => errors.push(String(error)));
+    await tab.goto(page.url);
+    const view = tab.locator('.cua-show');
+    await expect(view.getByRole('heading', { level: 1 })).toHaveText('Run ' + page.run);
+    await expect(view.locator('[data-status]')).toHaveAttribute('data-status', page.status ? page.status : /^[a-z_]+$/);
+    await expect(view.locator('[data-chain]')).toHaveAttribute('data-chain', 'intact');
+    expect(errors).toEqual([]);
+  });
+}
+"#;
 
 /// The effects of a run's trace: (step, dispatched, screenshot_ref).
 fn effects_of(run_dir: &std::path::Path) -> Vec<(String, bool, Option<String>)> {
