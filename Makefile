@@ -143,6 +143,8 @@ bench: deps deps-node conformance-up postgres-up ## Benchmarks: figures and rati
 evidence: build deps-node conformance-up ## Regenerate evidence/ from real runs
 	@mkdir -p evidence
 	set -o pipefail; $(CUA) demo | tee evidence/demo-transcript.txt
+	scripts/screens.sh $(CUA)
+	scripts/mistakes.sh $(CUA) > evidence/mistakes.md
 	set -o pipefail; $(CARGO) bench -p cua-replay --bench replay | tee evidence/bench-replay.txt
 	set -o pipefail; $(CARGO) bench -p cua-chromium --bench driver | tee evidence/bench-driver.txt
 	set -o pipefail; $(CARGO) bench -p cua-target --bench resolve | tee evidence/bench-resolve.txt
