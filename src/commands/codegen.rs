@@ -18,7 +18,6 @@ use serde::Serialize;
 
 use crate::cli::{CodegenArgs, Format};
 use crate::error::{CliError, ErrorCode};
-use crate::limits;
 use crate::output::{self, Exit, emit};
 
 /// What `cua codegen` reports.
@@ -190,20 +189,7 @@ pub(super) fn load(
         tenants: tenants_dir.to_path_buf(),
         ..CatalogConfig::default()
     });
-    let as_file = Path::new(text);
-    let base = if as_file.is_file() {
-        let source = cua_fs::read_to_string_bounded(as_file, limits::DOCUMENT)
-            .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
-        Capability::from_yaml(&source)
-            .map_err(|error| crate::error::invalid_document(as_file, &error))?
-    } else {
-        let reference = catalog
-            .resolve(text)
-            .map_err(|error| CliError::from(&error))?;
-        catalog
-            .load(&reference)
-            .map_err(|error| CliError::from(&error))?
-    };
+    let base = super::load_capability(text, &catalog)?;
     let Some(tenant) = tenant else {
         return Ok(Loaded {
             capability: base,

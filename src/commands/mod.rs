@@ -86,6 +86,31 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
         .into()
 }
 
+/// A capability by file path, `id@version`, or `id` (its latest version in the catalog), the
+/// reference resolved as every command resolves one and the document read and checked as
+/// every command reads one (a tampered or invalid one refused with its help).
+pub(crate) fn load_capability(
+    reference: &str,
+    catalog: &cua_catalog::Catalog,
+) -> Result<cua_artifact::Capability, CliError> {
+    let as_file = std::path::Path::new(reference);
+    let path = if as_file.is_file() {
+        as_file.to_path_buf()
+    } else {
+        let resolved = catalog
+            .resolve(reference)
+            .map_err(|error| CliError::from(&error))?;
+        catalog
+            .entry(&resolved)
+            .map_err(|error| CliError::from(&error))?
+            .path
+    };
+    let text = cua_fs::read_to_string_bounded(&path, crate::limits::DOCUMENT)
+        .map_err(|error| CliError::new(crate::error::ErrorCode::ReadFailed, error.to_string()))?;
+    cua_artifact::Capability::from_yaml(&text)
+        .map_err(|error| crate::error::invalid_document(&path, &error))
+}
+
 /// The command's name as its envelope carries it.
 fn name(command: &Command) -> &'static str {
     match command {

@@ -147,7 +147,7 @@ impl Settings {
         if let Some(run_id) = &args.run_id {
             RunId::parse(run_id).map_err(|error| CliError::usage(error.to_string()))?;
         }
-        let base = load_capability(
+        let base = super::load_capability(
             &args.capability,
             &cua_catalog::Catalog::new(args.paths.config(args.bind.tenant.as_deref())?),
         )?;
@@ -558,28 +558,6 @@ fn parse_inputs(pairs: &[String]) -> Result<BTreeMap<String, Value>, CliError> {
         }
     }
     Ok(inputs)
-}
-
-/// A capability by file path, `id@version`, or `id` (its latest version in the catalog), the
-/// reference resolved as every command resolves one.
-fn load_capability(
-    reference: &str,
-    catalog: &cua_catalog::Catalog,
-) -> Result<Capability, CliError> {
-    let as_file = Path::new(reference);
-    let path = if as_file.is_file() {
-        as_file.to_path_buf()
-    } else {
-        let resolved = catalog
-            .resolve(reference)
-            .map_err(|error| CliError::from(&error))?;
-        catalog
-            .entry(&resolved)
-            .map_err(|error| CliError::from(&error))?
-            .path
-    };
-    let text = read(&path)?;
-    Capability::from_yaml(&text).map_err(|error| crate::error::invalid_document(&path, &error))
 }
 
 /// The tenant's binding of `base`, as the catalog reads it (a binding for another tenant, or
