@@ -102,6 +102,7 @@ error_codes! {
     DiscoveryFailed => "discovery_failed", Failed, "Discovery could not run to its end: the model or the surface failed.";
     AssistFailed => "assist_failed", Failed, "The assisted recovery could not run.";
     EvalFailed => "eval_failed", Failed, "An evaluation could not run.";
+    RowsUnsuccessful => "rows_unsuccessful", Failed, "A batch in which a row did not succeed (its last envelope; the batch exits with its worst row's status).";
     WrongActionOrUnauthorizedDispatch => "wrong_action_or_unauthorized_dispatch", Failed, "An evaluation saw a wrong action or a dispatch without authorization.";
     ProbeFoundDrift => "probe_found_drift", Failed, "A probe found a target that no longer resolves as recorded.";
     RouteUnavailable => "route_unavailable", Failed, "No operator on this platform can perform a step.";

@@ -3,14 +3,29 @@
 //! On a terminal, an indicatif bar (done of total, rate, time left, failures so far), or a
 //! spinner with the elapsed time when the total is unknown; it is suspended while a result
 //! line goes to stdout, so the two never share a line. When stderr is not a terminal (CI, a
-//! log file) there is no bar: one plain line per item instead. Either way the work ends with a
-//! one-line summary. Colour only when `NO_COLOR` is unset.
+//! log file) there is no bar: one plain line per counted item instead (a spinner's steps are
+//! not printed). Either way the work ends with a one-line summary. Colour only when `NO_COLOR`
+//! is unset.
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Whether an item that ended counts among the failures so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    Fine,
+    Failed,
+}
+
+impl Ended {
+    /// `Failed` when `failed` holds.
+    pub(crate) fn failed_if(failed: bool) -> Self {
+        if failed { Self::Failed } else { Self::Fine }
+    }
+}
 
 /// A unit of work's progress; see the module documentation.
 pub(crate) struct Progress {
@@ -28,9 +43,8 @@ pub(crate) struct Progress {
 }
 
 impl Progress {
-    /// Progress over `total` items, `already` of them done before this process (a resumed
-    /// batch).
-    pub(crate) fn counted(what: impl Into<String>, total: usize, already: usize) -> Self {
+    /// Progress over `total` items.
+    pub(crate) fn counted(what: impl Into<String>, total: usize) -> Self {
         let terminal = std::io::stderr().is_terminal();
         let bar = if terminal {
             ProgressBar::with_draw_target(
@@ -50,13 +64,12 @@ impl Progress {
         }
         let what = what.into();
         bar.set_prefix(what.clone());
-        bar.set_position(u64::try_from(already).unwrap_or(u64::MAX));
         Self {
             bar,
             what,
             started: Instant::now(),
             total: Some(total),
-            done: already,
+            done: 0,
             failed: 0,
             counts: BTreeMap::new(),
             terminal,
@@ -95,11 +108,11 @@ impl Progress {
         }
     }
 
-    /// One item ended with `status` (`failed` says whether it counts as a failure); `line`
-    /// describes it for the log when stderr is not a terminal.
-    pub(crate) fn finished(&mut self, status: &str, failed: bool, line: &str) {
+    /// One item ended with `status`, counted as `ended`; `line` describes it for the log when
+    /// stderr is not a terminal.
+    pub(crate) fn finished(&mut self, status: &str, ended: Ended, line: &str) {
         self.done += 1;
-        if failed {
+        if ended == Ended::Failed {
             self.failed += 1;
         }
         *self.counts.entry(status.to_owned()).or_insert(0) += 1;

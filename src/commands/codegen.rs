@@ -186,8 +186,8 @@ pub(super) fn load(
 ) -> Result<Loaded, CliError> {
     let catalog = Catalog::new(CatalogConfig {
         capabilities: catalog_dir.to_path_buf(),
+        evaluations: catalog_dir.to_path_buf(),
         tenants: tenants_dir.to_path_buf(),
-        ..CatalogConfig::default()
     });
     let base = super::load_capability(text, &catalog)?;
     let Some(tenant) = tenant else {

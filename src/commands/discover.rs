@@ -23,7 +23,7 @@ use crate::commands::policy::LoadedPolicy;
 use crate::commands::replay::launch;
 use crate::error::{CliError, ErrorCode, runtime};
 use crate::output::{self, Exit};
-use crate::progress::Progress;
+use crate::progress::{Ended, Progress};
 use crate::project::{self, DefaultPath};
 
 #[derive(Serialize)]
@@ -217,9 +217,10 @@ async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exi
     match &outcome {
         Ok((report, _)) => {
             let reason = report.stop_reason.as_str();
-            progress.finished(reason, report.stop_reason != StopReason::GoalMet, reason);
+            let ended = Ended::failed_if(report.stop_reason != StopReason::GoalMet);
+            progress.finished(reason, ended, reason);
         }
-        Err(error) => progress.finished(error.code().as_str(), true, error.message()),
+        Err(error) => progress.finished(error.code().as_str(), Ended::Failed, error.message()),
     }
     progress.finish();
     surface.close().await;

@@ -23,7 +23,7 @@ use cua_replay::{CapabilityList, PreparedCapability, ReplayConfig};
 use serde::Serialize;
 
 use crate::fixture_app::{FixtureApp, NotStarted};
-use crate::progress::Progress;
+use crate::progress::{Ended, Progress};
 use crate::project::{self, DefaultPath};
 
 use crate::cli::{EvalArgs, Format};
@@ -73,7 +73,9 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, CliError> {
     let catalog = Catalog::new(CatalogConfig {
         capabilities: args.paths.catalog()?,
         evaluations: out.clone(),
-        tenants: args.paths.tenants()?,
+        // Outside a project the tenants directory is needed only by a suite that names a
+        // tenant (checked below, suite by suite).
+        tenants: args.paths.tenants_for(None)?,
     });
     // Every suite is read and checked before the first browser starts: a typo in the last
     // suite should not cost the minutes of the first.
@@ -120,6 +122,11 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, CliError> {
                     ))
                 })?;
             }
+        }
+        if suite.tenant.is_some() {
+            args.paths
+                .tenants()
+                .map_err(|error| error.located(&path.display()))?;
         }
         if let Some(tenant) = &suite.tenant
             && binding(&catalog, tenant, &suite.capability)?.is_none()
@@ -298,11 +305,12 @@ async fn measure(
         plan.target,
         runs_dir.display()
     );
-    let mut bar = Progress::counted(format!("eval {}", suite.name), total, 0);
+    let mut bar = Progress::counted(format!("eval {}", suite.name), total);
     let runs = evaluator
         .run(&plan, |observation: &RunObservation| {
             let (answer, line) = progress(&plan, observation);
-            bar.finished(answer.as_str(), answer != Answer::Correct, &line);
+            let ended = Ended::failed_if(answer != Answer::Correct);
+            bar.finished(answer.as_str(), ended, &line);
         })
         .await;
     bar.finish();

@@ -160,12 +160,12 @@ fn bind(
 ) -> Result<Capability, Vec<Diagnostic>> {
     let file_name = binding.capability.file_name();
     let root = path.parent().and_then(Path::parent).and_then(Path::parent);
+    // Beside the tenants directory the binding is in, then in the current project's catalog.
+    let project_catalog = crate::project::or_default(None, crate::project::DefaultPath::Catalog);
     let candidates: Vec<PathBuf> = root
         .map(|root| root.join("capabilities").join(&file_name))
         .into_iter()
-        .chain(std::iter::once(
-            PathBuf::from("capabilities").join(&file_name),
-        ))
+        .chain(project_catalog.ok().map(|catalog| catalog.join(&file_name)))
         .collect();
     let Some((base_path, base_text)) = candidates.iter().find_map(|candidate| {
         cua_fs::read_to_string_bounded(candidate, limits::DOCUMENT)

@@ -237,7 +237,7 @@ fn a_project_file_another_user_planted_above_is_refused() {
         &[
             "-c",
             &format!(
-                "printf '[paths]\\npolicy = \"/tmp/attacker-policy.yaml\"\\n' > '{}' && chmod 664 '{}'",
+                "printf '[paths]\\npolicy = \"/tmp/attacker-policy.yaml\"\\n' > '{}' && chmod 666 '{}'",
                 planted.display(),
                 planted.display()
             ),

@@ -532,6 +532,19 @@ fn sensitive_inputs_and_outputs_are_masked_in_every_sink() {
         // Masked, not dropped: the caller sees the output was there, by shape.
         assert!(stdout.contains("<redacted:"), "{stdout}");
     }
+    // The balance is on screen a step before it is read and so known to the painter: while a
+    // sensitive output is unread, no step screenshot is kept, and the trace says why.
+    let trace = std::fs::read_to_string(scene.evidence().join("sensitive-text/trace.jsonl"))
+        .expect("the trace");
+    assert!(
+        trace.contains("step capture: screenshot withheld"),
+        "the withheld captures are noted"
+    );
+    assert!(!trace.contains("screenshots/"), "no screenshot is named");
+    assert!(
+        !scene.evidence().join("sensitive-text/screenshots").exists(),
+        "no screenshot was kept"
+    );
     let rows = scene.scratch.path().join("rows.jsonl");
     std::fs::write(
         &rows,

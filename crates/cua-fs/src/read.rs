@@ -34,8 +34,8 @@ pub fn read_to_string_bounded(path: &Path, limit: Limit) -> Result<String, FsErr
 
 /// [`read_to_string_bounded`] for a file whose content decides what cua does (a project file
 /// that names the policy): it must be a regular file, not a symbolic link, owned by the current
-/// user or by root, and writable by its owner only. Anything else is refused, never skipped:
-/// another local user who planted or may rewrite it would choose cua's settings.
+/// user or by root, and writable by no one else (see [`trusted`]). Anything else is refused,
+/// never skipped: another local user who planted or may rewrite it would choose cua's settings.
 pub fn read_trusted(path: &Path, limit: Limit) -> Result<String, FsError> {
     let fd = rustix::fs::open(path, read_flags() | OFlags::NOFOLLOW, Mode::empty()).map_err(
         |errno| {
@@ -49,21 +49,40 @@ pub fn read_trusted(path: &Path, limit: Limit) -> Result<String, FsError> {
         },
     )?;
     let stat = rustix::fs::fstat(&fd).map_err(|source| FsError::io("inspect", path, source))?;
+    let me = Reader {
+        user: rustix::process::geteuid().as_raw(),
+        group: rustix::process::getegid().as_raw(),
+    };
+    trusted(&stat, me, path)?;
+    utf8(read_open(&File::from(fd), path, limit)?, path)
+}
+
+/// Who reads a trusted file: the effective user and group.
+#[derive(Debug, Clone, Copy)]
+struct Reader {
+    user: u32,
+    group: u32,
+}
+
+/// Whether a file with `stat` may decide what `me` runs: owned by `me` or by root, writable by
+/// no other user, and group-writable only when its group is `me`'s own (Debian gives every
+/// user a group of their own and a umask of 002, so a clone's files are often 0664).
+fn trusted(stat: &rustix::fs::Stat, me: Reader, path: &Path) -> Result<(), FsError> {
     let owner = stat.st_uid;
-    if owner != rustix::process::geteuid().as_raw() && owner != 0 {
+    if owner != me.user && owner != 0 {
         return Err(FsError::NotOwned {
             path: path.to_path_buf(),
             owner,
         });
     }
     let mode = stat.st_mode & 0o7777;
-    if mode & 0o022 != 0 {
+    if mode & 0o002 != 0 || (mode & 0o020 != 0 && stat.st_gid != me.group) {
         return Err(FsError::WritableByOthers {
             path: path.to_path_buf(),
             mode,
         });
     }
-    utf8(read_open(&File::from(fd), path, limit)?, path)
+    Ok(())
 }
 
 /// The flags of every open for reading: never blocking on a FIFO, never becoming the
@@ -194,6 +213,47 @@ mod tests {
         }
     }
 
+    /// Every owner and mode a trusted file may or may not have, for a reader who is uid 1000 in
+    /// group 1000.
+    #[test]
+    fn trust_needs_our_or_roots_file_writable_by_no_one_else() {
+        let me = Reader {
+            user: 1000,
+            group: 1000,
+        };
+        let stat = |uid: u32, gid: u32, mode: u32| {
+            // A real stat, its owner, group and mode then set to the case's.
+            let mut stat = rustix::fs::stat("/").expect("the root directory");
+            stat.st_uid = uid;
+            stat.st_gid = gid;
+            stat.st_mode = 0o100_000 | mode;
+            stat
+        };
+        let path = Path::new("cua.toml");
+        let cases = [
+            (1000, 1000, 0o644, true),
+            (0, 0, 0o644, true),
+            (1000, 1000, 0o664, true),
+            (1000, 50, 0o664, false),
+            (1000, 1000, 0o646, false),
+            (1000, 1000, 0o666, false),
+            (1001, 1000, 0o644, false),
+            (1001, 1001, 0o600, false),
+        ];
+        for (uid, gid, mode, expected) in cases {
+            let verdict = trusted(&stat(uid, gid, mode), me, path);
+            assert_eq!(
+                verdict.is_ok(),
+                expected,
+                "uid {uid} gid {gid} mode {mode:o}: {verdict:?}"
+            );
+        }
+        assert!(matches!(
+            trusted(&stat(1001, 1000, 0o644), me, path),
+            Err(FsError::NotOwned { owner: 1001, .. })
+        ));
+    }
+
     #[test]
     fn a_trusted_file_is_ours_unlinked_and_writable_by_us_only() {
         use std::os::unix::fs::PermissionsExt;
@@ -203,7 +263,7 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert_eq!(read_trusted(&path, SMALL).unwrap(), "ok");
 
-        for mode in [0o664, 0o646] {
+        for mode in [0o646, 0o666] {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
             let refused = read_trusted(&path, SMALL).unwrap_err();
             assert!(

@@ -226,6 +226,9 @@ pub(crate) struct RunState {
     pub(crate) intents: Vec<(Option<StepId>, String)>,
     /// The screenshot of the current step's last screen, until its `effect` names it.
     pub(crate) step_screenshot: Option<cua_evidence::ArtifactRef>,
+    /// The run's sensitive outputs not read yet: until they are, the painter does not know
+    /// their values, and no step screenshot is taken (a remedy's steps included).
+    pub(crate) unread_sensitive: BTreeSet<String>,
 }
 
 /// How a capability's execution ended.
@@ -324,6 +327,14 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
         let mut tally = RunState {
             epoch: request.lease_epoch.unwrap_or(lease.epoch),
             attempt,
+            unread_sensitive: request
+                .capability
+                .capability
+                .outputs
+                .iter()
+                .filter(|output| output.sensitive)
+                .map(|output| output.name.to_string())
+                .collect(),
             ..RunState::default()
         };
         let started = self.clock.elapsed();
@@ -948,12 +959,40 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
 
     /// A screenshot of the last screen of the step at `position`, when the policy keeps one of
     /// every dispatched step; the step's `effect` names it.
+    ///
+    /// A sensitive output is painted over only once it has been read (the redactor then knows
+    /// its value), yet the screen may show it a step earlier. So while `capability` declares a
+    /// sensitive output this run has not read, no step screenshot is taken: a note says why.
     pub(crate) async fn capture_step(
         &self,
         tally: &mut RunState,
+        capability: &cua_artifact::Capability,
+        values: &crate::values::RunValues,
         position: &crate::stop::Position,
     ) -> Result<(), ReplayError> {
+        tally.step_screenshot = None;
         if self.config.screenshots != cua_artifact::Screenshots::EveryDispatchedStep {
+            return Ok(());
+        }
+        let mut unread: BTreeSet<&str> = capability
+            .outputs
+            .iter()
+            .filter(|output| output.sensitive && !values.outputs().contains_key(&output.name))
+            .map(|output| output.name.as_str())
+            .collect();
+        unread.extend(tally.unread_sensitive.iter().map(String::as_str));
+        if !unread.is_empty() {
+            self.note(
+                "step capture: screenshot withheld",
+                [(
+                    "reason",
+                    Value::from(format!(
+                        "the sensitive output(s) {} may be on screen before they are read and \
+                         painted over",
+                        unread.into_iter().collect::<Vec<_>>().join(", ")
+                    )),
+                )],
+            )?;
             return Ok(());
         }
         tally.step_screenshot = self

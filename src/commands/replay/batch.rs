@@ -230,12 +230,12 @@ pub(super) async fn run(
     let total = rows.len();
     let to_run = queue.len();
     let workers = args.concurrency.clamp(1, 16).min(to_run.max(1));
-    let mut progress = crate::progress::Progress::counted("batch", total, 0);
+    let mut progress = crate::progress::Progress::counted("batch", total);
     // Rows decided without running (done earlier, invalid, settled) count in the summary too.
     for line in decided.values() {
         progress.finished(
             &line.status,
-            line.exit_code != 0,
+            crate::progress::Ended::failed_if(line.exit_code != 0),
             &format!("row {} {}", line.row, line.status),
         );
     }
@@ -342,7 +342,7 @@ pub(super) async fn run(
                 Some(line) => {
                     progress.finished(
                         &line.status,
-                        line.exit_code != 0,
+                        crate::progress::Ended::failed_if(line.exit_code != 0),
                         &format!("row {} {}", line.row, line.status),
                     );
                     finished.insert(line.row, line);
@@ -392,13 +392,10 @@ fn print_envelope(batch_id: &str, summary: &crate::progress::Summary, exit: Exit
             })
             .map(|(_, count)| count)
             .sum();
-        crate::output::EnvelopeError::new(
-            "rows_unsuccessful",
-            format!(
-                "{unsuccessful} of {} row(s) did not succeed; each row's line says why",
-                summary.done
-            ),
-        )
+        crate::error::ErrorCode::RowsUnsuccessful.envelope(format!(
+            "{unsuccessful} of {} row(s) did not succeed; each row's line says why",
+            summary.done
+        ))
     });
     crate::output::emit(
         Format::Json,

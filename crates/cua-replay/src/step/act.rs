@@ -194,7 +194,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             .wait_after(frame, tally, position, step, &before)
             .await?;
         self.record(tally, &format!("{}-after", position.id), &after)?;
-        self.capture_step(tally, position).await?;
+        self.capture_step(tally, frame.capability, &frame.values, position)
+            .await?;
         if waited {
             tally.fresh = Some(after.clone());
         }

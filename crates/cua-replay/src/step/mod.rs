@@ -155,6 +155,8 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
     ) -> Result<Option<OutcomeResult>, Halt> {
         let capability = frame.capability;
         let step = &capability.steps[index];
+        // A screenshot belongs to the step that took it, never to a later one.
+        tally.step_screenshot = None;
         let position = Position {
             id: step.id.clone(),
             index: to_u32(index),

@@ -149,6 +149,9 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             .is_some_and(|output| output.sensitive)
         {
             self.bus.redactor().register_sensitive_value(&value);
+            if !frame.remedy {
+                tally.unread_sensitive.remove(into.as_str());
+            }
         }
         frame.values.set_output(into.clone(), value);
         Ok(())
