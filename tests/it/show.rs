@@ -296,3 +296,250 @@ fn every_dispatched_step_keeps_a_screenshot_of_its_last_screen_when_the_policy_s
     );
     assert!(!run_dir.join("screenshots").exists());
 }
+
+/// A large page: `count` cells under one document, a few levels deep.
+fn grid(count: usize) -> cua_snapshot::UiSnapshot {
+    use cua_snapshot::{NodeId, NodeScope, UiNode, UiSnapshot};
+    let nodes = (0..count)
+        .map(|index| UiNode {
+            id: NodeId::new(format!("content:/document[0]/cell[{index}]")),
+            role: if index == 0 { "document" } else { "cell" }.into(),
+            name: format!("Cell {index}"),
+            value: None,
+            states: vec![],
+            bounds: None,
+            scope: NodeScope {
+                frame: Some("content".into()),
+                region: None,
+            },
+            depth: u32::try_from(index % 6).unwrap(),
+            parent: (index > 0).then_some(0),
+            children: vec![],
+            css_hint: None,
+            labels: Vec::new(),
+        })
+        .collect();
+    UiSnapshot {
+        url: "http://127.0.0.1:8811/grid".into(),
+        title: "Grid".into(),
+        http_status: Some(200),
+        nodes,
+    }
+}
+
+/// A run as large as a back-office grid makes one: 240 dispatched steps, each observing a page
+/// of 12,000 nodes (every 40th written in full). Its page opens in Chromium with no script
+/// error, lists every step, draws the first 1,500 rows of a snapshot and says so, and finds a
+/// node far past them by search. Past the page's embedding limit (here lowered to one
+/// snapshot's worth), a snapshot is named as left out, with why, and the page still opens.
+#[test]
+fn a_large_run_shows_whole_within_its_caps() {
+    use cua_artifact::{
+        ActionKind, Actor, CapabilityRef, ContentHash, EffectVerdict, Identifier, RiskTier,
+        RunKind, RunStatus,
+    };
+    use cua_evidence::{Authorize, Dispatch, Effect, Observe, RunEnd, RunId, RunStart};
+    const STEPS: usize = 240;
+    const NODES: usize = 12_000;
+    let _one_at_a_time = one_at_a_time();
+    let install = playwright_ci();
+    let scratch = tempfile::tempdir().unwrap();
+    let bus = cua_evidence::EvidenceBus::create(
+        scratch.path(),
+        RunId::parse("large-run").unwrap(),
+        std::sync::Arc::new(cua_evidence::SystemClock),
+        cua_evidence::Redactor::new(Vec::<(String, String)>::new()).unwrap(),
+    )
+    .unwrap();
+    let automation = Actor::Automation;
+    bus.emit(
+        automation,
+        0,
+        RunStart {
+            kind: RunKind::Replay,
+            capability: Some(CapabilityRef::parse("test.grid.large_run@1.0.0").unwrap()),
+            content_hash: Some(ContentHash::of_bytes(b"test.grid.large_run@1.0.0")),
+            sealed_hash: None,
+            bound_by: None,
+            tenant: None,
+            inputs: std::collections::BTreeMap::new(),
+            goal: None,
+            target_url: None,
+            model: None,
+            scripted_model: None,
+            resolver_config_hash: None,
+        },
+    )
+    .unwrap();
+    let page = grid(NODES);
+    for index in 0..STEPS {
+        let step = Identifier::parse(&format!("step_{index:03}")).unwrap();
+        let decision = format!("dec-{:06}", index + 1);
+        let node = cua_snapshot::NodeId::new(format!("content:/document[0]/cell[{}]", index + 1));
+        let written = (index % 40 == 0).then(|| {
+            bus.write_snapshot(&format!("step-{index:03}"), &page)
+                .unwrap()
+        });
+        bus.emit(automation, 0, Observe::of(&page, written))
+            .unwrap();
+        bus.emit(
+            automation,
+            1,
+            Authorize {
+                step: Some(step.clone()),
+                decision_id: decision.clone(),
+                granted: true,
+                action_type: ActionKind::Click,
+                risk: RiskTier::Safe,
+                signals: vec![],
+                reason: "safe (default)".into(),
+                denial: None,
+                approval: None,
+                node_id: Some(node.clone()),
+            },
+        )
+        .unwrap();
+        bus.emit(
+            automation,
+            1,
+            Dispatch {
+                step: Some(step.clone()),
+                decision_id: decision.clone(),
+                action_type: ActionKind::Click,
+                node_id: Some(node),
+                refused: false,
+                ok: true,
+                navigated: false,
+                http_status: None,
+                duration_ms: 3,
+                message: String::new(),
+                reason: None,
+                expected_epoch: None,
+            },
+        )
+        .unwrap();
+        bus.emit(
+            automation,
+            1,
+            Effect {
+                step,
+                verdict: EffectVerdict::Confirmed,
+                reason: "the postcondition was observed on a fresh snapshot".into(),
+                decision_id: Some(decision),
+                route: None,
+                undispatched: None,
+                screenshot_ref: None,
+                screenshot_digest: None,
+            },
+        )
+        .unwrap();
+    }
+    bus.emit(
+        automation,
+        1,
+        RunEnd {
+            files: Default::default(),
+            status: RunStatus::Success,
+            failure_code: None,
+            reason: None,
+            step: None,
+            expected: None,
+            observed: None,
+            outcome: None,
+            outcome_data: std::collections::BTreeMap::new(),
+            outputs: std::collections::BTreeMap::new(),
+            effect: Some(EffectVerdict::Confirmed),
+            steps_executed: Some(u32::try_from(STEPS).unwrap()),
+            steps_total: Some(u32::try_from(STEPS).unwrap()),
+            stop_reason: None,
+            steps_attempted: None,
+            steps_effective: None,
+        },
+    )
+    .unwrap();
+    bus.finish().unwrap();
+    let run_dir = scratch.path().join("large-run");
+    assert_eq!(crate::replay::verify(&run_dir).0, 0, "a well-formed run");
+
+    let specs = tempfile::Builder::new()
+        .prefix("show-large-")
+        .tempdir_in(&install)
+        .unwrap();
+    let out = specs.path().join("large-run.html");
+    let output = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .args(["--format", "json", "show"])
+        .arg(&run_dir)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let written: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let url = written["data"]["url"].as_str().unwrap().to_owned();
+    let one_snapshot = std::fs::read_dir(run_dir.join("snapshots"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.metadata().unwrap().len())
+        .max()
+        .unwrap();
+    let limited = cua_console::show::document_within(
+        &run_dir,
+        &|_| false,
+        usize::try_from(one_snapshot).unwrap() + 1024,
+    )
+    .unwrap();
+    assert_eq!(limited["snapshots"].as_object().unwrap().len(), 1);
+    let left_out = limited["left_out"].as_object().unwrap();
+    assert_eq!(left_out.len(), STEPS / 40 - 1, "{left_out:?}");
+    assert!(
+        left_out
+            .values()
+            .all(|why| why.as_str().unwrap().contains("size limit")),
+        "{left_out:?}"
+    );
+    let limited_page = specs.path().join("limited.html");
+    std::fs::write(&limited_page, cua_console::show::page_of(&limited)).unwrap();
+    std::fs::write(
+        specs.path().join("large.spec.ts"),
+        format!(
+            r#"import {{ test, expect }} from '@playwright/test';
+test('a large run', async ({{ page: tab }}) => {{
+  const errors: string[] = [];
+  tab.on('pageerror', (error) => errors.push(String(error)));
+  await tab.goto('{url}');
+  const view = tab.locator('.cua-show');
+  await expect(view.getByRole('heading', {{ level: 1 }})).toHaveText('Run large-run');
+  const steps = view.getByRole('list', {{ name: 'Steps' }}).getByRole('button');
+  await expect(steps).toHaveCount({STEPS});
+  await steps.filter({{ hasText: 'step_200' }}).first().click();
+  const detail = view.getByRole('region', {{ name: 'Step detail' }});
+  const tree = detail.getByRole('tree').first();
+  await expect(tree.getByRole('treeitem')).toHaveCount(1500);
+  await expect(detail.locator('[data-matches]').first()).toHaveText('{NODES} nodes · showing the first 1500');
+  await detail.getByRole('searchbox').first().fill('"Cell 11999"');
+  await expect(detail.locator('[data-matches]').first()).toHaveText('1 of {NODES} nodes match');
+  await expect(tree.getByRole('treeitem')).toHaveCount(1);
+  expect(errors).toEqual([]);
+}});
+test('a run past the page limit', async ({{ page: tab }}) => {{
+  const errors: string[] = [];
+  tab.on('pageerror', (error) => errors.push(String(error)));
+  await tab.goto('file://{limited}');
+  const view = tab.locator('.cua-show');
+  await expect(view.getByRole('heading', {{ level: 1 }})).toHaveText('Run large-run');
+  await view.getByRole('list', {{ name: 'Steps' }}).getByRole('button').filter({{ hasText: 'step_200' }}).first().click();
+  await expect(view.getByRole('region', {{ name: 'Step detail' }})).toContainText("the page's size limit was reached");
+  expect(errors).toEqual([]);
+}});
+"#,
+            limited = limited_page.display()
+        ),
+    )
+    .unwrap();
+    let outcomes = run_playwright(&install, specs.path(), "", &[]);
+    assert_eq!(outcomes.len(), 2, "{outcomes:#?}");
+    assert!(
+        outcomes.iter().all(|outcome| outcome.passed),
+        "{outcomes:#?}"
+    );
+}

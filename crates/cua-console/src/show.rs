@@ -275,7 +275,17 @@ pub fn page_of(document: &Value) -> String {
 
 /// What [`render`] embeds, for a page that renders it with `show.js` itself (the console's).
 pub fn document(dir: &Path, secret: &dyn Fn(&[u8]) -> bool) -> Result<Value, ConsoleError> {
-    serde_json::to_value(build(dir, secret)?).map_err(unshowable)
+    document_within(dir, secret, EMBED_LIMIT_BYTES)
+}
+
+/// [`document`], embedding at most `limit` bytes of snapshots and screenshots (a test shows a
+/// page past its limit without writing a hundred megabytes).
+pub fn document_within(
+    dir: &Path,
+    secret: &dyn Fn(&[u8]) -> bool,
+    limit: usize,
+) -> Result<Value, ConsoleError> {
+    serde_json::to_value(build(dir, secret, limit)?).map_err(unshowable)
 }
 
 /// The viewer's script, for a page that serves it as a file.
@@ -324,7 +334,11 @@ fn fill(template: &str, parts: &[(&str, &str)]) -> String {
     page
 }
 
-fn build(dir: &Path, secret: &dyn Fn(&[u8]) -> bool) -> Result<Document, ConsoleError> {
+fn build(
+    dir: &Path,
+    secret: &dyn Fn(&[u8]) -> bool,
+    limit: usize,
+) -> Result<Document, ConsoleError> {
     let run = Dir::open(dir).map_err(|error| ConsoleError::BadRequest {
         reason: format!(
             "cannot open the run directory {}: {error} (pass a directory that holds a trace.jsonl)",
@@ -364,7 +378,7 @@ fn build(dir: &Path, secret: &dyn Fn(&[u8]) -> bool) -> Result<Document, Console
                 .and_then(|record| serde_json::to_value(record).ok())
         });
     let (snapshot_names, screenshot_names) = referenced_files(&lines);
-    let mut budget = EMBED_LIMIT_BYTES;
+    let mut budget = limit;
     let mut left_out = BTreeMap::new();
     let mut read = |name: &str, left_out: &mut BTreeMap<String, String>| -> Option<Vec<u8>> {
         match run.read(name, cua_evidence::EVIDENCE_FILE_LIMIT) {
