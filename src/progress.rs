@@ -3,8 +3,8 @@
 //! On a terminal, an indicatif bar (done of total, rate, time left, failures so far), or a
 //! spinner with the elapsed time when the total is unknown; it is suspended while a result
 //! line goes to stdout, so the two never share a line. When stderr is not a terminal (CI, a
-//! log file) there is no bar: one plain line per counted item instead (a spinner's steps are
-//! not printed). Either way the work ends with a one-line summary. Colour only when `NO_COLOR`
+//! log file) there is no bar: one plain line per item or step instead. Either way the work
+//! ends with a one-line summary. Colour only when `NO_COLOR`
 //! is unset.
 
 use std::collections::BTreeMap;
@@ -124,20 +124,20 @@ impl Progress {
             if self.failed > 0 {
                 self.bar.set_message(format!("{} failed", self.failed));
             }
-        } else {
-            let of = self.total.map_or_else(
-                || self.done.to_string(),
-                |total| format!("{}/{total}", self.done),
-            );
+        } else if let Some(total) = self.total {
+            // An open-ended piece of work printed its steps; its summary says how it ended.
             let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "{} {of} {line}", self.what);
+            let _ = writeln!(stderr, "{} {}/{total} {line}", self.what, self.done);
         }
     }
 
-    /// The bar itself, to move from elsewhere (a run's event observer): a spinner's position
-    /// counts its steps.
-    pub(crate) fn bar(&self) -> ProgressBar {
-        self.bar.clone()
+    /// A handle that counts this spinner's steps from elsewhere (a run's event observer).
+    pub(crate) fn stepper(&self) -> Stepper {
+        Stepper {
+            bar: self.bar.clone(),
+            what: self.what.clone(),
+            terminal: self.terminal,
+        }
     }
 
     /// Runs `print` (which writes a result to stdout) with the bar cleared, then redraws it.
@@ -188,6 +188,39 @@ impl Progress {
             failed: self.failed,
             statuses: self.counts,
             elapsed_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+/// Counts an open-ended piece of work's steps: the spinner's position and message on a
+/// terminal, a plain line per step otherwise (`discover step 3: acted`).
+pub(crate) struct Stepper {
+    bar: ProgressBar,
+    what: String,
+    terminal: bool,
+}
+
+impl Stepper {
+    /// One more step, done as `message` says.
+    pub(crate) fn step(&self, message: &str) {
+        self.bar.inc(1);
+        if self.terminal {
+            self.bar.set_message(message.to_owned());
+        } else {
+            let mut stderr = std::io::stderr().lock();
+            let _ = writeln!(
+                stderr,
+                "{} step {}: {message}",
+                self.what,
+                self.bar.position()
+            );
+        }
+    }
+
+    /// What is happening now, between steps (a terminal's spinner only).
+    pub(crate) fn say(&self, message: &str) {
+        if self.terminal {
+            self.bar.set_message(message.to_owned());
         }
     }
 }

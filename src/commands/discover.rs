@@ -188,7 +188,7 @@ async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exi
         evidence_root.join(&run_id).display()
     );
     let mut progress = Progress::open_ended("discover");
-    let bar = progress.bar();
+    let steps = progress.stepper();
     let outcome = discover_on(
         &surface,
         &policy,
@@ -203,12 +203,9 @@ async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exi
             },
             secret_overrides: Vec::new(),
             on_event: Some(Arc::new(move |event| match event {
-                "dispatch" => {
-                    bar.inc(1);
-                    bar.set_message("acted; observing");
-                }
-                "llm_call" => bar.set_message("the model answered"),
-                "observe" => bar.set_message("asking the model"),
+                "dispatch" => steps.step("acted"),
+                "llm_call" => steps.say("the model answered"),
+                "observe" => steps.say("asking the model"),
                 _ => {}
             })),
         },

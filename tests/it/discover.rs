@@ -66,6 +66,12 @@ async fn scripted_discovery_in_chromium_reaches_the_goal_and_compiles_a_determin
         "discovery failed (real Chromium is required: apt-get install -y chromium)\n{stdout}\n{stderr}"
     );
     assert!(stdout.contains("goal_met"), "{stdout}");
+    // Off a terminal, a line per step the model took, then the summary; no escape codes.
+    assert!(
+        stderr.contains("discover step 1: acted") && stderr.contains("discover: "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
     assert!(stdout.contains("(scripted model)"), "{stdout}");
     let draft_path = work
         .path()
