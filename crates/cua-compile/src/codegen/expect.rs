@@ -136,13 +136,15 @@ impl SpecWriter<'_> {
                 let query = self.query_locator(query, scope, body)?;
                 match &query.region {
                     None => {
+                        // cua counts only nodes a person can see (a hidden one is not in the
+                        // accessibility tree): so does the spec, before it picks one.
                         let nth = if *min_count <= 1 {
                             ".first()".to_owned()
                         } else {
                             format!(".nth({})", min_count - 1)
                         };
                         vec![format!(
-                            "await expect({}{nth}).toBeVisible({});",
+                            "await expect({}.filter({{ visible: true }}){nth}).toBeVisible({});",
                             query.locator,
                             with("")
                         )]
