@@ -60,22 +60,9 @@ fn finished_run(root: &Path) -> std::path::PathBuf {
         Actor::Automation,
         0,
         RunEnd {
-            files: Default::default(),
-            status: RunStatus::Success,
-            failure_code: None,
-            reason: None,
-            step: None,
-            expected: None,
-            observed: None,
-            outcome: None,
-            outcome_data: BTreeMap::new(),
-            outputs: BTreeMap::new(),
-            effect: None,
             steps_executed: Some(0),
             steps_total: Some(0),
-            stop_reason: None,
-            steps_attempted: None,
-            steps_effective: None,
+            ..RunEnd::with_status(RunStatus::Success)
         },
     )
     .expect("written");

@@ -438,22 +438,10 @@ fn a_large_run_shows_whole_within_its_caps() {
         automation,
         1,
         RunEnd {
-            files: Default::default(),
-            status: RunStatus::Success,
-            failure_code: None,
-            reason: None,
-            step: None,
-            expected: None,
-            observed: None,
-            outcome: None,
-            outcome_data: std::collections::BTreeMap::new(),
-            outputs: std::collections::BTreeMap::new(),
             effect: Some(EffectVerdict::Confirmed),
             steps_executed: Some(u32::try_from(STEPS).unwrap()),
             steps_total: Some(u32::try_from(STEPS).unwrap()),
-            stop_reason: None,
-            steps_attempted: None,
-            steps_effective: None,
+            ..RunEnd::with_status(RunStatus::Success)
         },
     )
     .unwrap();

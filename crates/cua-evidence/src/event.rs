@@ -643,6 +643,31 @@ pub struct RunEnd {
     pub steps_effective: Option<u32>,
 }
 
+impl RunEnd {
+    /// A run's end with `status` and nothing else said: the fields a caller has, it sets over
+    /// this (`RunEnd { outputs, ..RunEnd::with_status(RunStatus::Success) }`).
+    pub fn with_status(status: RunStatus) -> Self {
+        Self {
+            status,
+            files: BTreeMap::new(),
+            failure_code: None,
+            reason: None,
+            step: None,
+            expected: None,
+            observed: None,
+            outcome: None,
+            outcome_data: BTreeMap::new(),
+            outputs: BTreeMap::new(),
+            effect: None,
+            steps_executed: None,
+            steps_total: None,
+            stop_reason: None,
+            steps_attempted: None,
+            steps_effective: None,
+        }
+    }
+}
+
 /// `note`: anything else worth a line (`failure capture: timeout`, `re-anchor after handoff`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
