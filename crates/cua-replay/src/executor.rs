@@ -643,22 +643,11 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             Actor::Automation,
             tally.epoch,
             RunEnd {
-                files: Default::default(),
-                status: RunStatus::Failed,
                 failure_code: Some(FailureCode::PolicyDenied),
                 reason: Some(reason),
-                step: None,
-                expected: None,
-                observed: None,
-                outcome: None,
-                outcome_data: BTreeMap::new(),
-                outputs: BTreeMap::new(),
                 effect: Some(EffectVerdict::NotApplicable),
                 steps_executed: Some(0),
-                steps_total: None,
-                stop_reason: None,
-                steps_attempted: None,
-                steps_effective: None,
+                ..RunEnd::with_status(RunStatus::Failed)
             },
         )?;
         self.bus.finish()?;

@@ -1,8 +1,6 @@
 //! Recording by demonstration: each gesture and navigation becomes the `agent_action` note
 //! discovery would write, with its snapshot, so `cua compile` turns the trace into a draft.
 
-use std::collections::BTreeMap;
-
 use cua_artifact::{ActionKind, Actor, RunStatus};
 use cua_evidence::{Note, Observe, RunEnd};
 use cua_policy::{BrowserAction, ResolvedTarget, SurfaceAction};
@@ -32,24 +30,12 @@ impl Broker {
             Actor::Human,
             epoch,
             RunEnd {
-                files: Default::default(),
-                status: RunStatus::Success,
-                failure_code: None,
-                reason: None,
-                step: None,
-                expected: None,
-                observed: None,
-                outcome: None,
-                outcome_data: BTreeMap::new(),
-                outputs: BTreeMap::new(),
-                effect: None,
-                steps_executed: None,
-                steps_total: None,
                 // The operator ends a demonstration when it has done what it shows, which is
                 // what discovery calls reaching its goal (the compiler compiles only those).
                 stop_reason: Some("goal_met".to_owned()),
                 steps_attempted: Some(recording.steps),
                 steps_effective: Some(recording.effective),
+                ..RunEnd::with_status(RunStatus::Success)
             },
         )?;
         bus.finish()?;
