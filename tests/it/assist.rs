@@ -263,4 +263,24 @@ fn an_assist_proposes_the_relabelled_target_and_the_run_continues_deterministica
         let (code, stdout) = cua(&["evidence", "verify", &dir]);
         assert_eq!(code, 0, "{run}: {stdout}");
     }
+
+    // A person reads all three in `cua show`, in a real browser: the stopped run, the assist
+    // (the screen the model saw, its one call) and the continuation.
+    let _one_at_a_time = crate::codegen::one_at_a_time();
+    let install = crate::codegen::playwright_ci();
+    let specs = tempfile::Builder::new()
+        .prefix("assist-show-")
+        .tempdir_in(&install)
+        .expect("a spec directory");
+    let pages: Vec<Value> = ["assisted", "assisted-assist", "assisted-continued"]
+        .iter()
+        .map(|run| {
+            crate::show::shown_page(
+                &scene.evidence().join(run),
+                &format!("show {run}"),
+                specs.path(),
+            )
+        })
+        .collect();
+    crate::show::every_page_renders(&install, specs.path(), &pages);
 }

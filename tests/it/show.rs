@@ -190,6 +190,55 @@ for (const page of pages) {
 }
 "#;
 
+/// A run's record, or null when it has none.
+pub(crate) fn run_record(run: &std::path::Path) -> Value {
+    std::fs::read_to_string(run.join("run_record.json"))
+        .ok()
+        .and_then(|record| serde_json::from_str(&record).ok())
+        .unwrap_or_default()
+}
+
+/// Writes `run` as one page with `cua show` into `pages` and returns it as an
+/// [`EVERY_RUN_SPEC`] page called `name`, with the run's id and recorded status.
+pub(crate) fn shown_page(run: &std::path::Path, name: &str, pages: &std::path::Path) -> Value {
+    let id = run.file_name().unwrap().to_string_lossy().into_owned();
+    let page = pages.join(format!("{}-{id}.html", name.replace(['/', ' '], "_")));
+    let output = Command::new(env!("CARGO_BIN_EXE_cua"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("show")
+        .arg(run)
+        .arg("--out")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "cua show {}: {output:?}",
+        run.display()
+    );
+    serde_json::json!({
+        "name": name,
+        "url": format!("file://{}", page.display()),
+        "run": id,
+        "status": run_record(run)["result"]["status"],
+    })
+}
+
+/// Opens every page with [`EVERY_RUN_SPEC`] in Playwright Test from `specs` (a directory
+/// under `install`), and fails on any page that does not render as the spec says.
+pub(crate) fn every_page_renders(
+    install: &std::path::Path,
+    specs: &std::path::Path,
+    pages: &[Value],
+) {
+    std::fs::write(specs.join("every.spec.ts"), EVERY_RUN_SPEC).unwrap();
+    let listed = serde_json::to_string(pages).unwrap();
+    let outcomes = run_playwright(install, specs, "", &[("SHOW_PAGES", &listed)]);
+    assert_eq!(outcomes.len(), pages.len(), "{outcomes:#?}");
+    let failed: Vec<_> = outcomes.iter().filter(|outcome| !outcome.passed).collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+}
+
 /// The effects of a run's trace: (step, dispatched, screenshot_ref).
 fn effects_of(run_dir: &std::path::Path) -> Vec<(String, bool, Option<String>)> {
     std::fs::read_to_string(run_dir.join("trace.jsonl"))
