@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What every command says for the five commonest mistakes, as a Markdown table: the exit code,
+# What every command says for the commonest mistakes, as a Markdown table: the exit code,
 # the envelope's error code, its message and its help line. Run from the repository root:
 #   scripts/mistakes.sh [path/to/cua]
 # The same mistake should give the same code in every command, and a help line that says what
@@ -60,6 +60,14 @@ row "tenant" replay corebank.member.savings_balance --input member_id=12345 --te
 row "tenant" codegen corebank.member.savings_balance --out "$scratch/x.spec.ts" --tenant northgate
 row "tenant" route explain corebank.member.savings_balance --tenant northgate
 row "tenant" catalog show corebank.member.savings_balance --tenant northgate
+# With the secrets set, as a real run would have them: the input is the only mistake.
+CUA_SECRET_COREBANK_OPERATOR_ID=teller CUA_SECRET_COREBANK_OPERATOR_PASSWORD=secret \
+  row "input name" replay corebank.member.savings_balance --input membr_id=12345 --base-url http://127.0.0.1:9
+row "file name" eval evals/replay_stabilty.yaml
+row "file name" replay corebank.member.savings_balance --input member_id=12345 --policy config/polcy.yaml
+echo '{"member_id": "12345"}' > "$scratch/rows.jsonl"
+CUA_SECRET_COREBANK_OPERATOR_ID=teller CUA_SECRET_COREBANK_OPERATOR_PASSWORD=secret \
+  row "file name" replay corebank.member.savings_balance --inputs "$scratch/row.jsonl" --base-url http://127.0.0.1:9
 row "document key" validate "$scratch/titel.yaml"
 row "document key" seal "$scratch/titel.yaml"
 row "document key" replay "$scratch/titel.yaml" --input member_id=12345

@@ -69,6 +69,7 @@ error_codes! {
     InvalidModelConfig => "invalid_model_config", Usage, "The model's environment settings are malformed.";
     ModelNotConfigured => "model_not_configured", Usage, "Discovery needs a model and none is configured.";
     MissingSecret => "missing_secret", Usage, "A secret the capability names is not in the environment.";
+    InvalidInput => "invalid_input", Usage, "An input the capability does not take, or a value that breaks its input's spec.";
     RefusedPath => "refused_path", Usage, "A path refused for what is at it: a link, another user's directory.";
     ReadFailed => "read_failed", Usage, "A file or directory that cannot be read.";
     NoProject => "no_project", Usage, "A command needs a default path and the current directory is in no project (`cua init` makes one).";
@@ -187,6 +188,41 @@ impl CliError {
             otherwise
         };
         Self::new(code, error.to_string())
+    }
+
+    /// A file that could not be read. One that is not there gets the nearest name beside it
+    /// as its help (a misspelt suite or document); anything else says what is wrong with it.
+    pub(crate) fn unread(path: &std::path::Path, error: &cua_fs::FsError) -> Self {
+        let read = Self::new(ErrorCode::ReadFailed, error.to_string());
+        if !error.is_not_found() {
+            return read;
+        }
+        let directory = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => std::path::Path::new("."),
+        };
+        let siblings: Vec<String> = std::fs::read_dir(directory)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let name = path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match cua_artifact::suggest::closest(&name, siblings.iter().map(String::as_str)) {
+            Some(closest) => read.with_help(format!(
+                "did you mean `{}`?",
+                path.with_file_name(closest).display()
+            )),
+            None => read.with_help(format!(
+                "no file by that name in {}; a relative path is taken from the current directory",
+                directory.display()
+            )),
+        }
     }
 
     pub(crate) fn code(&self) -> ErrorCode {
@@ -373,6 +409,36 @@ pub(crate) fn no_binding(
         )),
         None => refused.with_help(format!("tenants with a binding of {id}: {listed}")),
     }
+}
+
+/// `--input`s that do not fit the capability's input specs, every problem in one message
+/// (never the values: they may be sensitive), the nearest declared name offered for a
+/// misspelt one.
+pub(crate) fn invalid_inputs(
+    capability: &cua_artifact::Capability,
+    problems: &[cua_replay::InputProblem],
+) -> CliError {
+    let message = problems
+        .iter()
+        .map(|problem| problem.message.as_str())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let lists = format!(
+        "`cua catalog show {}` lists its inputs; `--tool-schema` gives their types and patterns",
+        capability.reference()
+    );
+    let help = match problems.iter().find_map(|problem| {
+        problem
+            .closest
+            .as_ref()
+            .map(|closest| (problem.input.as_str(), closest))
+    }) {
+        Some((given, closest)) => {
+            format!("did you mean `--input {closest}=…` for `{given}`? ({lists})")
+        }
+        None => lists,
+    };
+    CliError::new(ErrorCode::InvalidInput, message).with_help(help)
 }
 
 /// An error and its sources on one line, `outer: cause: root`.

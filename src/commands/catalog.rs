@@ -222,6 +222,15 @@ fn show(
     {
         return Err(CliError::from(error));
     }
+    // A tenant is asked about as a replay for it would run: one without a binding of the
+    // capability is refused there, so it is here (a misspelt tenant is the common cause).
+    if let Some(tenant) = &tenant {
+        match catalog.binding(tenant, &reference) {
+            Ok(Some(_)) => {}
+            Ok(None) => return Err(crate::error::no_binding(catalog, tenant, reference.id())),
+            Err(error) => return Err(CliError::from(&error)),
+        }
+    }
     let approval = match catalog.approval_for(&reference, tenant.as_ref()) {
         Ok(approval) => approval,
         Err(error) => return Err(CliError::from(&error)),

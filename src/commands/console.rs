@@ -144,7 +144,7 @@ pub(crate) fn access(
             .map_err(|error| CliError::new(ErrorCode::NoToken, error.to_string())),
         Some(path) => {
             let text = cua_fs::read_to_string_bounded(path, limits::OPERATORS)
-                .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
+                .map_err(|error| CliError::unread(path, &error))?;
             Access::from_operators_file(&text)
                 .map(|access| (access, None))
                 .map_err(|error| {

@@ -82,7 +82,7 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, CliError> {
     let mut loaded = Vec::new();
     for path in paths {
         let text = cua_fs::read_to_string_bounded(&path, limits::DOCUMENT)
-            .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
+            .map_err(|error| CliError::unread(&path, &error))?;
         let mut suite = EvalSuite::from_yaml(&text)
             .map_err(|error| invalid(format!("{}: {error}", path.display())))?;
         if let Some(repeats) = args.repeats {

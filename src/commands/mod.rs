@@ -106,7 +106,7 @@ pub(crate) fn load_capability(
             .path
     };
     let text = cua_fs::read_to_string_bounded(&path, crate::limits::DOCUMENT)
-        .map_err(|error| CliError::new(crate::error::ErrorCode::ReadFailed, error.to_string()))?;
+        .map_err(|error| CliError::unread(&path, &error))?;
     cua_artifact::Capability::from_yaml(&text)
         .map_err(|error| crate::error::invalid_document(&path, &error))
 }

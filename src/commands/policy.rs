@@ -21,7 +21,7 @@ impl LoadedPolicy {
     /// does not load or build an engine or a redactor is `invalid_policy`, naming the file.
     pub(crate) fn read(path: &Path) -> Result<Self, CliError> {
         let text = cua_fs::read_to_string_bounded(path, crate::limits::DOCUMENT)
-            .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
+            .map_err(|error| CliError::unread(path, &error))?;
         let invalid = |error: &dyn std::fmt::Display| {
             CliError::new(
                 ErrorCode::InvalidPolicy,

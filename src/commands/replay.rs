@@ -191,9 +191,12 @@ impl Settings {
             cua_artifact::tenant_placeholder(&prepared.capability.entrypoint.url)
         {
             return Err(CliError::usage(format!(
-                "the entrypoint {} needs {{{placeholder}}}: pass --base-url or a --tenant whose binding sets it",
+                "the entrypoint {} needs {{{placeholder}}}, and nothing sets it",
                 prepared.capability.entrypoint.url
-            )));
+            ))
+            .with_help(
+                "pass --base-url ORIGIN (the application's scheme, host and port), or a --tenant whose binding sets it",
+            ));
         }
         // Where `run_capability` remedies come from: the catalog on disk, bound like the run
         // itself (same tenant when it has a binding for the remedy, same `--base-url`), with
@@ -270,16 +273,14 @@ async fn single(format: Format, settings: &Settings) -> Result<Exit, CliError> {
     let checked = RunId::parse(&run_id).map_err(|error| CliError::usage(error.to_string()))?;
     cua_evidence::check_run_dir(&settings.evidence_dir, &checked)
         .map_err(|error| CliError::from(&error))?;
+    // Inputs that do not fit are the caller's mistake, told before a browser starts or a run
+    // is recorded (a batch row's are judged in its run: one bad row must not stop the rest).
+    let inputs = settings.keyed_inputs(&run_id);
+    cua_replay::validate_inputs(&settings.prepared.capability, &inputs).map_err(|problems| {
+        crate::error::invalid_inputs(&settings.prepared.capability, &problems)
+    })?;
     let surface = launch(settings.browser_allowlist()?).await?;
-    let outcome = replay_once(
-        settings,
-        &surface,
-        &run_id,
-        settings.keyed_inputs(&run_id),
-        None,
-        None,
-    )
-    .await;
+    let outcome = replay_once(settings, &surface, &run_id, inputs, None, None).await;
     if let Some(model) = model {
         let assisted = match outcome {
             Ok(report) => assist::after(settings, &surface, &run_id, report, model).await,
@@ -594,6 +595,11 @@ fn check_secrets(
                     ErrorCode::MissingSecret,
                     format!("{} needs a secret: {error}", capability.reference()),
                 )
+                .with_help(format!(
+                    "secrets come only from the environment of the process that runs cua, never \
+                     from a file or a flag: export it there (a CI secret, a vault agent); the \
+                     policy's `secrets.env_prefix` ({env_prefix}) sets the prefix"
+                ))
             })?;
         }
         for remedy in capability.remedy_capabilities() {
@@ -632,7 +638,7 @@ fn load_approval(path: &Path) -> Result<CapabilityApproval, CliError> {
 
 fn read(path: &Path) -> Result<String, CliError> {
     cua_fs::read_to_string_bounded(path, limits::DOCUMENT)
-        .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))
+        .map_err(|error| CliError::unread(path, &error))
 }
 
 /// A run id from the wall clock and the process id: `replay-20261130T034102123456Z-4242`.

@@ -309,20 +309,29 @@ fn a_screen_nothing_declares_needs_a_human_and_exits_three() {
 }
 
 #[test]
-fn invalid_inputs_fail_with_exit_one_and_dispatch_nothing() {
+fn invalid_inputs_are_refused_before_any_browser_starts() {
     let scene = Scene::new();
     let (code, stdout, stderr) = scene.replay(
         &[
             "corebank.member.savings_balance@1.0.0",
             "--input",
             "member_id=<script>alert(1)</script>",
+            "--input",
+            "membr_id=12345",
             "--run-id",
             "cli-invalid",
         ],
         &[],
     );
-    assert_eq!(code, 1, "{stdout}\n{stderr}");
-    insta::assert_snapshot!("invalid_input_text", stdout);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    // Nothing ran, so nothing was recorded: no run directory, no browser.
+    assert!(!scene.evidence().join("cli-invalid").exists());
+    assert!(
+        !stderr.contains("script"),
+        "the value is never repeated: {stderr}"
+    );
+    insta::assert_snapshot!("invalid_input_text", scene.mask(&stderr));
 }
 
 #[test]

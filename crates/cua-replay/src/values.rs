@@ -79,6 +79,8 @@ pub fn idempotency_value(
 pub struct InputProblem {
     pub input: String,
     pub message: String,
+    /// For a name the capability does not take, the declared input nearest it.
+    pub closest: Option<String>,
 }
 
 /// Validates supplied inputs against the capability's specs: no unknown names, every required
@@ -96,11 +98,13 @@ pub fn validate_inputs(
                 .iter()
                 .map(|input| input.name.as_str())
                 .collect();
-            let guess = cua_artifact::suggest::closest(name, declared.iter().copied())
+            let closest = cua_artifact::suggest::closest(name, declared.iter().copied());
+            let guess = closest
                 .map(|closest| format!("did you mean `{closest}`? "))
                 .unwrap_or_default();
             problems.push(InputProblem {
                 input: name.clone(),
+                closest: closest.map(str::to_owned),
                 message: format!(
                     "`{name}` is not an input of {}; {guess}its inputs are: {}",
                     capability.reference(),
@@ -149,6 +153,7 @@ fn problem(spec: &InputSpec, message: String) -> InputProblem {
     InputProblem {
         input: spec.name.to_string(),
         message: format!("input `{}` {message}", spec.name),
+        closest: None,
     }
 }
 

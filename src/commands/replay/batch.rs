@@ -794,7 +794,7 @@ async fn reconcile_row(
 /// A rows file's text and its rows, numbered from 1 by line (blank lines are no rows).
 pub(super) fn read_rows(path: &Path) -> Result<(String, Vec<(usize, ParsedRow)>), CliError> {
     let text = cua_fs::read_to_string_bounded(path, limits::ROWS)
-        .map_err(|error| CliError::new(ErrorCode::ReadFailed, error.to_string()))?;
+        .map_err(|error| CliError::unread(path, &error))?;
     let rows = text
         .lines()
         .enumerate()
