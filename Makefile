@@ -10,6 +10,8 @@ CHROMIUM := /usr/lib/chromium/chromium
 # download: the specs launch Debian's Chromium). tests/it/codegen.rs pins the same version.
 PLAYWRIGHT_VERSION := 1.65.1
 PLAYWRIGHT_CI := target/playwright-ci
+# An independent JSON Schema validator, run in strict mode over every committed document.
+AJV_VERSION := 8.20.0
 # The official Python MCP SDK, the client tests/mcp/client.py drives `cua mcp` and `cua serve`
 # with (tests/it/mcp.rs), in a project-local venv.
 MCP_VENV := target/mcp-venv
@@ -36,13 +38,16 @@ deps-chromium:
 # apt-get install of the Debian packages named, when a probe command says they are missing.
 APT_INSTALL = apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
 
-deps-node: ## Install Node.js and npm (Debian) and @playwright/test into target/playwright-ci when missing
+deps-node: ## Install Node.js and npm (Debian), @playwright/test and ajv into target/playwright-ci when missing
 	@command -v npm >/dev/null || { echo "npm is missing: apt-get install -y nodejs npm"; $(APT_INSTALL) nodejs npm >/dev/null; }
 	@command -v npm >/dev/null || { echo "npm still missing: run apt-get install -y nodejs npm" >&2; exit 1; }
 	@if [ "$$(node -p "require('./$(PLAYWRIGHT_CI)/node_modules/@playwright/test/package.json').version" 2>/dev/null)" != "$(PLAYWRIGHT_VERSION)" ]; then \
 		mkdir -p $(PLAYWRIGHT_CI); \
 		[ -f $(PLAYWRIGHT_CI)/package.json ] || echo '{ "name": "cua-playwright-ci", "private": true }' > $(PLAYWRIGHT_CI)/package.json; \
 		npm install --no-audit --no-fund --prefix $(PLAYWRIGHT_CI) @playwright/test@$(PLAYWRIGHT_VERSION); \
+	fi
+	@if [ "$$(node -p "require('./$(PLAYWRIGHT_CI)/node_modules/ajv/package.json').version" 2>/dev/null)" != "$(AJV_VERSION)" ]; then \
+		npm install --no-audit --no-fund --prefix $(PLAYWRIGHT_CI) ajv@$(AJV_VERSION); \
 	fi
 
 deps-python: ## Install python3 and venv (Debian) and the official Python MCP SDK into target/mcp-venv when missing

@@ -276,9 +276,11 @@ pub(crate) struct InitArgs {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ValidateArgs {
-    /// Document files: capabilities, tenant bindings, approvals, evaluations, run records,
-    /// policy files. The kind comes from each file's `schema:` field.
-    #[arg(required = true, value_name = "FILE")]
+    /// Documents: capabilities, tenant bindings, approvals, evaluations, run records, policy
+    /// files, eval suites (the kind comes from each file's `schema:` field). A directory means
+    /// every `*.yaml`, `*.yml`, `*.evaluation.json` and `run_record.json` under it (hidden
+    /// entries skipped); a quoted pattern such as 'tenants/*/*.yaml' is expanded by cua.
+    #[arg(required = true, value_name = "PATH")]
     pub(crate) files: Vec<std::path::PathBuf>,
 }
 
@@ -307,6 +309,8 @@ pub(crate) enum SchemaDocument {
     #[value(name = "run_record")]
     RunRecord,
     Policy,
+    #[value(name = "eval_suite")]
+    EvalSuite,
 }
 
 #[derive(Debug, Subcommand)]

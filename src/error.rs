@@ -197,30 +197,11 @@ impl CliError {
         if !error.is_not_found() {
             return read;
         }
-        let directory = match path.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => std::path::Path::new("."),
-        };
-        let siblings: Vec<String> = std::fs::read_dir(directory)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .map(|entry| entry.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let name = path
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        match cua_artifact::suggest::closest(&name, siblings.iter().map(String::as_str)) {
-            Some(closest) => read.with_help(format!(
-                "did you mean `{}`?",
-                path.with_file_name(closest).display()
-            )),
+        match nearest_sibling(path) {
+            Some(near) => read.with_help(format!("did you mean `{}`?", near.display())),
             None => read.with_help(format!(
                 "no file by that name in {}; a relative path is taken from the current directory",
-                directory.display()
+                directory_of(path).display()
             )),
         }
     }
@@ -409,6 +390,29 @@ pub(crate) fn no_binding(
         )),
         None => refused.with_help(format!("tenants with a binding of {id}: {listed}")),
     }
+}
+
+/// The directory a path is in (`.` for a bare name).
+fn directory_of(path: &std::path::Path) -> &std::path::Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => std::path::Path::new("."),
+    }
+}
+
+/// The entry beside `path` whose name is nearest its name, for a path that is not there.
+pub(crate) fn nearest_sibling(path: &std::path::Path) -> Option<std::path::PathBuf> {
+    let siblings: Vec<String> = std::fs::read_dir(directory_of(path))
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    cua_artifact::suggest::closest(&name, siblings.iter().map(String::as_str))
+        .map(|closest| path.with_file_name(closest))
 }
 
 /// `--input`s that do not fit the capability's input specs, every problem in one message

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use cua_artifact::DocumentKind;
 use cua_compile::{CompileConfig, CompileError, Compiled, compile, load_run};
 use cua_fs::{Dir, FileMode};
 use serde::Serialize;
@@ -73,14 +74,15 @@ pub(crate) fn write_draft(compiled: &Compiled, out: &Path) -> Result<DraftSummar
         ),
         error => CliError::unwritten(&error, ErrorCode::WriteFailed),
     };
-    // Written whole, once, and never through a link at `--out` or at the draft's name.
+    // Written whole, once, and never through a link at `--out` or at the draft's name. In a
+    // project, the first line points the reviewer's editor at the capability schema.
+    let text = match cua_fs::schema_modeline(&path, &DocumentKind::Capability.schema_path()) {
+        Some(modeline) => format!("{modeline}{}", compiled.yaml),
+        None => compiled.yaml.clone(),
+    };
     Dir::create_all(out, FileMode::Readable)
         .and_then(|directory| {
-            directory.write_new(
-                &reference.file_name(),
-                compiled.yaml.as_bytes(),
-                FileMode::Readable,
-            )
+            directory.write_new(&reference.file_name(), text.as_bytes(), FileMode::Readable)
         })
         .map_err(refused)?;
     Ok(DraftSummary {

@@ -84,7 +84,7 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, CliError> {
         let text = cua_fs::read_to_string_bounded(&path, limits::DOCUMENT)
             .map_err(|error| CliError::unread(&path, &error))?;
         let mut suite = EvalSuite::from_yaml(&text)
-            .map_err(|error| invalid(format!("{}: {error}", path.display())))?;
+            .map_err(|error| crate::error::invalid_document(&path, &error))?;
         if let Some(repeats) = args.repeats {
             suite.repeats = repeats;
         }
@@ -92,11 +92,12 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, CliError> {
         let sensitive = Sensitive::of(&base);
         let problems = suite.check(&base);
         if !problems.is_empty() {
-            return Err(invalid(format!(
-                "{}: {}",
-                path.display(),
-                problems.join("; ")
-            )));
+            return Err(invalid(format!("{}: {}", path.display(), problems.join("; ")))
+                .with_help(format!(
+                    "a case may name only the inputs, outputs and outcomes {} declares (`cua validate {}` places each problem)",
+                    suite.capability,
+                    path.display()
+                )));
         }
         if let Some(fixture) = &suite.fixture {
             crate::fixture_app::check_variant(fixture)

@@ -131,12 +131,11 @@ fn files() -> Vec<(String, String)> {
             .iter()
             .map(|(path, text)| ((*path).to_owned(), (*text).to_owned())),
     );
-    files.extend(DocumentKind::ALL.iter().map(|kind| {
-        (
-            format!("schemas/{}.schema.json", kind.name()),
-            kind.json_schema_text(),
-        )
-    }));
+    files.extend(
+        DocumentKind::ALL
+            .iter()
+            .map(|kind| (kind.schema_path(), kind.json_schema_text())),
+    );
     files
 }
 

@@ -16,6 +16,7 @@ pub(crate) fn run(format: Format, args: &SchemaArgs) -> Exit {
         SchemaDocument::Evaluation => DocumentKind::Evaluation,
         SchemaDocument::RunRecord => DocumentKind::RunRecord,
         SchemaDocument::Policy => DocumentKind::Policy,
+        SchemaDocument::EvalSuite => DocumentKind::EvalSuite,
     };
     let text = kind.json_schema_text();
     let schema: serde_json::Value =

@@ -3,7 +3,7 @@
 //! the same directory, created exclusively, then rename; see `cua-fs`), a file that is a symbolic
 //! link is refused, and an invalid document is refused untouched.
 
-use cua_artifact::{Diagnostic, DiagnosticCode, seal_source};
+use cua_artifact::{Diagnostic, seal_source};
 use cua_fs::FileMode;
 use serde::Serialize;
 
@@ -35,11 +35,10 @@ pub(crate) fn run(format: Format, args: &SealArgs) -> Result<Exit, CliError> {
     };
     let outcome = cua_fs::read_to_string_bounded(&args.file, limits::DOCUMENT)
         .map_err(|error| {
-            vec![Diagnostic::about_file(
-                DiagnosticCode::YamlSyntax,
-                format!("cannot read the file: {error}"),
-                "pass a readable UTF-8 capability file, a regular file of at most 1 MiB",
-                &name,
+            vec![super::validate::unreadable(
+                &args.file,
+                &error,
+                "capability file",
             )]
         })
         .and_then(|text| seal_source(&name, &text));

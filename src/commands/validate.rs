@@ -1,8 +1,10 @@
-//! `cua validate FILE...`: check every file, report every problem, exit 2 if any is invalid.
+//! `cua validate PATH...`: check every document in the files, directories and patterns given,
+//! report every problem, exit 2 if any is invalid.
 //!
-//! A tenant binding is checked by applying it to its base capability, found by the catalog
-//! convention: `<root>/capabilities/<id>@<version>.yaml`, where the binding lives at
-//! `<root>/tenants/<tenant>/<file>.yaml` (or, failing that, under the working directory).
+//! A tenant binding is checked by applying it to its base capability, and an eval suite
+//! against the capability it evaluates, found by the catalog convention:
+//! `<root>/capabilities/<id>@<version>.yaml`, where the document lives at
+//! `<root>/<dir>/<…>/<file>.yaml` (or, failing that, in the project's catalog).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -44,7 +46,14 @@ struct Report {
 
 /// Checks every file; diagnostics go to stderr (text) or into the envelope (JSON).
 pub(crate) fn run(format: Format, args: &ValidateArgs) -> Result<Exit, CliError> {
-    let files: Vec<FileReport> = args.files.iter().map(|path| check_file(path)).collect();
+    let files: Vec<FileReport> = args
+        .files
+        .iter()
+        .flat_map(|given| match expand(given) {
+            Ok(paths) => paths.iter().map(|path| check_file(path)).collect(),
+            Err(report) => vec![*report],
+        })
+        .collect();
     let invalid = files.iter().filter(|file| !file.valid).count();
     let report = Report {
         valid: invalid == 0,
@@ -81,28 +90,134 @@ pub(crate) fn run(format: Format, args: &ValidateArgs) -> Result<Exit, CliError>
     })
 }
 
+/// The documents a path names: a file as it is, every document under a directory, or what a
+/// pattern matches, sorted. A path that names none is an invalid entry of its own, never
+/// skipped: `cua validate 'capabilites/*.yaml'` must not pass by checking nothing.
+fn expand(given: &Path) -> Result<Vec<PathBuf>, Box<FileReport>> {
+    let name = given.display().to_string();
+    let none = |message: String, help: String| {
+        let mut report = FileReport::empty(&name);
+        report.diagnostics.push(Diagnostic::about_file(
+            DiagnosticCode::Unreadable,
+            message,
+            help,
+            &name,
+        ));
+        Box::new(report)
+    };
+    let is_pattern = name.contains(['*', '?', '[']);
+    if given.is_dir() {
+        let mut found = Vec::new();
+        documents_under(given, &mut found);
+        found.sort();
+        if found.is_empty() {
+            return Err(none(
+                format!("{name} holds no document"),
+                "a document is a *.yaml or *.yml file, an *.evaluation.json or a run_record.json"
+                    .to_owned(),
+            ));
+        }
+        return Ok(found);
+    }
+    if !is_pattern || given.exists() {
+        return Ok(vec![given.to_path_buf()]);
+    }
+    let matched = glob::glob(&name).map_err(|error| {
+        none(
+            format!("`{name}` is not a valid pattern: {error}"),
+            "use `*`, `?`, `**` and `[…]` as a shell does".to_owned(),
+        )
+    })?;
+    let mut found: Vec<PathBuf> = matched
+        .flatten()
+        .flat_map(|path| {
+            if path.is_dir() {
+                let mut under = Vec::new();
+                documents_under(&path, &mut under);
+                under
+            } else {
+                vec![path]
+            }
+        })
+        .collect();
+    found.sort();
+    found.dedup();
+    if found.is_empty() {
+        return Err(none(
+            format!("`{name}` matches no file"),
+            "check the pattern; a relative one is taken from the current directory".to_owned(),
+        ));
+    }
+    Ok(found)
+}
+
+/// Every document under `directory`: YAML files, evaluations and run records, hidden entries
+/// and symbolic links left alone.
+fn documents_under(directory: &Path, found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(directory) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        if kind.is_dir() {
+            documents_under(&path, found);
+        } else if kind.is_file()
+            && (name.ends_with(".yaml")
+                || name.ends_with(".yml")
+                || name.ends_with(".evaluation.json")
+                || name == "run_record.json")
+        {
+            found.push(path);
+        }
+    }
+}
+
+/// A document that cannot be read: the nearest name beside it for one that is not there.
+pub(crate) fn unreadable(path: &Path, error: &cua_fs::FsError, what: &str) -> Diagnostic {
+    let help = match crate::error::nearest_sibling(path).filter(|_| error.is_not_found()) {
+        Some(near) => format!("did you mean `{}`?", near.display()),
+        None => format!("pass a readable UTF-8 {what}, a regular file of at most 1 MiB"),
+    };
+    Diagnostic::about_file(
+        DiagnosticCode::Unreadable,
+        format!("cannot read the file: {error}"),
+        help,
+        &path.display().to_string(),
+    )
+}
+
+impl FileReport {
+    fn empty(name: &str) -> Self {
+        Self {
+            file: name.to_owned(),
+            kind: None,
+            valid: false,
+            capability: None,
+            seal: None,
+            content_hash: None,
+            effective_hash: None,
+            diagnostics: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
 fn check_file(path: &Path) -> FileReport {
     let name = path.display().to_string();
-    let mut report = FileReport {
-        file: name.clone(),
-        kind: None,
-        valid: false,
-        capability: None,
-        seal: None,
-        content_hash: None,
-        effective_hash: None,
-        diagnostics: Vec::new(),
-        warnings: Vec::new(),
-    };
+    let mut report = FileReport::empty(&name);
     let text = match cua_fs::read_to_string_bounded(path, limits::DOCUMENT) {
         Ok(text) => text,
         Err(error) => {
-            report.diagnostics.push(Diagnostic::about_file(
-                DiagnosticCode::YamlSyntax,
-                format!("cannot read the file: {error}"),
-                "pass a readable UTF-8 YAML file, a regular file of at most 1 MiB",
-                &name,
-            ));
+            report
+                .diagnostics
+                .push(unreadable(path, &error, "YAML file"));
             return report;
         }
     };
@@ -118,6 +233,13 @@ fn check_file(path: &Path) -> FileReport {
             Ok(effective) => report.effective_hash = effective.content_hash.map(|h| h.to_string()),
             Err(diagnostics) => report.diagnostics.extend(diagnostics),
         }
+    }
+    if let (Some(Document::EvalSuite(suite)), true) =
+        (&checked.document, report.diagnostics.is_empty())
+    {
+        report
+            .diagnostics
+            .extend(check_suite(path, &name, &text, suite));
     }
     report.valid = checked.document.is_some() && report.diagnostics.is_empty();
     report
@@ -147,7 +269,67 @@ fn describe(report: &mut FileReport, checked: &Checked) {
         Some(Document::RunRecord(record)) => {
             report.capability = record.capability.as_ref().map(ToString::to_string);
         }
+        Some(Document::EvalSuite(suite)) => {
+            report.capability = Some(suite.capability.to_string());
+        }
         Some(Document::Policy(_)) | None => {}
+    }
+}
+
+/// A capability `document` (at `path`) names, checked: found beside the directory the
+/// document is in (`<root>/capabilities/`, for `<root>/<dir>/…/<file>`), then in the
+/// project's catalog. Not found or not valid is a problem placed at the document's
+/// `capability:` key, with the base's own diagnostics.
+fn named_capability(
+    path: &Path,
+    name: &str,
+    text: &str,
+    reference: &cua_artifact::CapabilityRef,
+) -> Result<Capability, Vec<Diagnostic>> {
+    let file_name = reference.file_name();
+    let place =
+        |problem: Problem| Diagnostic::place(vec![problem], name, text, &SourceMap::build(text));
+    let project_catalog = crate::project::or_default(None, crate::project::DefaultPath::Catalog);
+    let candidates: Vec<PathBuf> = path
+        .ancestors()
+        .skip(2)
+        .take(2)
+        .map(|root| root.join("capabilities").join(&file_name))
+        .chain(project_catalog.ok().map(|catalog| catalog.join(&file_name)))
+        .collect();
+    let Some((base_path, base_text)) = candidates.iter().find_map(|candidate| {
+        cua_fs::read_to_string_bounded(candidate, limits::DOCUMENT)
+            .ok()
+            .map(|text| (candidate, text))
+    }) else {
+        return Err(place(Problem::new(
+            DiagnosticCode::BaseNotFound,
+            DocPath::root().key("capability"),
+            format!("capability {reference} not found"),
+            format!(
+                "expected it at {}",
+                candidates
+                    .iter()
+                    .map(|candidate| candidate.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ),
+        )));
+    };
+    let base_name = base_path.display().to_string();
+    let base_checked = check_source(&base_name, &base_text);
+    match base_checked.document {
+        Some(Document::Capability(base)) if base_checked.diagnostics.is_empty() => Ok(*base),
+        _ => {
+            let mut diagnostics = base_checked.diagnostics;
+            diagnostics.extend(place(Problem::new(
+                DiagnosticCode::BaseNotSealed,
+                DocPath::root().key("capability"),
+                format!("capability {reference} at {base_name} is not valid"),
+                "fix and seal the capability first",
+            )));
+            Err(diagnostics)
+        }
     }
 }
 
@@ -158,59 +340,35 @@ fn bind(
     text: &str,
     binding: &TenantBinding,
 ) -> Result<Capability, Vec<Diagnostic>> {
-    let file_name = binding.capability.file_name();
-    let root = path.parent().and_then(Path::parent).and_then(Path::parent);
-    // Beside the tenants directory the binding is in, then in the current project's catalog.
-    let project_catalog = crate::project::or_default(None, crate::project::DefaultPath::Catalog);
-    let candidates: Vec<PathBuf> = root
-        .map(|root| root.join("capabilities").join(&file_name))
-        .into_iter()
-        .chain(project_catalog.ok().map(|catalog| catalog.join(&file_name)))
-        .collect();
-    let Some((base_path, base_text)) = candidates.iter().find_map(|candidate| {
-        cua_fs::read_to_string_bounded(candidate, limits::DOCUMENT)
-            .ok()
-            .map(|text| (candidate, text))
-    }) else {
-        let problem = Problem::new(
-            DiagnosticCode::BaseNotFound,
-            DocPath::root().key("capability"),
-            format!("base capability {} not found", binding.capability),
-            format!("expected it at {}", candidates[0].display()),
-        );
-        return Err(Diagnostic::place(
-            vec![problem],
-            name,
-            text,
-            &SourceMap::build(text),
-        ));
+    let base = named_capability(path, name, text, &binding.capability)?;
+    check_binding(name, text, binding, &base)
+}
+
+/// An eval suite against the capability it evaluates: inputs it declares, outputs it returns,
+/// outcomes it declares.
+fn check_suite(
+    path: &Path,
+    name: &str,
+    text: &str,
+    suite: &cua_artifact::EvalSuite,
+) -> Vec<Diagnostic> {
+    let capability = match named_capability(path, name, text, &suite.capability) {
+        Ok(capability) => capability,
+        Err(diagnostics) => return diagnostics,
     };
-    let base_name = base_path.display().to_string();
-    let base_checked = check_source(&base_name, &base_text);
-    match base_checked.document {
-        Some(Document::Capability(base)) if base_checked.diagnostics.is_empty() => {
-            check_binding(name, text, binding, &base)
-        }
-        _ => {
-            let mut diagnostics = base_checked.diagnostics;
-            let problem = Problem::new(
-                DiagnosticCode::BaseNotSealed,
-                DocPath::root().key("capability"),
-                format!(
-                    "base capability {} at {base_name} is not valid",
-                    binding.capability
-                ),
-                "fix and seal the base capability first",
-            );
-            diagnostics.extend(Diagnostic::place(
-                vec![problem],
-                name,
-                text,
-                &SourceMap::build(text),
-            ));
-            Err(diagnostics)
-        }
-    }
+    let problems = suite
+        .check(&capability)
+        .into_iter()
+        .map(|message| {
+            Problem::new(
+                DiagnosticCode::InvalidValue,
+                DocPath::root().key("cases"),
+                message,
+                format!("a case may name only what {} declares", suite.capability),
+            )
+        })
+        .collect();
+    Diagnostic::place(problems, name, text, &SourceMap::build(text))
 }
 
 fn summary(report: &Report) -> String {

@@ -126,6 +126,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "cua-agent",
             "cua-artifact",
             "cua-evidence",
+            "cua-fs",
             "cua-gate",
             "cua-policy",
             "cua-replay",

@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 const PLAYWRIGHT_VERSION: &str = "1.65.1";
 const CHROMIUM: &str = "/usr/lib/chromium/chromium";
 
-fn repository() -> PathBuf {
+pub(crate) fn repository() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 

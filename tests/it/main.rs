@@ -24,5 +24,6 @@ mod project;
 mod queue;
 mod replay;
 mod route;
+mod schemas;
 mod show;
 mod vocabulary;

@@ -26,6 +26,7 @@ pub enum Document {
     Evaluation(Box<CapabilityEvaluation>),
     RunRecord(Box<RunRecord>),
     Policy(Box<PolicyConfig>),
+    EvalSuite(Box<crate::EvalSuite>),
 }
 
 impl Document {
@@ -38,6 +39,7 @@ impl Document {
             Self::Evaluation(_) => DocumentKind::Evaluation,
             Self::RunRecord(_) => DocumentKind::RunRecord,
             Self::Policy(_) => DocumentKind::Policy,
+            Self::EvalSuite(_) => DocumentKind::EvalSuite,
         }
     }
 }
@@ -159,6 +161,10 @@ pub fn check_source_with(file: &str, text: &str, config: &ValidationConfig) -> C
         DocumentKind::Policy => from_yaml::<PolicyConfig>(text).map(|policy| {
             let problems = policy.validate();
             (Document::Policy(Box::new(policy)), problems)
+        }),
+        DocumentKind::EvalSuite => from_yaml::<crate::EvalSuite>(text).map(|suite| {
+            let problems = suite.validate();
+            (Document::EvalSuite(Box::new(suite)), problems)
         }),
     };
     match parsed {

@@ -16,6 +16,8 @@ use crate::source_map::{DocPath, SourceLocation, SourceMap};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DiagnosticCode {
     // Reading the text.
+    /// A path that names no readable document: missing, unreadable, a pattern matching none.
+    Unreadable,
     DocumentTooLarge,
     YamlLimit,
     YamlSyntax,
@@ -75,6 +77,7 @@ impl DiagnosticCode {
     /// The stable code, `cua::<name>`.
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::Unreadable => "cua::unreadable",
             Self::DocumentTooLarge => "cua::document_too_large",
             Self::YamlLimit => "cua::yaml_limit",
             Self::YamlSyntax => "cua::yaml_syntax",

@@ -54,6 +54,11 @@ schema_tag!(
     PolicySchema,
     "cua.policy/v1"
 );
+schema_tag!(
+    /// `schema: cua.eval_suite/v1`
+    EvalSuiteSchema,
+    "cua.eval_suite/v1"
+);
 
 /// The kinds of document cua reads and writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -64,17 +69,19 @@ pub enum DocumentKind {
     Evaluation,
     RunRecord,
     Policy,
+    EvalSuite,
 }
 
 impl DocumentKind {
     /// Every kind.
-    pub const ALL: [DocumentKind; 6] = [
+    pub const ALL: [DocumentKind; 7] = [
         Self::Capability,
         Self::TenantBinding,
         Self::Approval,
         Self::Evaluation,
         Self::RunRecord,
         Self::Policy,
+        Self::EvalSuite,
     ];
 
     /// The short name used on the command line and for `schemas/<name>.schema.json`.
@@ -86,6 +93,7 @@ impl DocumentKind {
             Self::Evaluation => "evaluation",
             Self::RunRecord => "run_record",
             Self::Policy => "policy",
+            Self::EvalSuite => "eval_suite",
         }
     }
 
@@ -98,6 +106,7 @@ impl DocumentKind {
             Self::Evaluation => EvaluationSchema::LITERAL,
             Self::RunRecord => RunRecordSchema::LITERAL,
             Self::Policy => PolicySchema::LITERAL,
+            Self::EvalSuite => EvalSuiteSchema::LITERAL,
         }
     }
 
@@ -113,6 +122,19 @@ impl DocumentKind {
         Self::ALL.into_iter().find(|kind| kind.name() == name)
     }
 
+    /// Where a project keeps this kind's JSON Schema, from its root:
+    /// `schemas/<name>.schema.json`.
+    pub fn schema_path(self) -> String {
+        format!("schemas/{}.schema.json", self.name())
+    }
+
+    /// The `$id` of this kind's JSON Schema: a URN that names the document version, since
+    /// the schema is served from no address of ours (editors find it through the modeline's
+    /// relative path).
+    pub fn schema_id(self) -> String {
+        format!("urn:cua:schema:{}", self.schema_literal())
+    }
+
     /// The JSON Schema of this document kind (draft-07, which yaml-language-server reads), as
     /// pretty JSON with a trailing newline: exactly the text committed under `schemas/`.
     pub fn json_schema_text(self) -> String {
@@ -124,11 +146,58 @@ impl DocumentKind {
             Self::Evaluation => generator.into_root_schema_for::<crate::CapabilityEvaluation>(),
             Self::RunRecord => generator.into_root_schema_for::<crate::RunRecord>(),
             Self::Policy => generator.into_root_schema_for::<crate::PolicyConfig>(),
+            Self::EvalSuite => generator.into_root_schema_for::<crate::EvalSuite>(),
         };
+        let mut schema = schema;
+        if let Some(object) = schema.as_object_mut() {
+            object.values_mut().for_each(strict_formats);
+        }
+        schema.insert("$id".to_owned(), serde_json::Value::from(self.schema_id()));
         let mut text = serde_json::to_string_pretty(&schema)
             .expect("a JSON Schema is plain JSON and always serializes");
         text.push('\n');
         text
+    }
+}
+
+/// The `format`s JSON Schema draft-07 defines. Any other (the integer widths and `double`
+/// schemars writes) is dropped: strict validators such as ajv refuse an unknown format, and
+/// each width is already said by the `minimum`/`maximum` beside it.
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Drops every non-standard `format` keyword, at any depth.
+fn strict_formats(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(object) => {
+            if object
+                .get("format")
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(|format| !STANDARD_FORMATS.contains(&format))
+            {
+                object.remove("format");
+            }
+            object.values_mut().for_each(strict_formats);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strict_formats),
+        _ => {}
     }
 }
 

@@ -15,6 +15,7 @@ mod check;
 mod diagnostic;
 mod document;
 mod error;
+mod eval_suite;
 mod hash;
 mod identifiers;
 mod lint;
@@ -45,10 +46,11 @@ pub use check::{
 };
 pub use diagnostic::{Diagnostic, DiagnosticCode, Problem, render_plain};
 pub use document::{
-    ApprovalSchema, CapabilitySchema, DocumentKind, EvaluationSchema, PolicySchema,
-    RunRecordSchema, TenantBindingSchema,
+    ApprovalSchema, CapabilitySchema, DocumentKind, EvalSuiteSchema, EvaluationSchema,
+    PolicySchema, RunRecordSchema, TenantBindingSchema,
 };
 pub use error::{ArtifactError, YamlError, YamlErrorKind};
+pub use eval_suite::{Case, EvalSuite, InputValue, Sensitive, SetupRun, SuiteName, Truth};
 pub use hash::{SealState, canonical_json};
 pub use identifiers::{
     CapabilityId, CapabilityRef, ContentHash, Identifier, InputName, Origin, OutputName,

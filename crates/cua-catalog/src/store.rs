@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 
 use cua_artifact::{
     ApprovalSchema, ApprovalScope, ApprovalState, Capability, CapabilityApproval, CapabilityId,
-    CapabilityRef, ContentHash, Origin, PreparedCapability, TenantBinding, TenantId, yaml,
+    CapabilityRef, ContentHash, DocumentKind, Origin, PreparedCapability, TenantBinding, TenantId,
+    yaml,
 };
 use cua_fs::{FileMode, Limit};
 use serde::Serialize;
@@ -766,9 +767,11 @@ fn write_approval(path: &Path, approval: &CapabilityApproval) -> Result<(), Cata
         path: path.to_owned(),
         reason: error.to_string(),
     })?;
+    let modeline =
+        cua_fs::schema_modeline(path, &DocumentKind::Approval.schema_path()).unwrap_or_default();
     let text = format!(
-        "# Written by `cua catalog`. This decision covers exactly `content_hash`: any change\n\
-         # to the artifact's meaning voids it.\n{body}"
+        "{modeline}# Written by `cua catalog`. This decision covers exactly `content_hash`: any \
+         change\n# to the artifact's meaning voids it.\n{body}"
     );
     cua_fs::write_atomic(path, text.as_bytes(), FileMode::Readable).map_err(CatalogError::Write)
 }

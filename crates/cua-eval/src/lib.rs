@@ -28,4 +28,4 @@ mod suite;
 pub use error::EvalError;
 pub use report::{REPORT_SCHEMA, SetupRow, SuiteReport, Verdict, WrittenReports, escape_html};
 pub use runner::{Evaluator, RunObservation, SetupObservation, SuitePlan, SuiteRuns, no_faults};
-pub use suite::{Case, EvalSuite, InputValue, Sensitive, SetupRun, SuiteName, SuiteSchema, Truth};
+pub use suite::{Case, EvalSuite, InputValue, Sensitive, SetupRun, SuiteName, Truth};

@@ -40,6 +40,7 @@
 
 mod dir;
 mod error;
+mod modeline;
 mod name;
 mod read;
 #[cfg(feature = "testing")]
@@ -47,5 +48,6 @@ pub mod testing;
 
 pub use dir::{Create, Dir, FileMode, write_atomic};
 pub use error::FsError;
+pub use modeline::schema_modeline;
 pub use name::{MAX_NAME_BYTES, check_name};
 pub use read::{Limit, read_bounded, read_open, read_to_string_bounded, read_trusted};

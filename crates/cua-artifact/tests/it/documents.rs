@@ -237,7 +237,8 @@ fn document_kinds_are_named_by_their_short_name() {
             "approval",
             "evaluation",
             "run_record",
-            "policy"
+            "policy",
+            "eval_suite"
         ]
     );
     assert_eq!(

@@ -52,7 +52,17 @@ impl<D: SurfaceDriver, L: LlmPort> Assistant<'_, D, L> {
             },
             candidate.binding.capability.id(),
         );
-        let text = self.bus.redactor().redact_text(&format!("{header}{yaml}"));
+        // Where it is adopted (`tenants/<tenant>/`) lies as deep below the project as the run
+        // directory it is written in, so the same modeline serves both.
+        let modeline = cua_fs::schema_modeline(
+            &candidate.path,
+            &cua_artifact::DocumentKind::TenantBinding.schema_path(),
+        )
+        .unwrap_or_default();
+        let text = self
+            .bus
+            .redactor()
+            .redact_text(&format!("{modeline}{header}{yaml}"));
         self.bus
             .write_file(crate::CANDIDATE_FILE, text.as_bytes())
             .map_err(|error| AssistError::Write {
