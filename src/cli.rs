@@ -278,8 +278,9 @@ pub(crate) struct InitArgs {
 pub(crate) struct ValidateArgs {
     /// Documents: capabilities, tenant bindings, approvals, evaluations, run records, policy
     /// files, eval suites (the kind comes from each file's `schema:` field). A directory means
-    /// every `*.yaml`, `*.yml`, `*.evaluation.json` and `run_record.json` under it (hidden
-    /// entries skipped); a quoted pattern such as 'tenants/*/*.yaml' is expanded by cua.
+    /// every `*.yaml`/`*.yml` with a top-level `schema:` key, `*.evaluation.json` and
+    /// `run_record.json` under it (hidden entries, `target/` and `node_modules/` skipped); a
+    /// quoted pattern such as 'tenants/*/*.yaml' is expanded by cua.
     #[arg(required = true, value_name = "PATH")]
     pub(crate) files: Vec<std::path::PathBuf>,
 }
@@ -388,6 +389,10 @@ pub(crate) struct ReplayArgs {
     /// Batch: continue an interrupted batch, skipping rows that finished.
     #[arg(long, requires = "input_rows")]
     pub(crate) resume: bool,
+    /// With `--inputs`, also write JUnit XML to FILE: a test case per row (a row that did not
+    /// succeed a failure with its code, an invalid row an error), each naming its evidence.
+    #[arg(long, value_name = "FILE", requires = "input_rows")]
+    pub(crate) junit: Option<std::path::PathBuf>,
     /// Batch: a page per worker in one browser, or a browser per worker.
     #[arg(long, value_enum, default_value_t = PoolKind::Pages, requires = "input_rows")]
     pub(crate) pool: PoolKind,
@@ -767,6 +772,10 @@ pub(crate) struct EvalArgs {
     /// project's `evidence/eval-runs`].
     #[arg(long = "evidence-dir", alias = "runs-dir", value_name = "DIR")]
     pub(crate) runs_dir: Option<std::path::PathBuf>,
+    /// Also write JUnit XML to FILE: a test suite per eval suite, a test case per run (a wrong
+    /// answer a failure, a refusal skipped), each naming its evidence directory.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) junit: Option<std::path::PathBuf>,
     /// Run every case this many times instead of the suite's `repeats`.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub(crate) repeats: Option<u32>,

@@ -47,6 +47,9 @@ struct SuiteOutcome {
     metrics: cua_eval::score::Metrics,
     reports: WrittenReports,
     runs_dir: PathBuf,
+    /// The suite as JUnit sees it, for `--junit`.
+    #[serde(skip)]
+    junit: crate::junit::Suite,
 }
 
 /// A suite read and checked, before anything runs.
@@ -64,6 +67,9 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, CliError> {
     for (directory, mode) in [(&out, FileMode::Readable), (&runs_dir, FileMode::Private)] {
         Dir::create_all(directory, mode)
             .map_err(|error| CliError::unwritten(&error, ErrorCode::EvidenceUnwritable))?;
+    }
+    if let Some(path) = &args.junit {
+        crate::junit::prepare(path)?;
     }
     let LoadedPolicy {
         config: policy_config,
@@ -152,6 +158,14 @@ fn evaluate(format: Format, args: &EvalArgs) -> Result<Exit, CliError> {
             &stamp,
         ))?;
         outcomes.push(outcome);
+    }
+    if let Some(path) = &args.junit {
+        let suites: Vec<crate::junit::Suite> = outcomes
+            .iter()
+            .map(|outcome| outcome.junit.clone())
+            .collect();
+        crate::junit::write(path, "cua eval", &suites)?;
+        crate::junit::announce(path, &suites);
     }
     let sound = outcomes.iter().all(|outcome| outcome.sound_for_exit);
     let exit = if sound {
@@ -324,6 +338,7 @@ async fn measure(
     let reports = report
         .write(&args.out()?)
         .map_err(|error| CliError::new(ErrorCode::WriteFailed, error.to_string()))?;
+    let junit = junit_suite(&report);
     Ok(SuiteOutcome {
         suite: report.suite.clone(),
         verdict: report.verdict,
@@ -331,7 +346,62 @@ async fn measure(
         metrics: report.metrics,
         reports,
         runs_dir,
+        junit,
     })
+}
+
+/// A suite's runs as JUnit test cases: a correct answer passes; a wrong one, or a right one
+/// reached through an unauthorized dispatch, fails; a refusal (acceptable to an eval, but not
+/// an answer) is skipped. Each names its run and evidence.
+fn junit_suite(report: &SuiteReport) -> crate::junit::Suite {
+    use crate::junit::{Case, Suite, Verdict};
+    let classname = format!("{}.{}", report.suite, report.capability);
+    let cases = report
+        .runs
+        .iter()
+        .map(|row| {
+            let verdict = match &row.answer {
+                _ if row.unauthorized_dispatches > 0 => Verdict::Failure {
+                    kind: "unauthorized_dispatch".to_owned(),
+                    message: format!(
+                        "{} dispatch(es) without an authorization",
+                        row.unauthorized_dispatches
+                    ),
+                },
+                Answer::Correct => Verdict::Passed,
+                Answer::WrongAction(why) => Verdict::Failure {
+                    kind: "wrong_action".to_owned(),
+                    message: why.clone(),
+                },
+                Answer::Unanswered(why) => Verdict::Skipped {
+                    message: format!(
+                        "{}{}: {why}",
+                        row.status.as_str(),
+                        row.failure_code
+                            .map(|code| format!(" {}", code.as_str()))
+                            .unwrap_or_default()
+                    ),
+                },
+            };
+            Case {
+                classname: classname.clone(),
+                name: format!("{} (repeat {})", row.case, row.repeat),
+                duration_ms: row.duration_ms,
+                verdict,
+                output: format!("run {}\nevidence {}\n", row.run_id, row.evidence_ref),
+            }
+        })
+        .collect();
+    Suite {
+        name: report.suite.clone(),
+        cases,
+        properties: vec![
+            ("capability".to_owned(), report.capability.to_string()),
+            ("content_hash".to_owned(), report.content_hash.to_string()),
+            ("verdict".to_owned(), report.verdict.headline().to_owned()),
+            ("target".to_owned(), report.target.clone()),
+        ],
+    }
 }
 
 /// How a run answered, and the line that says so: `member_id=12345 repeat 2: 3 output(s),

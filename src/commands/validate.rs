@@ -151,15 +151,17 @@ fn expand(given: &Path) -> Result<Vec<PathBuf>, Box<FileReport>> {
     Ok(found)
 }
 
-/// Every document under `directory`: YAML files, evaluations and run records, hidden entries
-/// and symbolic links left alone.
+/// Every document under `directory`: YAML files, evaluations and run records; hidden entries,
+/// build output and symbolic links left alone.
 fn documents_under(directory: &Path, found: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(directory) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') {
+        // Hidden entries, and what build tools leave (`target/`, `node_modules/`), hold no
+        // document of the project.
+        if name.starts_with('.') || name == "target" || name == "node_modules" {
             continue;
         }
         let Ok(kind) = entry.file_type() else {
@@ -169,10 +171,9 @@ fn documents_under(directory: &Path, found: &mut Vec<PathBuf>) {
         if kind.is_dir() {
             documents_under(&path, found);
         } else if kind.is_file()
-            && (name.ends_with(".yaml")
-                || name.ends_with(".yml")
-                || name.ends_with(".evaluation.json")
-                || name == "run_record.json")
+            && (name.ends_with(".evaluation.json")
+                || name == "run_record.json"
+                || ((name.ends_with(".yaml") || name.ends_with(".yml")) && names_a_schema(&path)))
         {
             found.push(path);
         }
@@ -191,6 +192,15 @@ pub(crate) fn unreadable(path: &Path, error: &cua_fs::FsError, what: &str) -> Di
         help,
         &path.display().to_string(),
     )
+}
+
+/// Whether a YAML file found in a directory says what it is with a top-level `schema:` key: a
+/// project also holds YAML that is not cua's (a CI workflow, a compose file), which is left
+/// alone; a document whose kind is misspelt still has the key, and is checked.
+fn names_a_schema(path: &Path) -> bool {
+    cua_fs::read_to_string_bounded(path, limits::DOCUMENT)
+        .map(|text| text.lines().any(|line| line.starts_with("schema:")))
+        .unwrap_or(true)
 }
 
 impl FileReport {

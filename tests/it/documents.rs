@@ -211,3 +211,82 @@ fn schema_prints_the_committed_schemas() {
     assert_eq!(envelope["ok"], true);
     assert_eq!(envelope["data"]["title"], "cua policy (cua.policy/v1)");
 }
+
+/// Directories and patterns: every document under a directory (a CI workflow beside them is
+/// not cua's and is left alone), a quoted pattern expanded by cua, one that matches nothing a
+/// problem rather than a pass, and an eval suite checked against the capability it evaluates.
+#[test]
+fn validate_takes_directories_and_patterns_and_checks_suites_against_their_capability() {
+    let (code, stdout, stderr) = cua(
+        &[
+            "--format",
+            "json",
+            "validate",
+            "capabilities",
+            "tenants/*/*.yaml",
+            "evals",
+            "config",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("an envelope");
+    let kinds: Vec<String> = report["data"]["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|file| {
+            format!(
+                "{} {}",
+                file["kind"].as_str().unwrap_or("-"),
+                file["file"].as_str().unwrap_or("-")
+            )
+        })
+        .collect();
+    insta::assert_snapshot!(kinds.join("\n"));
+
+    let (code, stdout, _) = cua(
+        &["--format", "json", "validate", "capabilites/*.yaml"],
+        None,
+    );
+    assert_eq!(code, 2, "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("an envelope");
+    let problem = &report["data"]["files"][0]["diagnostics"][0];
+    assert_eq!(problem["code"], "cua::unreadable", "{report}");
+    assert!(
+        problem["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("matches no file")),
+        "{report}"
+    );
+
+    let scratch = tempfile::tempdir().expect("a temporary directory");
+    std::fs::create_dir_all(scratch.path().join("capabilities")).expect("a directory");
+    std::fs::create_dir_all(scratch.path().join("evals")).expect("a directory");
+    std::fs::copy(
+        root().join("capabilities/corebank.member.savings_balance@1.0.0.yaml"),
+        scratch
+            .path()
+            .join("capabilities/corebank.member.savings_balance@1.0.0.yaml"),
+    )
+    .expect("a copy");
+    std::fs::write(
+        scratch.path().join("workflow.yml"),
+        "name: ci\non: [push]\njobs: {}\n",
+    )
+    .expect("a workflow");
+    let suite = std::fs::read_to_string(root().join("evals/replay_stability.yaml"))
+        .expect("a suite")
+        .replace("savings_balance: \"4210.55\"", "balance: \"4210.55\"");
+    std::fs::write(scratch.path().join("evals/suite.yaml"), suite).expect("a suite");
+    let directory = scratch.path().display().to_string();
+    let (code, stdout, stderr) = cua(&["validate", &directory], Some(scratch.path()));
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(!stdout.contains("workflow.yml"), "{stdout}");
+    assert!(
+        stdout.contains("ok       SCRATCH/capabilities/corebank.member.savings_balance@1.0.0.yaml")
+            && stdout.contains("invalid  SCRATCH/evals/suite.yaml  eval_suite"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("returns no output `balance`"), "{stderr}");
+}

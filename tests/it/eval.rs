@@ -253,9 +253,36 @@ cases:
 "#,
     )
     .expect("the suite is written");
-    let (code, envelope, stderr) = eval(&suite, scratch.path(), &[]);
+    let junit = scratch.path().join("junit.xml");
+    let (code, envelope, stderr) = eval(
+        &suite,
+        scratch.path(),
+        &["--junit", &junit.display().to_string()],
+    );
     assert_eq!(code, 1, "{envelope}\n{stderr}");
     assert_eq!(envelope["ok"], false);
+    // CI renders a test case per run: the three wrong answers fail with their code and why,
+    // and every case names its evidence.
+    let cases = crate::junit::cases(&junit);
+    assert_eq!(cases.len(), 6, "{cases:#?}");
+    let failed: Vec<_> = cases
+        .iter()
+        .filter(|case| case.outcome == "failure")
+        .collect();
+    assert_eq!(failed.len(), 3, "{cases:#?}");
+    assert!(failed.iter().all(|case| case.kind == "wrong_action"
+        && case.name.starts_with("member_id=12345 (repeat ")
+        && case.message.contains("the truth is \"4210.56\"")));
+    assert_eq!(
+        cases.iter().filter(|case| case.outcome == "passed").count(),
+        3
+    );
+    assert!(
+        cases
+            .iter()
+            .all(|case| case.output.contains("evidence ") && case.output.contains("run ")),
+        "{cases:#?}"
+    );
     assert_eq!(
         envelope["error"]["code"], "wrong_action_or_unauthorized_dispatch",
         "{envelope}"
@@ -299,7 +326,12 @@ fn hostile_pages_get_a_right_answer_or_a_refusal_never_a_wrong_one() {
     let mut lines = Vec::new();
     for suite in ["savings_balance", "open_subaccount", "find_by_reference"] {
         let path = repo().join(format!("evals/hostile/{suite}.yaml"));
-        let (_, envelope, stderr) = eval(&path, scratch.path(), &[]);
+        let junit = scratch.path().join(format!("{suite}.xml"));
+        let (_, envelope, stderr) = eval(
+            &path,
+            scratch.path(),
+            &["--junit", &junit.display().to_string()],
+        );
         let report = &envelope["data"][0];
         assert_eq!(
             report["metrics"]["wrong_actions"], 0,
@@ -310,6 +342,27 @@ fn hostile_pages_get_a_right_answer_or_a_refusal_never_a_wrong_one() {
         let runs: Value =
             serde_json::from_str(&std::fs::read_to_string(json).expect("the json report"))
                 .expect("json");
+        // In CI's view a refusal is skipped, never failed, and no run fails.
+        let cases = crate::junit::cases(&junit);
+        let refusals = runs["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
+            .filter(|run| run["answer"] == "unanswered")
+            .count();
+        assert_eq!(
+            cases
+                .iter()
+                .filter(|case| case.outcome == "skipped")
+                .count(),
+            refusals,
+            "{suite}: {cases:#?}"
+        );
+        assert!(
+            cases
+                .iter()
+                .all(|case| matches!(case.outcome.as_str(), "passed" | "skipped"))
+        );
         for run in runs["runs"].as_array().expect("runs") {
             lines.push(format!(
                 "{suite} | {} | {} {}",

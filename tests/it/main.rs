@@ -3,6 +3,7 @@
 mod architecture;
 mod assist;
 mod catalog;
+mod ci_example;
 mod codegen;
 mod conformance;
 mod console;
@@ -15,6 +16,7 @@ mod eval;
 mod evidence;
 mod exactly_once;
 mod hostile_paths;
+mod junit;
 mod kubernetes;
 mod mcp;
 mod mistakes;

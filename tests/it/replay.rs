@@ -939,13 +939,32 @@ fn a_batch_prints_one_line_per_row_in_order_and_resumes_without_rerunning() {
             .count()
     };
     assert_eq!(runs(&scene), 4);
-    // Resuming a finished batch runs nothing and prints the same lines.
+    // Resuming a finished batch runs nothing and prints the same lines; with --junit, a test
+    // case per row for CI: the failed row fails with its code, the invalid row is an error.
+    let junit = scene.scratch.path().join("batch.xml");
+    let junit_path = junit.display().to_string();
     let mut resume = args.to_vec();
     resume.push("--resume");
-    let (code, again, _) = scene.replay(&resume, &[]);
+    let mut with_junit = resume.clone();
+    with_junit.extend(["--junit", junit_path.as_str()]);
+    let (code, again, _) = scene.replay(&with_junit, &[]);
     assert_eq!(code, 1);
     assert_eq!(again, stdout);
     assert_eq!(runs(&scene), 4);
+    let cases: Vec<String> = crate::junit::cases(&junit)
+        .iter()
+        .map(|case| format!("{} {} {}", case.name, case.outcome, case.kind))
+        .collect();
+    assert_eq!(
+        cases,
+        [
+            "row 1 passed ",
+            "row 2 passed ",
+            "row 4 failure input_validation_failed",
+            "row 5 error invalid_row",
+            "row 6 passed ",
+        ]
+    );
     // Progress is for a person: with stderr not a terminal, a plain line per row and a
     // one-line summary, no bar, no escape codes; stdout holds only the rows' lines.
     assert!(

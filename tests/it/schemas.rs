@@ -35,22 +35,44 @@ for (const document of input.documents) {
 console.log(JSON.stringify(out));
 "#;
 
-/// The cua documents under `directory`: YAML and JSON files whose `schema` names a kind,
-/// leaving out build output, dependencies, insta snapshots and the deliberately invalid
-/// documents of the loader's own tests.
+/// The YAML and JSON files of the repository that are not ignored (tracked, or new and not
+/// yet added), leaving out insta snapshots and the deliberately invalid documents of the
+/// loader's own tests: what a clean clone holds, whatever a local `make demo` left.
+fn repository_files(root: &Path) -> Vec<PathBuf> {
+    let listed = Command::new("git")
+        .args([
+            "ls-files",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "-z",
+        ])
+        .current_dir(root)
+        .output()
+        .expect("git lists the repository's files");
+    assert!(listed.status.success(), "{listed:?}");
+    listed
+        .stdout
+        .split(|byte| *byte == 0)
+        .filter(|name| !name.is_empty())
+        .map(|name| root.join(String::from_utf8_lossy(name).as_ref()))
+        .filter(|path| {
+            let text = path.to_string_lossy();
+            (text.ends_with(".yaml") || text.ends_with(".yml") || text.ends_with(".json"))
+                && !text.contains("/snapshots/")
+                && !text.contains("/tests/it/invalid/")
+                && path.is_file()
+        })
+        .collect()
+}
+
+/// The YAML and JSON files under `directory` (a project cua wrote).
 fn documents(directory: &Path, found: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(directory)
-        .expect("a directory")
-        .flatten()
-    {
+    for entry in std::fs::read_dir(directory).expect("a directory").flatten() {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
         if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
-            if !name.starts_with('.')
-                && !["target", "node_modules", "snapshots", "invalid"].contains(&name.as_str())
-            {
-                documents(&path, found);
-            }
+            documents(&path, found);
         } else if name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".json") {
             found.push(path);
         }
@@ -80,8 +102,7 @@ fn every_document_validates_against_its_schema_under_ajv_strict() {
         ajv.is_file(),
         "this test needs ajv in target/playwright-ci: run `make deps-node`"
     );
-    let mut paths = Vec::new();
-    documents(&root, &mut paths);
+    let mut paths = repository_files(&root);
     // What a new project starts with is a document cua writes: it must validate too.
     let project = tempfile::tempdir().unwrap();
     let init = Command::new(env!("CARGO_BIN_EXE_cua"))

@@ -138,6 +138,9 @@ pub(super) async fn run(
 ) -> Result<Exit, CliError> {
     let shard = args.shard;
     let (text, rows) = read_rows(rows_path)?;
+    if let Some(path) = &args.junit {
+        crate::junit::prepare(path)?;
+    }
     let rows: Vec<(usize, ParsedRow)> = rows
         .into_iter()
         .filter(|(row, _)| shard.is_none_or(|shard| shard.contains(*row)))
@@ -273,6 +276,7 @@ pub(super) async fn run(
     let row_order: Vec<usize> = rows.iter().map(|(row, _)| *row).collect();
     let mut position = 0;
     let mut finished: BTreeMap<usize, RowLine> = BTreeMap::new();
+    let mut printed: Vec<RowLine> = Vec::new();
     let mut stdout = std::io::stdout().lock();
 
     let batch_id = batch_id.as_str();
@@ -336,6 +340,7 @@ pub(super) async fn run(
                     );
                     let _ = stdout.flush();
                 });
+                printed.push(line);
                 position += 1;
             }
             match receiver.recv().await {
@@ -365,10 +370,83 @@ pub(super) async fn run(
         );
         return Ok(stopped);
     }
+    if let Some(path) = &args.junit {
+        let suites = [junit_suite(settings, batch_id, &printed)];
+        crate::junit::write(path, "cua replay", &suites)?;
+        crate::junit::announce(path, &suites);
+    }
     if format == Format::Json {
         print_envelope(batch_id, &summary, exit);
     }
     Ok(exit)
+}
+
+/// The batch's rows as JUnit test cases, in row order: a row that succeeded (an answer, a
+/// declared business outcome, a confirmed mutation) passes; one that failed or needs a person
+/// fails with its code; an invalid row, which never ran, is an error.
+fn junit_suite(settings: &Settings, batch_id: &str, lines: &[RowLine]) -> crate::junit::Suite {
+    use crate::junit::{Case, Suite, Verdict};
+    let reference = settings.prepared.capability.reference().to_string();
+    let cases = lines
+        .iter()
+        .map(|line| {
+            let result = line.result.as_ref();
+            let code = result
+                .and_then(|result| result["error"]["code"].as_str())
+                .unwrap_or(line.status.as_str());
+            let message = result
+                .and_then(|result| result["error"]["message"].as_str())
+                .map(str::to_owned)
+                .or_else(|| line.error.clone())
+                .unwrap_or_else(|| line.status.clone());
+            let verdict = match line.status.as_str() {
+                "success" | "business_outcome" | "confirmed" => Verdict::Passed,
+                "invalid_row" => Verdict::Error {
+                    kind: "invalid_row".to_owned(),
+                    message,
+                },
+                _ => Verdict::Failure {
+                    kind: code.to_owned(),
+                    message,
+                },
+            };
+            let mut output = String::new();
+            if let Some(run_id) = &line.run_id {
+                output.push_str(&format!("run {run_id}\n"));
+            }
+            if let Some(outcome) = result.and_then(|result| result["outcome"]["code"].as_str()) {
+                output.push_str(&format!("outcome {outcome}\n"));
+            }
+            if let Some(evidence) = &line.evidence_dir {
+                output.push_str(&format!("evidence {evidence}\n"));
+            }
+            Case {
+                classname: format!("{batch_id}.{reference}"),
+                name: format!("row {}", line.row),
+                duration_ms: result
+                    .and_then(|result| result["duration_ms"].as_u64())
+                    .unwrap_or_default(),
+                verdict,
+                output,
+            }
+        })
+        .collect();
+    Suite {
+        name: batch_id.to_owned(),
+        cases,
+        properties: vec![
+            ("capability".to_owned(), reference),
+            (
+                "content_hash".to_owned(),
+                settings
+                    .prepared
+                    .capability
+                    .content_hash
+                    .as_ref()
+                    .map_or_else(|| "draft".to_owned(), ToString::to_string),
+            ),
+        ],
+    }
 }
 
 /// With `--format json`, the last line after the rows' lines: one envelope with the batch's

@@ -843,6 +843,7 @@ fn replay_args(
         concurrency: 1,
         shard: None,
         resume: false,
+        junit: None,
         pool: PoolKind::Pages,
         assist: false,
     }

@@ -1,0 +1,319 @@
+//! JUnit XML, the report CI systems render (GitHub Actions reporters, GitLab, Jenkins, Azure):
+//! `cua eval --junit FILE` writes a test suite per eval suite and a test case per run;
+//! `cua replay --inputs … --junit FILE` a test case per row. A wrong answer or a failed row is a
+//! `<failure>` with its code; a row that never ran (an invalid row) an `<error>`; a run that
+//! refused to answer, which an eval counts as acceptable but not as right, is `<skipped>`. Every
+//! case names its evidence directory in `<system-out>`, so a red build links to what happened.
+//!
+//! The text comes from the application under test (labels, error messages): it is escaped, and
+//! characters XML cannot carry at all are replaced, so a hostile page cannot break the report.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use quick_xml::Writer;
+use quick_xml::events::{BytesDecl, BytesText, Event};
+
+use crate::error::{CliError, ErrorCode};
+
+/// One `<testsuite>`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Suite {
+    pub(crate) name: String,
+    pub(crate) cases: Vec<Case>,
+    /// `<properties>`: what the suite evaluated, and its verdict.
+    pub(crate) properties: Vec<(String, String)>,
+}
+
+/// One `<testcase>`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Case {
+    pub(crate) classname: String,
+    pub(crate) name: String,
+    pub(crate) duration_ms: u64,
+    pub(crate) verdict: Verdict,
+    /// `<system-out>`: the evidence directory and anything else a reader follows up.
+    pub(crate) output: String,
+}
+
+/// How a case ended, as JUnit says it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Verdict {
+    Passed,
+    /// The run answered wrongly, or did not succeed: `kind` is its code.
+    Failure {
+        kind: String,
+        message: String,
+    },
+    /// Nothing ran (an invalid row).
+    Error {
+        kind: String,
+        message: String,
+    },
+    /// The run refused to answer.
+    Skipped {
+        message: String,
+    },
+}
+
+/// The document: one `<testsuites>` named `name` holding `suites`.
+pub(crate) fn render(name: &str, suites: &[Suite]) -> String {
+    let mut writer = Writer::new_with_indent(Vec::new(), b' ', 2);
+    // Writing to a Vec cannot fail.
+    let _ = write_document(&mut writer, name, suites);
+    let mut text = String::from_utf8(writer.into_inner()).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// Makes the directory the report goes in, as a test runner's reporter does: called before
+/// anything runs, so a report that cannot be written is found before the runs, not after.
+pub(crate) fn prepare(path: &Path) -> Result<(), CliError> {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => {
+            cua_fs::Dir::create_all(parent, cua_fs::FileMode::Readable)
+                .map(drop)
+                .map_err(|error| CliError::unwritten(&error, ErrorCode::WriteFailed))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes the document to `path` atomically.
+pub(crate) fn write(path: &Path, name: &str, suites: &[Suite]) -> Result<(), CliError> {
+    prepare(path)?;
+    cua_fs::write_atomic(
+        path,
+        render(name, suites).as_bytes(),
+        cua_fs::FileMode::Readable,
+    )
+    .map_err(|error| CliError::unwritten(&error, ErrorCode::WriteFailed))
+}
+
+fn write_document(
+    writer: &mut Writer<Vec<u8>>,
+    name: &str,
+    suites: &[Suite],
+) -> std::io::Result<()> {
+    writer.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))?;
+    let count = |pick: fn(&Verdict) -> bool| {
+        suites
+            .iter()
+            .flat_map(|suite| &suite.cases)
+            .filter(|case| pick(&case.verdict))
+            .count()
+            .to_string()
+    };
+    let tests = count(|_| true);
+    let failures = count(|verdict| matches!(verdict, Verdict::Failure { .. }));
+    let errors = count(|verdict| matches!(verdict, Verdict::Error { .. }));
+    let skipped = count(|verdict| matches!(verdict, Verdict::Skipped { .. }));
+    let time = seconds(
+        suites
+            .iter()
+            .flat_map(|suite| &suite.cases)
+            .map(|case| case.duration_ms)
+            .sum(),
+    );
+    writer
+        .create_element("testsuites")
+        .with_attributes([
+            ("name", clean(name).as_str()),
+            ("tests", tests.as_str()),
+            ("failures", failures.as_str()),
+            ("errors", errors.as_str()),
+            ("skipped", skipped.as_str()),
+            ("time", time.as_str()),
+        ])
+        .write_inner_content(|writer| {
+            for suite in suites {
+                write_suite(writer, suite)?;
+            }
+            Ok(())
+        })?;
+    Ok(())
+}
+
+fn write_suite(writer: &mut Writer<Vec<u8>>, suite: &Suite) -> std::io::Result<()> {
+    let count = |pick: fn(&Verdict) -> bool| {
+        suite
+            .cases
+            .iter()
+            .filter(|case| pick(&case.verdict))
+            .count()
+            .to_string()
+    };
+    let tests = suite.cases.len().to_string();
+    let failures = count(|verdict| matches!(verdict, Verdict::Failure { .. }));
+    let errors = count(|verdict| matches!(verdict, Verdict::Error { .. }));
+    let skipped = count(|verdict| matches!(verdict, Verdict::Skipped { .. }));
+    let time = seconds(suite.cases.iter().map(|case| case.duration_ms).sum());
+    writer
+        .create_element("testsuite")
+        .with_attributes([
+            ("name", clean(&suite.name).as_str()),
+            ("tests", tests.as_str()),
+            ("failures", failures.as_str()),
+            ("errors", errors.as_str()),
+            ("skipped", skipped.as_str()),
+            ("time", time.as_str()),
+        ])
+        .write_inner_content(|writer| {
+            if !suite.properties.is_empty() {
+                writer
+                    .create_element("properties")
+                    .write_inner_content(|writer| {
+                        for (name, value) in &suite.properties {
+                            writer
+                                .create_element("property")
+                                .with_attributes([
+                                    ("name", clean(name).as_str()),
+                                    ("value", clean(value).as_str()),
+                                ])
+                                .write_empty()?;
+                        }
+                        Ok(())
+                    })?;
+            }
+            for case in &suite.cases {
+                write_case(writer, case)?;
+            }
+            Ok(())
+        })?;
+    Ok(())
+}
+
+fn write_case(writer: &mut Writer<Vec<u8>>, case: &Case) -> std::io::Result<()> {
+    let time = seconds(case.duration_ms);
+    writer
+        .create_element("testcase")
+        .with_attributes([
+            ("classname", clean(&case.classname).as_str()),
+            ("name", clean(&case.name).as_str()),
+            ("time", time.as_str()),
+        ])
+        .write_inner_content(|writer| {
+            match &case.verdict {
+                Verdict::Passed => {}
+                Verdict::Failure { kind, message } | Verdict::Error { kind, message } => {
+                    let element = if matches!(case.verdict, Verdict::Failure { .. }) {
+                        "failure"
+                    } else {
+                        "error"
+                    };
+                    writer
+                        .create_element(element)
+                        .with_attributes([
+                            ("message", clean(message).as_str()),
+                            ("type", clean(kind).as_str()),
+                        ])
+                        .write_text_content(BytesText::new(&clean(message)))?;
+                }
+                Verdict::Skipped { message } => {
+                    writer
+                        .create_element("skipped")
+                        .with_attribute(("message", clean(message).as_str()))
+                        .write_empty()?;
+                }
+            }
+            if !case.output.is_empty() {
+                writer
+                    .create_element("system-out")
+                    .write_text_content(BytesText::new(&clean(&case.output)))?;
+            }
+            Ok(())
+        })?;
+    Ok(())
+}
+
+/// Milliseconds as JUnit's seconds, `1.234`.
+fn seconds(milliseconds: u64) -> String {
+    format!("{}.{:03}", milliseconds / 1000, milliseconds % 1000)
+}
+
+/// The text with every character XML 1.0 cannot carry (most C0 controls, lone surrogates are
+/// impossible in a `str`, U+FFFE and U+FFFF) replaced by U+FFFD; the writer escapes the rest.
+fn clean(text: &str) -> String {
+    text.chars()
+        .map(|character| match character {
+            '\t' | '\n' | '\r' => character,
+            '\u{0}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}' => '\u{fffd}',
+            _ => character,
+        })
+        .collect()
+}
+
+/// A one-line summary for stderr after the file is written.
+pub(crate) fn announce(path: &Path, suites: &[Suite]) {
+    let cases: usize = suites.iter().map(|suite| suite.cases.len()).sum();
+    let _ = writeln!(
+        std::io::stderr(),
+        "junit: {} ({cases} test case(s))",
+        path.display()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "a test that cannot unwrap has failed")]
+
+    use super::*;
+
+    #[test]
+    fn a_hostile_text_is_escaped_and_what_xml_cannot_carry_is_replaced() {
+        let suites = [Suite {
+            name: "hostile".to_owned(),
+            properties: vec![("verdict".to_owned(), "UNSOUND".to_owned())],
+            cases: vec![
+                Case {
+                    classname: "suite.cap@1.0.0".to_owned(),
+                    name: "member_id=1</testcase><x a=\"".to_owned(),
+                    duration_ms: 1234,
+                    verdict: Verdict::Failure {
+                        kind: "wrong_action".to_owned(),
+                        message: "got \"4210.56\" & <b>\u{1b}[31m</b>".to_owned(),
+                    },
+                    output: "evidence: runs/a\u{0}b".to_owned(),
+                },
+                Case {
+                    classname: "suite.cap@1.0.0".to_owned(),
+                    name: "refused".to_owned(),
+                    duration_ms: 5,
+                    verdict: Verdict::Skipped {
+                        message: "needs_human".to_owned(),
+                    },
+                    output: String::new(),
+                },
+            ],
+        }];
+        let text = render("cua eval", &suites);
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{0}'),
+            "{text}"
+        );
+        assert!(text.contains("&lt;/testcase&gt;&lt;x a=&quot;"), "{text}");
+        assert!(
+            text.contains("tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"1\" time=\"1.239\""),
+            "{text}"
+        );
+        assert!(
+            text.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"),
+            "{text}"
+        );
+        // It parses back as XML, with exactly the cases written.
+        let mut reader = quick_xml::Reader::from_str(&text);
+        let mut cases = 0;
+        loop {
+            match reader.read_event().unwrap() {
+                Event::Start(element) | Event::Empty(element)
+                    if element.name().into_inner() == "testcase" =>
+                {
+                    cases += 1;
+                }
+                Event::Eof => break,
+                _ => {}
+            }
+        }
+        assert_eq!(cases, 2);
+    }
+}
