@@ -18,12 +18,14 @@ MCP_VENV := target/mcp-venv
 MCP_SDK_VERSION := 2.3.0
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help deps deps-chromium deps-node deps-python build demo test lint deny deps-deny mutants mutants-diff deps-mutants test-only conformance-up conformance-down postgres-up postgres-down leftovers soak bench evidence fmt clean
+.PHONY: help man deps deps-chromium deps-node deps-python build demo test lint deny deps-deny mutants mutants-diff deps-mutants test-only conformance-up conformance-down postgres-up postgres-down leftovers soak bench evidence fmt clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
 
-deps: deps-chromium ## Install what is missing: Chromium (Debian), rustfmt and clippy
+deps: deps-chromium ## Install what is missing: Chromium (Debian), rustfmt and clippy, and nroff (groff-base) for the man-page test
+	@command -v nroff >/dev/null || { echo "nroff is missing: apt-get install -y groff-base"; $(APT_INSTALL) groff-base >/dev/null; }
+	@command -v nroff >/dev/null || { echo "nroff still missing: run apt-get install -y groff-base" >&2; exit 1; }
 	@command -v $(CARGO) >/dev/null || { echo "cargo is missing: install the Rust toolchain (https://rustup.rs) first" >&2; exit 1; }
 	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
@@ -60,6 +62,9 @@ deps-python: ## Install python3 and venv (Debian) and the official Python MCP SD
 
 build: deps ## Build the cua binary
 	$(CARGO) build --bin cua
+
+man: build ## Write the man pages (cua.1 and one per subcommand) into target/man
+	$(CUA) man --out $(or $(CARGO_TARGET_DIR),target)/man
 
 demo: build deps-node ## Run the end-to-end demo against the MemberDesk fixture app
 	@echo "== validating the reference capabilities and tenant overlays"

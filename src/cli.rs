@@ -46,6 +46,12 @@ pub(crate) enum Command {
     Seal(SealArgs),
     /// Print the JSON Schema of a document kind (editors validate YAML with it).
     Schema(SchemaArgs),
+    /// Print a shell completion script: `cua completions bash > /etc/bash_completion.d/cua`,
+    /// or `source <(cua completions bash)`; zsh, fish, elvish and PowerShell too.
+    Completions(CompletionsArgs),
+    /// Write the man pages, `cua.1` and one per subcommand (`cua-replay.1`, …), into DIR
+    /// (`make man` writes them to target/man).
+    Man(ManArgs),
     /// The capability catalog: list, show, approve, revoke and search capabilities. Exits 0 on
     /// success, 1 when a review criterion refuses, 2 for a usage error or a missing, invalid or
     /// tampered document.
@@ -290,6 +296,20 @@ pub(crate) struct SealArgs {
     /// The capability file to seal in place.
     #[arg(value_name = "FILE")]
     pub(crate) file: std::path::PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ManArgs {
+    /// Where the pages go (made when missing).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: std::path::PathBuf,
 }
 
 #[derive(Debug, clap::Args)]

@@ -14,6 +14,7 @@ mod eval;
 #[cfg(feature = "fixture")]
 mod fixture;
 mod init;
+mod manual;
 mod mcp;
 mod policy;
 mod probe;
@@ -58,6 +59,8 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
         Command::Validate(args) => validate::run(format, &args),
         Command::Seal(args) => seal::run(format, &args),
         Command::Schema(args) => Ok(schema::run(format, &args)),
+        Command::Completions(args) => Ok(manual::completions(&args)),
+        Command::Man(args) => manual::man(format, &args),
         Command::Catalog(args) => catalog::run(format, &args),
         Command::Version => {
             let version = env!("CARGO_PKG_VERSION");
@@ -118,6 +121,8 @@ fn name(command: &Command) -> &'static str {
         Command::Validate(_) => "validate",
         Command::Seal(_) => "seal",
         Command::Schema(_) => "schema",
+        Command::Completions(_) => "completions",
+        Command::Man(_) => "man",
         Command::Catalog(args) => match args.command {
             CatalogCommand::List => "catalog list",
             CatalogCommand::Show(_) => "catalog show",

@@ -18,6 +18,7 @@ mod exactly_once;
 mod hostile_paths;
 mod junit;
 mod kubernetes;
+mod manual;
 mod mcp;
 mod mistakes;
 mod options;
