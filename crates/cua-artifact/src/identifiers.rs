@@ -351,16 +351,13 @@ validated_string!(
     "blake3 over the canonical form: key-sorted compact JSON of the document minus its hash"
 );
 
-/// A strict semantic version: `MAJOR.MINOR.PATCH` in ASCII digits without leading zeros, with an
-/// optional pre-release (`1.0.0-rc.1`). Build metadata is refused: two artifacts differing only
-/// in metadata would share a reference.
+/// A strict semantic version (parsed by the `semver` crate): `MAJOR.MINOR.PATCH` in ASCII
+/// digits without leading zeros, with an optional pre-release (`1.0.0-rc.1`). Build metadata is
+/// refused: two artifacts differing only in metadata would share a reference.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SemVer {
     text: String,
-    major: u64,
-    minor: u64,
-    patch: u64,
-    pre_release: Vec<String>,
+    version: semver::Version,
 }
 
 impl SemVer {
@@ -370,47 +367,14 @@ impl SemVer {
         if text.contains('+') {
             return Err(invalid("build metadata (`+…`) is not allowed"));
         }
-        let (core, pre) = match text.split_once('-') {
-            Some((core, pre)) => (core, Some(pre)),
-            None => (text, None),
-        };
-        let parts: Vec<&str> = core.split('.').collect();
-        let [major, minor, patch] = parts.as_slice() else {
-            return Err(invalid("must be MAJOR.MINOR.PATCH"));
-        };
-        let number = |part: &str| -> Result<u64, ArtifactError> {
-            if !is_numeric_identifier(part) {
-                return Err(invalid(
-                    "each number must be ASCII digits without leading zeros",
-                ));
-            }
-            part.parse().map_err(|_| invalid("a number is too large"))
-        };
-        let (major, minor, patch) = (number(major)?, number(minor)?, number(patch)?);
-        let mut pre_release = Vec::new();
-        if let Some(pre) = pre {
-            for identifier in pre.split('.') {
-                let alphanumeric = !identifier.is_empty()
-                    && identifier
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'-');
-                let numeric_ok = !identifier.bytes().all(|b| b.is_ascii_digit())
-                    || is_numeric_identifier(identifier);
-                if !alphanumeric || !numeric_ok {
-                    return Err(invalid(
-                        "a pre-release is dot-separated [0-9A-Za-z-] identifiers, numeric ones \
-                         without leading zeros",
-                    ));
-                }
-                pre_release.push(identifier.to_owned());
-            }
-        }
+        let version = semver::Version::parse(text).map_err(|error| {
+            invalid(&format!(
+                "{error} (a version is MAJOR.MINOR.PATCH, an optional `-pre.release`)"
+            ))
+        })?;
         Ok(Self {
             text: text.to_owned(),
-            major,
-            minor,
-            patch,
-            pre_release,
+            version,
         })
     }
 
@@ -421,12 +385,12 @@ impl SemVer {
 
     /// `(major, minor, patch)`.
     pub fn numbers(&self) -> (u64, u64, u64) {
-        (self.major, self.minor, self.patch)
+        (self.version.major, self.version.minor, self.version.patch)
     }
 
     /// Whether this is a pre-release.
     pub fn is_pre_release(&self) -> bool {
-        !self.pre_release.is_empty()
+        !self.version.pre.is_empty()
     }
 }
 
@@ -434,33 +398,55 @@ impl Ord for SemVer {
     /// Semantic-version precedence: numbers first, then a pre-release sorts before its release,
     /// then pre-release identifiers pairwise (numeric ones numerically, below alphanumeric ones).
     fn cmp(&self, other: &Self) -> Ordering {
-        self.numbers().cmp(&other.numbers()).then_with(|| {
-            match (self.pre_release.is_empty(), other.pre_release.is_empty()) {
-                (true, true) => Ordering::Equal,
-                (true, false) => Ordering::Greater,
-                (false, true) => Ordering::Less,
-                (false, false) => {
-                    for (left, right) in self.pre_release.iter().zip(&other.pre_release) {
-                        let order = match (left.parse::<u64>(), right.parse::<u64>()) {
-                            (Ok(left), Ok(right)) => left.cmp(&right),
-                            (Ok(_), Err(_)) => Ordering::Less,
-                            (Err(_), Ok(_)) => Ordering::Greater,
-                            (Err(_), Err(_)) => left.cmp(right),
-                        };
-                        if order != Ordering::Equal {
-                            return order;
-                        }
-                    }
-                    self.pre_release.len().cmp(&other.pre_release.len())
-                }
-            }
-        })
+        self.version.cmp(&other.version)
     }
 }
 
 impl PartialOrd for SemVer {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
+    }
+}
+
+/// A range of application versions a capability was written against, `>=4.2 <5` (comparators
+/// separated by spaces, as npm writes them, or by commas, as Cargo does), parsed by `semver`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionRange(semver::VersionReq);
+
+impl VersionRange {
+    /// Parses a range.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let comparators: Vec<&str> = text
+            .split(|character: char| character == ',' || character.is_whitespace())
+            .filter(|part| !part.is_empty())
+            .collect();
+        // `>= 4.2` writes one comparator with a space: join an operator to its version.
+        let mut joined: Vec<String> = Vec::new();
+        for part in comparators {
+            match joined.last_mut() {
+                Some(last) if last.chars().all(|character| "<>=~^".contains(character)) => {
+                    last.push_str(part);
+                }
+                _ => joined.push(part.to_owned()),
+            }
+        }
+        if joined.is_empty() {
+            return Err("the range is empty; write one such as `>=4.2 <5`".to_owned());
+        }
+        semver::VersionReq::parse(&joined.join(", "))
+            .map(Self)
+            .map_err(|error| format!("`{text}` is not a version range: {error}"))
+    }
+
+    /// Whether `version` (`4.3.1`; `4.3` counts as `4.3.0`) is in the range.
+    pub fn matches(&self, version: &str) -> Result<bool, String> {
+        let mut parts: Vec<&str> = version.split('.').collect();
+        while parts.len() < 3 {
+            parts.push("0");
+        }
+        let version = semver::Version::parse(&parts.join("."))
+            .map_err(|error| format!("`{version}` is not a version: {error}"))?;
+        Ok(self.0.matches(&version))
     }
 }
 
@@ -594,13 +580,6 @@ fn is_snake_segment(text: &str) -> bool {
         && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
-/// ASCII digits without a leading zero (a lone `0` is fine).
-fn is_numeric_identifier(text: &str) -> bool {
-    !text.is_empty()
-        && text.bytes().all(|b| b.is_ascii_digit())
-        && (text == "0" || !text.starts_with('0'))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -714,6 +693,30 @@ mod tests {
                 SemVer::parse(pair[0]).ok() < SemVer::parse(pair[1]).ok(),
                 "{pair:?}"
             );
+        }
+    }
+
+    #[test]
+    fn version_ranges_read_as_npm_and_cargo_write_them() {
+        let range = VersionRange::parse(">=4.2 <5").expect("npm style");
+        assert_eq!(
+            range,
+            VersionRange::parse(">=4.2, <5").expect("cargo style")
+        );
+        assert_eq!(
+            range,
+            VersionRange::parse(">= 4.2 < 5").expect("spaced operators")
+        );
+        for (version, inside) in [
+            ("4.2", true),
+            ("4.9.9", true),
+            ("5.0.0", false),
+            ("4.1.7", false),
+        ] {
+            assert_eq!(range.matches(version), Ok(inside), "{version}");
+        }
+        for bad in ["", ">=four", ">=4.2 <<5", "4.2 - 5", "latest"] {
+            assert!(VersionRange::parse(bad).is_err(), "{bad:?}");
         }
     }
 

@@ -54,7 +54,7 @@ pub use eval_suite::{Case, EvalSuite, InputValue, Sensitive, SetupRun, SuiteName
 pub use hash::{SealState, canonical_json};
 pub use identifiers::{
     CapabilityId, CapabilityRef, ContentHash, Identifier, InputName, Origin, OutputName,
-    SecretName, SemVer, StepId, TenantId,
+    SecretName, SemVer, StepId, TenantId, VersionRange,
 };
 pub use lint::lint_capability;
 pub use policy::{
