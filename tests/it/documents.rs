@@ -295,7 +295,10 @@ fn validate_takes_directories_and_patterns_and_checks_suites_against_their_capab
 #[test]
 fn validate_refuses_a_version_range_semver_cannot_read() {
     let (scratch, path) = scratch_copy("corebank.member.savings_balance@1.0.0.yaml", |text| {
-        text.replace("version_range: \">=4.2 <5\"", "version_range: \"4.2 or newer\"")
+        text.replace(
+            "version_range: \">=4.2 <5\"",
+            "version_range: \"4.2 or newer\"",
+        )
     });
     let file = path.display().to_string();
     let (code, stdout, stderr) = cua(&["validate", &file], Some(scratch.path()));

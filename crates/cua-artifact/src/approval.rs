@@ -58,6 +58,15 @@ pub struct ApprovalScope {
 }
 
 impl CapabilityApproval {
+    /// Load-time checks beyond types: `approved_at` is an RFC 3339 instant. Empty means valid.
+    pub fn validate(&self) -> Vec<Problem> {
+        self.approved_at
+            .as_deref()
+            .and_then(|at| crate::timestamp_problem(DocPath::root().key("approved_at"), at))
+            .into_iter()
+            .collect()
+    }
+
     /// Whether this approval covers `content_hash` for replay: approved, and pinned to exactly
     /// that hash.
     pub fn covers(&self, content_hash: &ContentHash) -> bool {

@@ -148,8 +148,10 @@ pub fn check_source_with(file: &str, text: &str, config: &ValidationConfig) -> C
         }),
         DocumentKind::TenantBinding => from_yaml::<TenantBinding>(text)
             .map(|binding| (Document::TenantBinding(Box::new(binding)), Vec::new())),
-        DocumentKind::Approval => from_yaml::<CapabilityApproval>(text)
-            .map(|approval| (Document::Approval(Box::new(approval)), Vec::new())),
+        DocumentKind::Approval => from_yaml::<CapabilityApproval>(text).map(|approval| {
+            let problems = approval.validate();
+            (Document::Approval(Box::new(approval)), problems)
+        }),
         DocumentKind::Evaluation => from_yaml::<CapabilityEvaluation>(text).map(|evaluation| {
             let problems = evaluation.validate();
             (Document::Evaluation(Box::new(evaluation)), problems)

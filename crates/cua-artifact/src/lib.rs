@@ -118,3 +118,15 @@ impl PolicyConfig {
         Ok(policy)
     }
 }
+
+/// The problem with a document's timestamp at `path`, if `text` is not an RFC 3339 instant
+/// (`2026-09-30T22:07:14.687487Z`, any offset), as jiff reads one.
+pub(crate) fn timestamp_problem(path: DocPath, text: &str) -> Option<Problem> {
+    let error = text.parse::<jiff::Timestamp>().err()?;
+    Some(Problem::new(
+        DiagnosticCode::InvalidValue,
+        path,
+        format!("`{text}` is not an RFC 3339 instant: {error}"),
+        "write the instant with its offset, such as 2026-09-30T22:07:14.687487Z",
+    ))
+}

@@ -337,9 +337,23 @@ impl RunRecord {
 
     /// Load-time checks beyond types; empty means valid.
     pub fn validate(&self) -> Vec<Problem> {
-        self.result
-            .as_ref()
-            .map(|result| result.validate(&DocPath::root().key("result")))
-            .unwrap_or_default()
+        let root = DocPath::root();
+        let mut problems: Vec<Problem> =
+            crate::timestamp_problem(root.key("started_at"), &self.started_at)
+                .into_iter()
+                .collect();
+        for (index, step) in self.steps.iter().enumerate() {
+            problems.extend(crate::timestamp_problem(
+                root.key("steps").index(index).key("started_at"),
+                &step.started_at,
+            ));
+        }
+        problems.extend(
+            self.result
+                .as_ref()
+                .map(|result| result.validate(&root.key("result")))
+                .unwrap_or_default(),
+        );
+        problems
     }
 }

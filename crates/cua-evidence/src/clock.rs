@@ -12,8 +12,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::error::EvidenceError;
 
 /// A UTC instant with microsecond precision, written as RFC 3339
-/// (`2026-09-30T22:07:14.687487Z`). Only years 0000 to 9999 are representable, so the text
-/// form always has the same width and sorts like the instant.
+/// (`2026-09-30T22:07:14.687487Z`). Only instants from year 0000 to jiff's last one
+/// (`9999-12-30T22:00:00Z`) are representable, so the text form always has the same width and
+/// sorts like the instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp {
     unix_micros: i64,
@@ -41,28 +42,27 @@ impl Timestamp {
         (self.unix_micros - earlier.unix_micros).div_euclid(1_000)
     }
 
-    /// Parses the exact form [`Display`](fmt::Display) writes: `YYYY-MM-DDTHH:MM:SS.ffffffZ`.
+    /// Parses an RFC 3339 instant with jiff: the form [`Display`](fmt::Display) writes
+    /// (`YYYY-MM-DDTHH:MM:SS.ffffffZ`), and any other offset or fraction width. Finer than a
+    /// microsecond is refused rather than rounded: two instants must not read as one.
     pub fn parse(text: &str) -> Result<Self, EvidenceError> {
-        parse_rfc3339(text).ok_or_else(|| EvidenceError::InvalidTimestamp {
+        let invalid = || EvidenceError::InvalidTimestamp {
             text: text.to_owned(),
-        })
+        };
+        let instant: jiff::Timestamp = text.parse().map_err(|_| invalid())?;
+        if instant.subsec_nanosecond() % 1_000 != 0 {
+            return Err(invalid());
+        }
+        Self::from_unix_micros(instant.as_microsecond()).ok_or_else(invalid)
     }
 }
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let seconds = self.unix_micros.div_euclid(1_000_000);
-        let micros = self.unix_micros.rem_euclid(1_000_000);
-        let days = seconds.div_euclid(86_400);
-        let second_of_day = seconds.rem_euclid(86_400);
-        let (year, month, day) = civil_from_days(days);
-        write!(
-            formatter,
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}Z",
-            second_of_day / 3_600,
-            second_of_day % 3_600 / 60,
-            second_of_day % 60,
-        )
+        // In jiff's range by construction.
+        let instant =
+            jiff::Timestamp::from_microsecond(self.unix_micros).map_err(|_| fmt::Error)?;
+        write!(formatter, "{}", instant.strftime("%Y-%m-%dT%H:%M:%S.%6fZ"))
     }
 }
 
@@ -146,89 +146,9 @@ impl Clock for SteppingClock {
 
 /// `0000-01-01T00:00:00Z`.
 const MIN_MICROS: i64 = -62_167_219_200 * 1_000_000;
-/// `9999-12-31T23:59:59.999999Z`.
-const MAX_MICROS: i64 = 253_402_300_800 * 1_000_000 - 1;
-
-/// Year, month and day of a day count since 1970-01-01 (proleptic Gregorian; Howard Hinnant's
-/// `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let shifted = days + 719_468;
-    let era = shifted.div_euclid(146_097);
-    let day_of_era = shifted.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-/// The inverse of [`civil_from_days`].
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year.rem_euclid(400);
-    let month_index = if month > 2 { month - 3 } else { month + 9 };
-    let day_of_year = (153 * month_index + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
-}
-
-fn parse_rfc3339(text: &str) -> Option<Timestamp> {
-    let bytes = text.as_bytes();
-    if bytes.len() != 27 {
-        return None;
-    }
-    let separators = [
-        (4, b'-'),
-        (7, b'-'),
-        (10, b'T'),
-        (13, b':'),
-        (16, b':'),
-        (19, b'.'),
-        (26, b'Z'),
-    ];
-    if separators
-        .iter()
-        .any(|&(index, expected)| bytes[index] != expected)
-    {
-        return None;
-    }
-    let number = |range: std::ops::Range<usize>| -> Option<i64> {
-        let digits = &bytes[range];
-        digits.iter().all(u8::is_ascii_digit).then(|| {
-            digits
-                .iter()
-                .fold(0_i64, |value, digit| value * 10 + i64::from(digit - b'0'))
-        })
-    };
-    let year = number(0..4)?;
-    let month = number(5..7)?;
-    let day = number(8..10)?;
-    let hour = number(11..13)?;
-    let minute = number(14..16)?;
-    let second = number(17..19)?;
-    let micros = number(20..26)?;
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let days_in_month = match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return None,
-    };
-    if day < 1 || day > days_in_month || hour > 23 || minute > 59 || second > 59 {
-        return None;
-    }
-    let seconds = days_from_civil(year, month, day) * 86_400 + hour * 3_600 + minute * 60 + second;
-    Timestamp::from_unix_micros(seconds * 1_000_000 + micros)
-}
+/// `9999-12-30T22:00:00Z`, the last instant jiff represents (its range leaves room for any
+/// offset within the year 9999).
+const MAX_MICROS: i64 = 253_402_207_200 * 1_000_000;
 
 #[cfg(test)]
 mod tests {
@@ -242,7 +162,7 @@ mod tests {
             (951_782_400_000_001, "2000-02-29T00:00:00.000001Z"),
             (-1, "1969-12-31T23:59:59.999999Z"),
             (MIN_MICROS, "0000-01-01T00:00:00.000000Z"),
-            (MAX_MICROS, "9999-12-31T23:59:59.999999Z"),
+            (MAX_MICROS, "9999-12-30T22:00:00.000000Z"),
         ];
         for (micros, text) in cases {
             let timestamp = Timestamp::from_unix_micros(micros).unwrap();
@@ -252,16 +172,29 @@ mod tests {
     }
 
     #[test]
-    fn refuses_anything_but_the_written_form() {
+    fn reads_any_rfc_3339_instant_and_refuses_anything_else() {
+        let instant = Timestamp::parse("2026-09-30T22:07:14.687487Z").unwrap();
+        for same in [
+            "2026-09-30T22:07:14.687487+00:00",
+            "2026-10-01T00:07:14.687487+02:00",
+            "2026-09-30T22:07:14.687487000Z",
+        ] {
+            assert_eq!(Timestamp::parse(same).unwrap(), instant, "{same}");
+        }
+        assert_eq!(
+            Timestamp::parse("2026-09-30T22:07:14Z")
+                .unwrap()
+                .to_string(),
+            "2026-09-30T22:07:14.000000Z"
+        );
         for text in [
             "",
-            "2026-09-30T22:07:14Z",
-            "2026-09-30T22:07:14.687487+00:00",
             "2026-02-29T00:00:00.000000Z",
             "2026-13-01T00:00:00.000000Z",
             "2026-09-30T24:00:00.000000Z",
-            "2026-09-30 22:07:14.687487Z",
             "2026-09-3OT22:07:14.687487Z",
+            "2026-09-30T22:07:14.6874871Z",
+            "2026-09-30T22:07:14",
         ] {
             assert!(Timestamp::parse(text).is_err(), "{text}");
         }

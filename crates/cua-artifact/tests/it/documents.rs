@@ -250,3 +250,38 @@ fn document_kinds_are_named_by_their_short_name() {
         assert_eq!(DocumentKind::from_name(name), None, "{name}");
     }
 }
+
+/// An approval's `approved_at` and a run record's `started_at` are RFC 3339 instants, read by
+/// jiff: anything else is a placed problem, never a string passed along.
+#[test]
+fn timestamps_in_documents_are_rfc_3339_instants() {
+    let approval = |at: &str| {
+        format!(
+            "schema: cua.capability_approval/v1\ncapability: corebank.member.savings_balance@1.0.0\ncontent_hash: blake3:{}\nstate: approved\napproved_by: aditya\napproved_at: \"{at}\"\n",
+            "0".repeat(64)
+        )
+    };
+    for good in ["2026-10-01T09:00:00.000000Z", "2026-10-01T11:00:00+02:00"] {
+        let checked = cua_artifact::check_source("a.yaml", &approval(good));
+        assert!(
+            checked.diagnostics.is_empty(),
+            "{good}: {:?}",
+            checked.diagnostics
+        );
+    }
+    for bad in ["yesterday", "2026-10-01", "2026-02-30T09:00:00Z"] {
+        let checked = cua_artifact::check_source("a.yaml", &approval(bad));
+        let paths: Vec<String> = checked
+            .diagnostics
+            .iter()
+            .map(|diagnostic| format!("{} {}", diagnostic.code.as_str(), diagnostic.message))
+            .collect();
+        assert!(
+            paths
+                .iter()
+                .any(|line| line.starts_with("cua::invalid_value")
+                    && line.contains("is not an RFC 3339 instant")),
+            "{bad}: {paths:?}"
+        );
+    }
+}
