@@ -25,6 +25,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock};
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use cua_snapshot::UiSnapshot;
 use regex::{NoExpand, Regex, RegexBuilder};
 use serde_json::Value;
@@ -268,6 +269,13 @@ impl Redactor {
                 .cmp(&left.value.len())
                 .then_with(|| left.value.cmp(&right.value))
         });
+        // Standard match semantics, the only ones that report overlapping matches. A build
+        // can fail only past the automaton's size limits; then every text is masked whole
+        // (`literals_only`), never passed in clear.
+        state.automaton = AhoCorasick::builder()
+            .match_kind(MatchKind::Standard)
+            .build(state.literals.iter().map(|literal| literal.value.as_str()))
+            .ok();
         true
     }
 
@@ -275,12 +283,56 @@ impl Redactor {
         if text.len() > MAX_REDACTABLE_BYTES {
             return string_marker(text);
         }
-        let mut redacted = text.to_owned();
-        for literal in &state.literals {
-            if redacted.contains(&literal.value) {
-                redacted = redacted.replace(&literal.value, &literal.replacement);
+        if state.literals.is_empty() {
+            return text.to_owned();
+        }
+        let Some(automaton) = &state.automaton else {
+            return string_marker(text);
+        };
+        // Every occurrence of every literal, overlapping ones too, merged into spans: two
+        // values that overlap are one span, so no part of either is left between markers.
+        let mut spans: Vec<(usize, usize, bool)> = automaton
+            .find_overlapping_iter(text)
+            .map(|found| {
+                let literal = &state.literals[found.pattern().as_usize()];
+                (
+                    found.start(),
+                    found.end(),
+                    literal.replacement == SECRET_MARKER,
+                )
+            })
+            .collect();
+        spans.sort_unstable();
+        let mut merged: Vec<(usize, usize, bool)> = Vec::new();
+        for (start, end, secret) in spans {
+            match merged.last_mut() {
+                Some(last) if start < last.1 => {
+                    last.1 = last.1.max(end);
+                    last.2 |= secret;
+                }
+                _ => merged.push((start, end, secret)),
             }
         }
+        let mut redacted = String::with_capacity(text.len());
+        let mut at = 0;
+        for (start, end, secret) in merged {
+            redacted.push_str(&text[at..start]);
+            let span = &text[start..end];
+            // A span with any secret in it is a secret's; a sensitive value alone keeps its
+            // own marker; overlapping sensitive values are shaped as the text they hide.
+            let single = state
+                .literals
+                .iter()
+                .find(|literal| literal.value == span)
+                .map(|literal| literal.replacement.clone());
+            redacted.push_str(&match (secret, single) {
+                (true, _) => SECRET_MARKER.to_owned(),
+                (false, Some(marker)) => marker,
+                (false, None) => string_marker(span),
+            });
+            at = end;
+        }
+        redacted.push_str(&text[at..]);
         redacted
     }
 
@@ -398,6 +450,9 @@ struct Inner {
 #[derive(Default)]
 struct State {
     literals: Vec<Literal>,
+    /// Every literal at once, rebuilt when one is registered: found in one pass over a text,
+    /// overlapping matches included.
+    automaton: Option<AhoCorasick>,
     sensitive_keys: BTreeSet<String>,
 }
 

@@ -758,3 +758,37 @@ fn a_policy_redaction_section_builds_a_redactor() {
         json!({"pin": "<redacted:string[4]>", "note": "SSN <redacted:ssn>"})
     );
 }
+
+/// Two registered values that overlap in a text are scrubbed as one span: replacing the longer
+/// first left the tail of the other in clear (`abcdef` then `defghi` in `abcdefghi` left `ghi`).
+#[test]
+fn overlapping_literals_leave_no_part_of_either_in_clear() {
+    let redactor = Redactor::default();
+    assert!(redactor.register_secret("token-ABCDEF"));
+    assert!(redactor.register_sensitive_value("DEF-member-9"));
+    let text = "before token-ABCDEF-member-9 after";
+    let redacted = redactor.redact_text(text);
+    assert_eq!(redacted, "before <redacted:secret> after");
+    // The same value twice side by side is two markers; a value inside another is the
+    // other's span.
+    assert!(redactor.register_secret("4421"));
+    assert_eq!(
+        redactor.redact_declared_text("pin 44214421, token-ABCDEF4421."),
+        "pin <redacted:secret><redacted:secret>, <redacted:secret><redacted:secret>."
+    );
+    assert!(redactor.register_secret("EF44"));
+    assert_eq!(
+        redactor.redact_declared_text("token-ABCDEF4421."),
+        "<redacted:secret>."
+    );
+    // Two sensitive values overlapping: one shape marker over the whole span, never the
+    // tail of either.
+    let values = Redactor::default();
+    assert!(values.register_sensitive_value("Jane Q"));
+    assert!(values.register_sensitive_value("Q Public"));
+    let redacted = values.redact_text("name: Jane Q Public.");
+    assert!(
+        !redacted.contains("Public") && !redacted.contains("Jane"),
+        "{redacted}"
+    );
+}
