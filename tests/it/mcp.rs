@@ -212,6 +212,7 @@ fn the_python_sdk_lists_reads_gets_an_outcome_and_is_refused_over_stdio() {
         "savings balance of 12345 is 4210.55",
         "member 99999 is the business outcome member_not_found, not an error",
         "a transfer without a plan approval is a tool error that says why",
+        "progress is notified step by step during the call, always increasing",
     ] {
         assert!(checks.contains(&needle), "{needle:?} was not checked");
     }
@@ -593,4 +594,65 @@ fn owner_initializes(url: &str) -> String {
     }
     let output = curl.wait_with_output().expect("curl runs");
     String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A client that cancels a call (the Python SDK's `notifications/cancelled`, sent when the
+/// caller abandons the request at its first progress notification) stops its run before the
+/// next dispatch: the run's evidence ends `interrupted`, short of its last step, and the session
+/// goes on. Every protected page is slowed, so the run is still going when the cancel arrives.
+#[test]
+fn a_cancelled_call_stops_its_run_at_the_next_step_boundary() {
+    let scene = Scene::new();
+    scene.fixture().handle().arm(
+        memberdesk::Fault::SlowPage,
+        memberdesk::FaultCount::Indefinite,
+    );
+    let mut args = vec!["cancel".to_owned(), "--".to_owned()];
+    args.push(env!("CARGO_BIN_EXE_cua").to_owned());
+    args.push("mcp".to_owned());
+    args.extend(scene.server_args());
+    scene.client(&args, None);
+    let mut records = Vec::new();
+    collect_files(&scene.scratch.path().join("evidence"), &mut records);
+    let records: Vec<Value> = records
+        .iter()
+        .filter(|path| path.ends_with("run_record.json"))
+        .map(|path| {
+            serde_json::from_str(&std::fs::read_to_string(path).expect("a run record"))
+                .expect("JSON")
+        })
+        .collect();
+    let [record] = records.as_slice() else {
+        panic!("one run: {records:#?}");
+    };
+    let result = &record["result"];
+    assert_eq!(result["error"]["code"], "interrupted", "{record:#}");
+    assert!(
+        result["steps_executed"].as_u64() < result["steps_total"].as_u64(),
+        "{record:#}"
+    );
+    scene.assert_nothing_moved();
+}
+
+/// An approval revoked (its file moved away) and restored while a client is connected: the
+/// server announces each change with `notifications/tools/list_changed`, and the list follows.
+#[test]
+fn a_changed_approval_is_announced_to_a_connected_client() {
+    let scene = Scene::new();
+    let approval = scene
+        .scratch
+        .path()
+        .join("capabilities/corebank.member.savings_balance@1.0.0.approval.yaml");
+    assert!(approval.is_file(), "{}", approval.display());
+    let mut args = vec![
+        "list-changed".to_owned(),
+        "--approval".to_owned(),
+        approval.display().to_string(),
+        "--".to_owned(),
+    ];
+    args.push(env!("CARGO_BIN_EXE_cua").to_owned());
+    args.push("mcp".to_owned());
+    args.extend(scene.server_args());
+    scene.client(&args, None);
+    assert!(approval.is_file(), "the approval is back");
 }

@@ -5,6 +5,10 @@ Two modes, each printing one JSON report on stdout and exiting 0 only when every
   stdio: start the server command given after `--` (`cua mcp ...`) as a child process and
          check the tool list, a read, a business outcome, and the refusal of an irreversible capability called
          without a plan approval.
+  cancel: start the server the same way, cancel a read at its first progress notification,
+         and check the session still answers (the Rust test reads the run's evidence).
+  list-changed: start the server the same way, move the read tool's approval (--approval)
+         away and back, and check each change is announced and the list follows.
   http:  connect to a running `cua serve` at --url, presenting the bearer token in the
          CUA_SERVE_TOKEN environment variable (never on the command line, where other users
          could read it), and make one read call.
@@ -20,6 +24,7 @@ import os
 import sys
 import traceback
 
+import anyio
 import httpx2
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -126,7 +131,21 @@ async def check_tool_list(session, checks):
 
 
 async def check_read(session, checks):
-    result = await call(session, SAVINGS, {"member_id": "12345"})
+    progress = []
+
+    async def heard(done, total, message):
+        progress.append({"progress": done, "total": total, "message": message})
+
+    result = await session.call_tool(
+        SAVINGS, {"member_id": "12345"}, read_timeout_seconds=CALL_TIMEOUT_SECONDS, progress_callback=heard
+    )
+    checks.check(
+        "progress is notified step by step during the call, always increasing",
+        len(progress) >= 3
+        and all(later["progress"] > earlier["progress"] for earlier, later in zip(progress, progress[1:]))
+        and all("step(s) done" in (entry["message"] or "") for entry in progress),
+        progress,
+    )
     content = result.structured_content or {}
     outputs = content.get("outputs", {})
     checks.check(
@@ -182,9 +201,7 @@ async def check_refusals(session, checks):
 
 
 async def run_stdio(command, cwd, checks):
-    environment = {key: value for key, value in os.environ.items() if key.startswith("CUA_") or key == "NO_COLOR"}
-    parameters = StdioServerParameters(command=command[0], args=command[1:], env=environment, cwd=cwd)
-    async with stdio_client(parameters) as (read, write):
+    async with stdio_client(stdio_parameters(command, cwd)) as (read, write):
         async with ClientSession(read, write) as session:
             initialized = await session.initialize()
             checks.check("the server says it is cua", initialized.server_info.name == "cua", initialized.server_info.name)
@@ -192,6 +209,81 @@ async def run_stdio(command, cwd, checks):
             await check_read(session, checks)
             await check_business_outcome(session, checks)
             await check_refusals(session, checks)
+
+
+def stdio_parameters(command, cwd):
+    environment = {key: value for key, value in os.environ.items() if key.startswith("CUA_") or key == "NO_COLOR"}
+    return StdioServerParameters(command=command[0], args=command[1:], env=environment, cwd=cwd)
+
+
+async def run_cancel(command, cwd, checks):
+    """Call the read tool and cancel the call at its first progress notification: the SDK sends
+    `notifications/cancelled`, and the server stops the run before its next dispatch (the Rust
+    test reads the run's evidence)."""
+    async with stdio_client(stdio_parameters(command, cwd)) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            heard = anyio.Event()
+            outcome = {}
+
+            async def on_progress(done, total, message):
+                heard.set()
+
+            async def the_call():
+                try:
+                    outcome["result"] = await session.call_tool(
+                        SAVINGS,
+                        {"member_id": "12345"},
+                        read_timeout_seconds=CALL_TIMEOUT_SECONDS,
+                        progress_callback=on_progress,
+                    )
+                except anyio.get_cancelled_exc_class():
+                    outcome["cancelled"] = True
+                    raise
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(the_call)
+                with anyio.fail_after(CALL_TIMEOUT_SECONDS):
+                    await heard.wait()
+                group.cancel_scope.cancel()
+            checks.check("the call was cancelled after its first progress", outcome.get("cancelled") and "result" not in outcome, outcome)
+            # The session goes on: the server still answers.
+            listed = await session.list_tools()
+            checks.check("the session still answers after a cancellation", SAVINGS in [tool.name for tool in listed.tools])
+
+
+async def run_list_changed(command, cwd, approval, checks):
+    """Revoke the read tool's approval by moving its file away, then restore it: each time the
+    server says `notifications/tools/list_changed`, and the list follows."""
+    changes = []
+    changed = anyio.Event()
+
+    async def on_message(message):
+        nonlocal changed
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            changes.append(message.method)
+            changed.set()
+
+    async with stdio_client(stdio_parameters(command, cwd)) as (read, write):
+        async with ClientSession(read, write, message_handler=on_message) as session:
+            await session.initialize()
+            before = [tool.name for tool in (await session.list_tools()).tools]
+            checks.check("the read tool is listed while approved", SAVINGS in before, before)
+            aside = approval + ".aside"
+            os.rename(approval, aside)
+            try:
+                with anyio.fail_after(30):
+                    await changed.wait()
+                revoked = [tool.name for tool in (await session.list_tools()).tools]
+                checks.check("a revoked approval is announced and the tool leaves the list", SAVINGS not in revoked, revoked)
+            finally:
+                changed = anyio.Event()
+                os.rename(aside, approval)
+            with anyio.fail_after(30):
+                await changed.wait()
+            after = [tool.name for tool in (await session.list_tools()).tools]
+            checks.check("a restored approval is announced and the tool is back", SAVINGS in after, after)
+            checks.check("one notification per change", len(changes) == 2, changes)
 
 
 async def run_http(url, checks):
@@ -213,7 +305,8 @@ async def run_http_session(url, http_client, checks):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["stdio", "http"])
+    parser.add_argument("mode", choices=["stdio", "http", "cancel", "list-changed"])
+    parser.add_argument("--approval", help="list-changed: the read tool's approval file")
     parser.add_argument("--url", help="http: the server's /mcp URL")
     parser.add_argument("--cwd", help="stdio: the directory to start the server in")
     argv = sys.argv[1:]
@@ -221,10 +314,16 @@ def main():
     args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     checks = Checks()
     try:
+        if args.mode in ("stdio", "cancel", "list-changed") and not command:
+            parser.error(f"{args.mode} needs the server command after --")
         if args.mode == "stdio":
-            if not command:
-                parser.error("stdio needs the server command after --")
             asyncio.run(run_stdio(command, args.cwd, checks))
+        elif args.mode == "cancel":
+            asyncio.run(run_cancel(command, args.cwd, checks))
+        elif args.mode == "list-changed":
+            if not args.approval:
+                parser.error("list-changed needs --approval")
+            asyncio.run(run_list_changed(command, args.cwd, args.approval, checks))
         else:
             if not args.url:
                 parser.error("http needs --url")

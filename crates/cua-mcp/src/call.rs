@@ -32,6 +32,39 @@ use crate::server::{CapabilityServer, chain};
 use crate::surface::SurfaceFactory;
 use crate::tools::{APPROVAL_TOKEN, OfferedCapability};
 
+/// What a caller hears of one call, and how it stops it: told of each step as the run does it,
+/// and raised to stop the run before its next dispatch (an MCP client's cancellation).
+#[derive(Clone, Default)]
+pub struct CallHooks {
+    /// Told `(steps done, what)` after each step that ended, remedies' steps included.
+    pub progress: Option<Arc<dyn Fn(u32, String) + Send + Sync>>,
+    pub interrupt: cua_replay::Interrupt,
+}
+
+impl std::fmt::Debug for CallHooks {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("CallHooks")
+            .field("progress", &self.progress.is_some())
+            .field("interrupt", &self.interrupt.is_raised())
+            .finish()
+    }
+}
+
+/// The bus observer that counts the steps a run ends (one `effect` event each) and tells
+/// `progress`; it sees event names only, never a payload.
+fn step_counter(
+    progress: Arc<dyn Fn(u32, String) + Send + Sync>,
+) -> Arc<dyn Fn(&'static str) + Send + Sync> {
+    let done = std::sync::atomic::AtomicU32::new(0);
+    Arc::new(move |event: &'static str| {
+        if event == "effect" {
+            let count = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            progress(count, format!("{count} step(s) done"));
+        }
+    })
+}
+
 /// A call refused before anything ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Refusal {
@@ -152,6 +185,7 @@ pub(crate) async fn run<F: SurfaceFactory>(
     server: &CapabilityServer<F>,
     offered: &OfferedCapability,
     arguments: JsonObject,
+    hooks: &CallHooks,
 ) -> Result<CallToolResult, Refusal> {
     let shared = &server.shared;
     let mut inputs: BTreeMap<String, Value> = arguments.into_iter().collect();
@@ -205,7 +239,7 @@ pub(crate) async fn run<F: SurfaceFactory>(
             refusal.message(&offered.plan_tool_name()),
         ));
     }
-    let outcome = replay(server, offered, &surface, inputs, plan.is_some()).await;
+    let outcome = replay(server, offered, &surface, inputs, plan.is_some(), hooks).await;
     shared.factory.close(surface).await;
     outcome
 }
@@ -217,6 +251,7 @@ async fn replay<F: SurfaceFactory>(
     surface: &F::Surface,
     inputs: BTreeMap<String, Value>,
     allow_irreversible: bool,
+    hooks: &CallHooks,
 ) -> Result<CallToolResult, Refusal> {
     let shared = &server.shared;
     let config = &shared.config;
@@ -225,6 +260,10 @@ async fn replay<F: SurfaceFactory>(
         RunId::parse(&server.next_run_id()).map_err(|error| internal("internal", &error))?;
     let wiring = RunWiring::open(RunSetup {
         wall_clock: Arc::clone(&shared.clock),
+        observer: hooks
+            .progress
+            .clone()
+            .map(|progress| step_counter(progress)),
         ..RunSetup::new(
             &config.evidence_dir,
             run_id,
@@ -245,12 +284,17 @@ async fn replay<F: SurfaceFactory>(
         config.tenant.clone(),
         config.base_url.clone(),
     );
+    // This call's own stop flag: a cancelled call stops its run, and no other.
+    let replay_config = cua_replay::ReplayConfig {
+        interrupt: hooks.interrupt.clone(),
+        ..config.replay.clone()
+    };
     let replayer = wiring.replayer(
         surface,
         &shared.policy,
         &loader,
         &escalations,
-        config.replay.clone(),
+        replay_config,
     );
     let mut request = RunRequest::new(offered.prepared.clone(), inputs);
     request.tenant = config.tenant.clone();

@@ -14,6 +14,11 @@
 //! * **Results**: a business outcome is a successful result; `failed` and
 //!   `needs_human` are tool errors with the failure code, the intervention id and the evidence
 //!   directory; refusals before anything ran are tool errors with `status: "refused"`.
+//! * **Progress and cancellation** ([`CallHooks`]): a call that carries a progress token is
+//!   told after each step its run ends; a cancelled call raises its own run's interrupt, so the
+//!   run stops before its next dispatch and its evidence says `interrupted`.
+//! * **List changes**: each session polls the catalog and is sent
+//!   `notifications/tools/list_changed` when what it would list changes.
 //! * **Plan-then-run** ([`plan`]): an irreversible capability also has a `<name>__plan` tool,
 //!   and its run tool refuses without the approval token that plan issued for exactly the same
 //!   capability hash, tenant overlay and inputs, before its expiry, once. The capability's own
@@ -35,6 +40,7 @@ mod surface;
 pub mod tools;
 mod transport;
 
+pub use call::CallHooks;
 pub use cua_access::{Access, AccessError};
 pub use error::McpError;
 pub use plan::{

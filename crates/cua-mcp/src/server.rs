@@ -15,12 +15,13 @@ use cua_policy::PolicyEngine;
 use cua_replay::ReplayConfig;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
-use crate::call::{self, Refusal};
+use crate::call::{self, CallHooks, Refusal};
 use crate::error::McpError;
 use crate::plan::{DEFAULT_PLAN_TTL, PlanBook, PlanKey};
 use crate::surface::SurfaceFactory;
@@ -42,6 +43,9 @@ pub struct McpConfig {
     pub environment: Vec<(String, String)>,
     /// How long a plan approval is valid.
     pub plan_ttl: Duration,
+    /// How often a session's tool list is compared with the catalog (for
+    /// `notifications/tools/list_changed`).
+    pub list_poll: Duration,
     pub replay: ReplayConfig,
 }
 
@@ -75,6 +79,7 @@ impl McpConfig {
             evidence_dir: PathBuf::from("evidence/runs"),
             environment: Vec::new(),
             plan_ttl: DEFAULT_PLAN_TTL,
+            list_poll: Duration::from_secs(1),
             replay: ReplayConfig::default(),
         }
     }
@@ -140,6 +145,17 @@ impl<F: SurfaceFactory> CapabilityServer<F> {
         name: &str,
         arguments: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
+        self.call_with(name, arguments, &CallHooks::default()).await
+    }
+
+    /// [`CapabilityServer::call`], telling `hooks` of each step and stopping when its interrupt
+    /// is raised.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: JsonObject,
+        hooks: &CallHooks,
+    ) -> Result<CallToolResult, ErrorData> {
         let set = self
             .tool_set()
             .map_err(|error| ErrorData::internal_error(chain(&error), None))?;
@@ -161,9 +177,35 @@ impl<F: SurfaceFactory> CapabilityServer<F> {
         };
         let result = match kind {
             ToolKind::Plan => call::plan(self, offered, arguments),
-            ToolKind::Run => call::run(self, offered, arguments).await,
+            ToolKind::Run => call::run(self, offered, arguments, hooks).await,
         };
         Ok(result.unwrap_or_else(|refusal| refusal.into_result(name)))
+    }
+
+    /// What `tools/list` would answer, as one text to compare: a refusal to read the catalog
+    /// is a state of its own, so a catalog that becomes readable again is a change too.
+    fn tool_list_fingerprint(&self) -> String {
+        match self.tools() {
+            Ok(tools) => serde_json::to_string(&tools).unwrap_or_default(),
+            Err(error) => format!("unreadable: {}", chain(&error)),
+        }
+    }
+
+    /// Polls the catalog while the session lasts and notifies the peer when its tool list
+    /// changed (the catalog is files that other processes write, so there is nothing to
+    /// subscribe to).
+    async fn watch_tool_list(self, peer: Peer<RoleServer>) {
+        let mut listed = self.tool_list_fingerprint();
+        while !peer.is_transport_closed() {
+            tokio::time::sleep(self.shared.config.list_poll).await;
+            let now = self.tool_list_fingerprint();
+            if now != listed {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+                listed = now;
+            }
+        }
     }
 
     /// The next run id: `mcp-<UTC instant>-<process>-<n>`.
@@ -183,16 +225,28 @@ impl<F: SurfaceFactory> CapabilityServer<F> {
 
 impl<F: SurfaceFactory> ServerHandler for CapabilityServer<F> {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("cua", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Each tool is a reviewed, approved capability replayed deterministically against \
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("cua", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Each tool is a reviewed, approved capability replayed deterministically against \
                  a legacy application: typed inputs, typed outputs, no model call. A business \
                  outcome (e.g. member_not_found) is a successful result with status \
                  business_outcome, not an error. Failures and needs_human are tool errors with a \
                  failure code and an evidence reference. Irreversible tools run only with an \
                  approval_token from their `__plan` companion, for exactly the planned inputs.",
-            )
+        )
+    }
+
+    /// Each session is told `notifications/tools/list_changed` when an approval recorded or
+    /// revoked (or a capability sealed, tampered, removed) changes what it would list.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let server = self.clone();
+        tokio::spawn(async move { server.watch_tool_list(context.peer).await });
     }
 
     async fn list_tools(
@@ -208,10 +262,46 @@ impl<F: SurfaceFactory> ServerHandler for CapabilityServer<F> {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.unwrap_or_default();
-        self.call(&request.name, arguments).await.map(Into::into)
+        let mut hooks = CallHooks::default();
+        // Progress, when the client asked for it with a token: one notification per step, in
+        // order (a channel keeps them so while the run goes on).
+        let mut forwarder = None;
+        if let Some(token) = context.meta.get_progress_token() {
+            let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<(u32, String)>();
+            let peer = context.peer.clone();
+            forwarder = Some(tokio::spawn(async move {
+                while let Some((done, message)) = receiver.recv().await {
+                    let mut param = ProgressNotificationParam::new(token.clone(), f64::from(done));
+                    param.message = Some(message);
+                    if peer.notify_progress(param).await.is_err() {
+                        break;
+                    }
+                }
+            }));
+            hooks.progress = Some(Arc::new(move |done, message| {
+                let _ = sender.send((done, message));
+            }));
+        }
+        // A cancelled request stops its run before the next dispatch; the action in flight
+        // settles and the run's evidence says it was interrupted.
+        let interrupt = hooks.interrupt.clone();
+        let cancelled = context.ct.clone();
+        let watcher = tokio::spawn(async move {
+            cancelled.cancelled().await;
+            interrupt.raise();
+        });
+        let result = self.call_with(&request.name, arguments, &hooks).await;
+        watcher.abort();
+        drop(hooks);
+        if let Some(forwarder) = forwarder {
+            // Every step's notification is sent before the result (bounded: a peer that stops
+            // reading must not hold the result back).
+            let _ = tokio::time::timeout(Duration::from_secs(5), forwarder).await;
+        }
+        result.map(Into::into)
     }
 }
 

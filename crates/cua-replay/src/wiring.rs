@@ -43,6 +43,8 @@ pub struct RunSetup<'a> {
     /// Where each write-ahead intent is recorded besides the trace (a batch queue's database),
     /// before its mutation may leave.
     pub intent_journal: Option<Arc<dyn IntentJournal>>,
+    /// Told the name of every event once it is in the trace (an MCP client's progress).
+    pub observer: Option<Arc<dyn Fn(&'static str) + Send + Sync>>,
 }
 
 impl<'a> RunSetup<'a> {
@@ -63,6 +65,7 @@ impl<'a> RunSetup<'a> {
             lease: None,
             redactor: None,
             intent_journal: None,
+            observer: None,
         }
     }
 }
@@ -95,6 +98,10 @@ impl RunWiring {
         };
         let bus = match setup.intent_journal {
             Some(journal) => bus.with_intent_journal(journal),
+            None => bus,
+        };
+        let bus = match setup.observer {
+            Some(observer) => bus.with_observer(observer),
             None => bus,
         };
         let secrets = SecretResolver::new(
