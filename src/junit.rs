@@ -66,22 +66,40 @@ pub(crate) fn render(name: &str, suites: &[Suite]) -> String {
     text
 }
 
-/// Makes the directory the report goes in, as a test runner's reporter does: called before
-/// anything runs, so a report that cannot be written is found before the runs, not after.
+/// Makes the directory the report goes in, as a test runner's reporter does, and removes an
+/// earlier report there: called before anything runs, so a report that cannot be written is
+/// found before the runs, and a command that fails before writing one leaves none, never the
+/// last run's (a CI step that publishes the file on failure would show it as this run's).
 pub(crate) fn prepare(path: &Path) -> Result<(), CliError> {
-    match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => {
-            cua_fs::Dir::create_all(parent, cua_fs::FileMode::Readable)
-                .map(drop)
-                .map_err(|error| CliError::unwritten(&error, ErrorCode::WriteFailed))
-        }
-        _ => Ok(()),
+    if let Some(parent) = path.parent()
+        && !parent.as_os_str().is_empty()
+    {
+        cua_fs::Dir::create_all(parent, cua_fs::FileMode::Readable)
+            .map_err(|error| CliError::unwritten(&error, ErrorCode::WriteFailed))?;
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.is_file() => std::fs::remove_file(path).map_err(|error| {
+            CliError::new(
+                ErrorCode::WriteFailed,
+                format!(
+                    "cannot remove the earlier report {}: {error}",
+                    path.display()
+                ),
+            )
+        }),
+        Ok(_) => Err(CliError::new(
+            ErrorCode::RefusedPath,
+            format!(
+                "{} is not a regular file; the JUnit report is never written through a link or over a directory",
+                path.display()
+            ),
+        )),
+        Err(_) => Ok(()),
     }
 }
 
 /// Writes the document to `path` atomically.
 pub(crate) fn write(path: &Path, name: &str, suites: &[Suite]) -> Result<(), CliError> {
-    prepare(path)?;
     cua_fs::write_atomic(
         path,
         render(name, suites).as_bytes(),

@@ -222,13 +222,15 @@ fn show(
     {
         return Err(CliError::from(error));
     }
-    // A tenant is asked about as a replay for it would run: one without a binding of the
-    // capability is refused there, so it is here (a misspelt tenant is the common cause).
+    // A tenant the catalog has no directory for is a misspelt one (a tenant with bindings of
+    // other capabilities runs this one's base, as its remedies and MCP server do).
     if let Some(tenant) = &tenant {
-        match catalog.binding(tenant, &reference) {
-            Ok(Some(_)) => {}
-            Ok(None) => return Err(crate::error::no_binding(catalog, tenant, reference.id())),
-            Err(error) => return Err(CliError::from(&error)),
+        let directory = catalog.binding_path(tenant, reference.id());
+        if directory
+            .parent()
+            .is_none_or(|directory| !directory.is_dir())
+        {
+            return Err(crate::error::no_binding(catalog, tenant, reference.id()));
         }
     }
     let approval = match catalog.approval_for(&reference, tenant.as_ref()) {

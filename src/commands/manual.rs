@@ -11,14 +11,20 @@ use crate::cli::{Cli, CompletionsArgs, Format, ManArgs};
 use crate::error::{CliError, ErrorCode};
 use crate::output::{Exit, emit};
 
-/// Prints the completion script for the shell on stdout (a reader that stops early, such as
-/// `head`, is no error).
-pub(crate) fn completions(args: &CompletionsArgs) -> Exit {
+/// Prints the completion script for the shell on stdout. A reader that stops early (`head`)
+/// is no error; any other failure to write (a full disk under `>`) is, so a truncated script
+/// never exits 0.
+pub(crate) fn completions(args: &CompletionsArgs) -> Result<Exit, CliError> {
     let mut command = Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut command, "cua", &mut script);
-    let _ = std::io::stdout().write_all(&script);
-    Exit::Success
+    match std::io::stdout().write_all(&script) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::new(
+            ErrorCode::WriteFailed,
+            format!("cannot write the completion script: {error}"),
+        )),
+        _ => Ok(Exit::Success),
+    }
 }
 
 #[derive(Debug, Serialize)]

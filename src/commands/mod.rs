@@ -59,7 +59,7 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
         Command::Validate(args) => validate::run(format, &args),
         Command::Seal(args) => seal::run(format, &args),
         Command::Schema(args) => Ok(schema::run(format, &args)),
-        Command::Completions(args) => Ok(manual::completions(&args)),
+        Command::Completions(args) => manual::completions(&args),
         Command::Man(args) => manual::man(format, &args),
         Command::Catalog(args) => catalog::run(format, &args),
         Command::Version => {

@@ -151,29 +151,46 @@ fn expand(given: &Path) -> Result<Vec<PathBuf>, Box<FileReport>> {
     Ok(found)
 }
 
-/// Every document under `directory`: YAML files, evaluations and run records; hidden entries,
-/// build output and symbolic links left alone.
+/// Every document under `directory`: YAML files that are cua's, evaluations and run records;
+/// hidden entries, build output and symbolic links left alone. A directory or entry that cannot
+/// be read is listed as it is, so it is reported as unreadable, never passed over.
 fn documents_under(directory: &Path, found: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(directory) else {
+        found.push(directory.to_path_buf());
         return;
     };
-    for entry in entries.flatten() {
+    let in_document_directory = directory.components().any(|part| {
+        matches!(
+            part.as_os_str().to_str(),
+            Some("capabilities" | "tenants" | "evals")
+        )
+    });
+    for entry in entries {
+        let Ok(entry) = entry else {
+            found.push(directory.to_path_buf());
+            continue;
+        };
         let name = entry.file_name().to_string_lossy().into_owned();
-        // Hidden entries, and what build tools leave (`target/`, `node_modules/`), hold no
-        // document of the project.
-        if name.starts_with('.') || name == "target" || name == "node_modules" {
+        let path = entry.path();
+        // Hidden entries and what build tools leave (a cargo `target/` marks itself with
+        // CACHEDIR.TAG; `node_modules/`) hold no document of the project.
+        if name.starts_with('.')
+            || name == "node_modules"
+            || (name == "target" && path.join("CACHEDIR.TAG").is_file())
+        {
             continue;
         }
         let Ok(kind) = entry.file_type() else {
+            found.push(path);
             continue;
         };
-        let path = entry.path();
         if kind.is_dir() {
             documents_under(&path, found);
         } else if kind.is_file()
             && (name.ends_with(".evaluation.json")
                 || name == "run_record.json"
-                || ((name.ends_with(".yaml") || name.ends_with(".yml")) && names_a_schema(&path)))
+                || ((name.ends_with(".yaml") || name.ends_with(".yml"))
+                    && (in_document_directory || names_a_schema(&path))))
         {
             found.push(path);
         }
@@ -194,13 +211,19 @@ pub(crate) fn unreadable(path: &Path, error: &cua_fs::FsError, what: &str) -> Di
     )
 }
 
-/// Whether a YAML file found in a directory says what it is with a top-level `schema:` key: a
-/// project also holds YAML that is not cua's (a CI workflow, a compose file), which is left
-/// alone; a document whose kind is misspelt still has the key, and is checked.
+/// Whether a YAML file found in a directory says it is cua's: a `schema` key naming a `cua.`
+/// kind, or a modeline to a schema. A project also holds YAML that is not cua's (a CI workflow,
+/// a compose file), which is left alone; one under `capabilities/`, `tenants/` or `evals/` is
+/// always checked, so a document that lost its `schema:` line is still caught there.
 fn names_a_schema(path: &Path) -> bool {
-    cua_fs::read_to_string_bounded(path, limits::DOCUMENT)
-        .map(|text| text.lines().any(|line| line.starts_with("schema:")))
-        .unwrap_or(true)
+    cua_fs::read_to_string_bounded(path, limits::DOCUMENT).map_or(true, |text| {
+        text.lines().any(|line| {
+            let line = line.trim_start_matches('\u{feff}').trim();
+            let key = line.trim_start_matches(['"', '\'']);
+            (key.starts_with("schema") && line.contains("cua."))
+                || (line.starts_with("# yaml-language-server:") && line.contains(".schema.json"))
+        })
+    })
 }
 
 impl FileReport {

@@ -161,8 +161,8 @@ impl DocumentKind {
 }
 
 /// The `format`s JSON Schema draft-07 defines. Any other (the integer widths and `double`
-/// schemars writes) is dropped: strict validators such as ajv refuse an unknown format, and
-/// each width is already said by the `minimum`/`maximum` beside it.
+/// schemars writes) is dropped: strict validators such as ajv refuse an unknown format; an
+/// integer width becomes the bounds it means.
 const STANDARD_FORMATS: &[&str] = &[
     "date-time",
     "date",
@@ -183,16 +183,34 @@ const STANDARD_FORMATS: &[&str] = &[
     "regex",
 ];
 
-/// Drops every non-standard `format` keyword, at any depth.
+/// Drops every non-standard `format` keyword, at any depth, writing an integer width as the
+/// `minimum` and `maximum` it means (schemars writes only the minimum of an unsigned one).
 fn strict_formats(value: &mut serde_json::Value) {
     match value {
         serde_json::Value::Object(object) => {
-            if object
+            let format = object
                 .get("format")
                 .and_then(serde_json::Value::as_str)
-                .is_some_and(|format| !STANDARD_FORMATS.contains(&format))
+                .map(str::to_owned);
+            if let Some(format) =
+                format.filter(|format| !STANDARD_FORMATS.contains(&format.as_str()))
             {
                 object.remove("format");
+                let bounds: Option<(serde_json::Value, serde_json::Value)> = match format.as_str() {
+                    "uint8" => Some((0.into(), u8::MAX.into())),
+                    "uint16" => Some((0.into(), u16::MAX.into())),
+                    "uint32" => Some((0.into(), u32::MAX.into())),
+                    "uint64" | "uint" => Some((0.into(), u64::MAX.into())),
+                    "int8" => Some((i8::MIN.into(), i8::MAX.into())),
+                    "int16" => Some((i16::MIN.into(), i16::MAX.into())),
+                    "int32" => Some((i32::MIN.into(), i32::MAX.into())),
+                    "int64" | "int" => Some((i64::MIN.into(), i64::MAX.into())),
+                    _ => None,
+                };
+                if let Some((minimum, maximum)) = bounds {
+                    object.entry("minimum").or_insert(minimum);
+                    object.entry("maximum").or_insert(maximum);
+                }
             }
             object.values_mut().for_each(strict_formats);
         }

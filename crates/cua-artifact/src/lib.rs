@@ -119,14 +119,52 @@ impl PolicyConfig {
     }
 }
 
-/// The problem with a document's timestamp at `path`, if `text` is not an RFC 3339 instant
-/// (`2026-09-30T22:07:14.687487Z`, any offset), as jiff reads one.
+/// The first instant a document may carry, `0000-01-01T00:00:00Z`, in microseconds since the
+/// Unix epoch.
+pub const FIRST_INSTANT_MICROS: i64 = -62_167_219_200 * 1_000_000;
+/// The last, `9999-12-30T22:00:00Z`: the last jiff represents (its range leaves room for any
+/// offset within the year 9999).
+pub const LAST_INSTANT_MICROS: i64 = 253_402_207_200 * 1_000_000;
+
+/// Reads an RFC 3339 instant (`2026-09-30T22:07:14.687487Z`, or with a numeric offset, with 0
+/// to 9 fraction digits) as microseconds since the Unix epoch, with jiff. What RFC 3339 does not
+/// write is refused, though ISO 8601 or jiff would read it (a space for `T`, a leap second, an
+/// hour-only time, a bracketed zone), as is precision finer than a microsecond (two instants
+/// must never read as one) and an instant outside the years 0000 to 9999.
+pub fn parse_instant(text: &str) -> Result<i64, String> {
+    static SHAPE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let shape = SHAPE.get_or_init(|| {
+        regex::Regex::new(
+            r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$",
+        )
+        .expect("the RFC 3339 shape is a valid pattern")
+    });
+    if !shape.is_match(text) {
+        return Err(format!(
+            "`{text}` is not an RFC 3339 instant (YYYY-MM-DDTHH:MM:SS[.fraction] and Z or an offset)"
+        ));
+    }
+    let instant: jiff::Timestamp = text
+        .parse()
+        .map_err(|error| format!("`{text}` is not an instant: {error}"))?;
+    if instant.subsec_nanosecond() % 1_000 != 0 {
+        return Err(format!("`{text}` is finer than a microsecond"));
+    }
+    let micros = instant.as_microsecond();
+    if !(FIRST_INSTANT_MICROS..=LAST_INSTANT_MICROS).contains(&micros) {
+        return Err(format!("`{text}` is outside the years 0000 to 9999"));
+    }
+    Ok(micros)
+}
+
+/// The problem with a document's timestamp at `path`, if `text` is not an instant
+/// [`parse_instant`] reads.
 pub(crate) fn timestamp_problem(path: DocPath, text: &str) -> Option<Problem> {
-    let error = text.parse::<jiff::Timestamp>().err()?;
+    let reason = parse_instant(text).err()?;
     Some(Problem::new(
         DiagnosticCode::InvalidValue,
         path,
-        format!("`{text}` is not an RFC 3339 instant: {error}"),
+        reason,
         "write the instant with its offset, such as 2026-09-30T22:07:14.687487Z",
     ))
 }

@@ -19,6 +19,20 @@ use crate::value::ValueExpr;
 pub fn lint_capability(capability: &Capability) -> Vec<Problem> {
     let mut problems = Vec::new();
     let root = DocPath::root();
+    // The application versions the capability was written against: a range `semver` cannot
+    // read is a promise nobody can check. A warning, not a refusal: the field describes the
+    // application and decides nothing at replay, and sealed capabilities predate the check.
+    if let Some(range) = &capability.surface.app.version_range
+        && let Err(reason) = crate::VersionRange::parse(range)
+    {
+        problems.push(Problem::new(
+            DiagnosticCode::InvalidValue,
+            root.key("surface").key("app").key("version_range"),
+            reason,
+            "write comparators with their operators, such as `>=4.2 <5` (or `>=4.2, <5`); each \
+             version is MAJOR[.MINOR[.PATCH]]",
+        ));
+    }
     for (index, step) in capability.steps.iter().enumerate() {
         let Some(target) = step.action.target() else {
             continue;

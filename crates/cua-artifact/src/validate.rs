@@ -80,27 +80,9 @@ struct Checker<'a> {
 }
 
 impl<'a> Checker<'a> {
-    /// The application versions the capability was written against must be a range `semver`
-    /// reads: a range nobody can check is a promise nobody keeps.
-    fn version_range(&mut self, root: &DocPath) {
-        let Some(range) = &self.capability.surface.app.version_range else {
-            return;
-        };
-        if let Err(reason) = crate::VersionRange::parse(range) {
-            self.report(
-                DiagnosticCode::InvalidValue,
-                root.key("surface").key("app").key("version_range"),
-                reason,
-                "write comparators such as `>=4.2 <5` (or `>=4.2, <5`); each version is \
-                 MAJOR[.MINOR[.PATCH]]",
-            );
-        }
-    }
-
     fn run(&mut self) {
         let root = DocPath::root();
         self.unique_ids();
-        self.version_range(&root);
         self.inputs(&root);
         self.outputs(&root);
         if self.capability.steps.is_empty() {

@@ -6,10 +6,6 @@ use std::path::PathBuf;
 /// Why a suite could not be evaluated or reported.
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
-    /// The suite document does not parse or breaks a rule; every problem is listed.
-    #[error("invalid eval suite: {}", problems.join("; "))]
-    InvalidSuite { problems: Vec<String> },
-
     /// A setup capability did not succeed, so no measured run would start from a known state.
     #[error("setup {capability} did not succeed ({summary}); evidence in {}", run_dir.display())]
     SetupFailed {

@@ -24,8 +24,8 @@ impl Timestamp {
     /// The Unix epoch, `1970-01-01T00:00:00.000000Z`.
     pub const UNIX_EPOCH: Timestamp = Timestamp { unix_micros: 0 };
 
-    /// The instant `unix_micros` microseconds after the Unix epoch, if its year is in
-    /// 0000..=9999.
+    /// The instant `unix_micros` microseconds after the Unix epoch, if it is one a document may
+    /// carry ([`cua_artifact::FIRST_INSTANT_MICROS`] to [`cua_artifact::LAST_INSTANT_MICROS`]).
     pub fn from_unix_micros(unix_micros: i64) -> Option<Self> {
         (MIN_MICROS..=MAX_MICROS)
             .contains(&unix_micros)
@@ -42,18 +42,16 @@ impl Timestamp {
         (self.unix_micros - earlier.unix_micros).div_euclid(1_000)
     }
 
-    /// Parses an RFC 3339 instant with jiff: the form [`Display`](fmt::Display) writes
-    /// (`YYYY-MM-DDTHH:MM:SS.ffffffZ`), and any other offset or fraction width. Finer than a
-    /// microsecond is refused rather than rounded: two instants must not read as one.
+    /// Parses an RFC 3339 instant as [`cua_artifact::parse_instant`] reads one: the form
+    /// [`Display`](fmt::Display) writes (`YYYY-MM-DDTHH:MM:SS.ffffffZ`), and any other offset
+    /// or fraction width; finer than a microsecond is refused rather than rounded.
     pub fn parse(text: &str) -> Result<Self, EvidenceError> {
-        let invalid = || EvidenceError::InvalidTimestamp {
-            text: text.to_owned(),
-        };
-        let instant: jiff::Timestamp = text.parse().map_err(|_| invalid())?;
-        if instant.subsec_nanosecond() % 1_000 != 0 {
-            return Err(invalid());
-        }
-        Self::from_unix_micros(instant.as_microsecond()).ok_or_else(invalid)
+        cua_artifact::parse_instant(text)
+            .ok()
+            .and_then(Self::from_unix_micros)
+            .ok_or_else(|| EvidenceError::InvalidTimestamp {
+                text: text.to_owned(),
+            })
     }
 }
 
@@ -144,11 +142,9 @@ impl Clock for SteppingClock {
     }
 }
 
-/// `0000-01-01T00:00:00Z`.
-const MIN_MICROS: i64 = -62_167_219_200 * 1_000_000;
-/// `9999-12-30T22:00:00Z`, the last instant jiff represents (its range leaves room for any
-/// offset within the year 9999).
-const MAX_MICROS: i64 = 253_402_207_200 * 1_000_000;
+/// The instants a [`Timestamp`] holds: the years 0000 to 9999 as jiff represents them.
+const MIN_MICROS: i64 = cua_artifact::FIRST_INSTANT_MICROS;
+const MAX_MICROS: i64 = cua_artifact::LAST_INSTANT_MICROS;
 
 #[cfg(test)]
 mod tests {
@@ -195,6 +191,11 @@ mod tests {
             "2026-09-3OT22:07:14.687487Z",
             "2026-09-30T22:07:14.6874871Z",
             "2026-09-30T22:07:14",
+            "2026-09-30 22:07:14Z",
+            "2026-09-30T22:07:60Z",
+            "20260930T220714Z",
+            "2026-09-30T22Z",
+            "2026-09-30T22:07:14Z[Europe/Paris]",
         ] {
             assert!(Timestamp::parse(text).is_err(), "{text}");
         }

@@ -256,12 +256,15 @@ impl Redactor {
             }
             return true;
         }
+        // Until the automaton is rebuilt every text is masked whole: a panic half-way leaves
+        // a redactor that over-masks, never one that misses the new literal.
+        state.automaton = None;
         state.literals.push(Literal {
             value: value.to_owned(),
             replacement,
         });
-        // Longest first, so a secret containing another is replaced whole; ties by text so the
-        // order (and thus the output) never depends on registration order.
+        // A fixed order (longest first, ties by text), so the automaton and the markers never
+        // depend on registration order.
         state.literals.sort_by(|left, right| {
             right
                 .value
@@ -400,7 +403,8 @@ impl Redactor {
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
         // A panic while holding the lock cannot leave the state half-updated in a way that
-        // matters (every write is one push and sort), so a poisoned lock is still usable.
+        // matters (a write clears the automaton first, so a half-done one over-masks), so a
+        // poisoned lock is still usable.
         self.inner
             .state
             .read()

@@ -362,6 +362,12 @@ pub(super) async fn run(
         surface.close().await;
     }
     drop(state);
+    if let Some(path) = &args.junit {
+        // A batch stopped by a signal reports the rows it finished; `--resume` writes the rest.
+        let suites = [junit_suite(settings, batch_id, &printed)];
+        crate::junit::write(path, "cua replay", &suites)?;
+        crate::junit::announce(path, &suites);
+    }
     if let Some(stopped) = settings.stop.requested() {
         eprintln!(
             "cua: stopped by a signal after {position} of {total} rows; nothing more was dispatched. \
@@ -369,11 +375,6 @@ pub(super) async fn run(
              is decided from its write-ahead intents, never run again blindly"
         );
         return Ok(stopped);
-    }
-    if let Some(path) = &args.junit {
-        let suites = [junit_suite(settings, batch_id, &printed)];
-        crate::junit::write(path, "cua replay", &suites)?;
-        crate::junit::announce(path, &suites);
     }
     if format == Format::Json {
         print_envelope(batch_id, &summary, exit);

@@ -269,7 +269,12 @@ fn timestamps_in_documents_are_rfc_3339_instants() {
             checked.diagnostics
         );
     }
-    for bad in ["yesterday", "2026-10-01", "2026-02-30T09:00:00Z"] {
+    for bad in [
+        "yesterday",
+        "2026-10-01",
+        "2026-02-30T09:00:00Z",
+        "2026-10-01 09:00:00Z",
+    ] {
         let checked = cua_artifact::check_source("a.yaml", &approval(bad));
         let paths: Vec<String> = checked
             .diagnostics
@@ -280,7 +285,7 @@ fn timestamps_in_documents_are_rfc_3339_instants() {
             paths
                 .iter()
                 .any(|line| line.starts_with("cua::invalid_value")
-                    && line.contains("is not an RFC 3339 instant")),
+                    && line.contains(&format!("`{bad}` is not an"))),
             "{bad}: {paths:?}"
         );
     }

@@ -52,8 +52,9 @@ impl<D: SurfaceDriver, L: LlmPort> Assistant<'_, D, L> {
             },
             candidate.binding.capability.id(),
         );
-        // Where it is adopted (`tenants/<tenant>/`) lies as deep below the project as the run
-        // directory it is written in, so the same modeline serves both.
+        // Where it is adopted (`tenants/<tenant>/`) lies as deep below the project as a run
+        // directory in the project's `evidence/`, so the same modeline serves both; with an
+        // evidence directory elsewhere the path leads from where it was written.
         let modeline = cua_fs::schema_modeline(
             &candidate.path,
             &cua_artifact::DocumentKind::TenantBinding.schema_path(),
