@@ -114,35 +114,10 @@ fn write_document(
     suites: &[Suite],
 ) -> std::io::Result<()> {
     writer.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))?;
-    let count = |pick: fn(&Verdict) -> bool| {
-        suites
-            .iter()
-            .flat_map(|suite| &suite.cases)
-            .filter(|case| pick(&case.verdict))
-            .count()
-            .to_string()
-    };
-    let tests = count(|_| true);
-    let failures = count(|verdict| matches!(verdict, Verdict::Failure { .. }));
-    let errors = count(|verdict| matches!(verdict, Verdict::Error { .. }));
-    let skipped = count(|verdict| matches!(verdict, Verdict::Skipped { .. }));
-    let time = seconds(
-        suites
-            .iter()
-            .flat_map(|suite| &suite.cases)
-            .map(|case| case.duration_ms)
-            .sum(),
-    );
+    let totals = totals(name, suites.iter().flat_map(|suite| &suite.cases));
     writer
         .create_element("testsuites")
-        .with_attributes([
-            ("name", clean(name).as_str()),
-            ("tests", tests.as_str()),
-            ("failures", failures.as_str()),
-            ("errors", errors.as_str()),
-            ("skipped", skipped.as_str()),
-            ("time", time.as_str()),
-        ])
+        .with_attributes(totals.iter().map(|(key, value)| (*key, value.as_str())))
         .write_inner_content(|writer| {
             for suite in suites {
                 write_suite(writer, suite)?;
@@ -153,29 +128,10 @@ fn write_document(
 }
 
 fn write_suite(writer: &mut Writer<Vec<u8>>, suite: &Suite) -> std::io::Result<()> {
-    let count = |pick: fn(&Verdict) -> bool| {
-        suite
-            .cases
-            .iter()
-            .filter(|case| pick(&case.verdict))
-            .count()
-            .to_string()
-    };
-    let tests = suite.cases.len().to_string();
-    let failures = count(|verdict| matches!(verdict, Verdict::Failure { .. }));
-    let errors = count(|verdict| matches!(verdict, Verdict::Error { .. }));
-    let skipped = count(|verdict| matches!(verdict, Verdict::Skipped { .. }));
-    let time = seconds(suite.cases.iter().map(|case| case.duration_ms).sum());
+    let totals = totals(&suite.name, &suite.cases);
     writer
         .create_element("testsuite")
-        .with_attributes([
-            ("name", clean(&suite.name).as_str()),
-            ("tests", tests.as_str()),
-            ("failures", failures.as_str()),
-            ("errors", errors.as_str()),
-            ("skipped", skipped.as_str()),
-            ("time", time.as_str()),
-        ])
+        .with_attributes(totals.iter().map(|(key, value)| (*key, value.as_str())))
         .write_inner_content(|writer| {
             if !suite.properties.is_empty() {
                 writer
@@ -242,6 +198,33 @@ fn write_case(writer: &mut Writer<Vec<u8>>, case: &Case) -> std::io::Result<()> 
             Ok(())
         })?;
     Ok(())
+}
+
+/// The attributes a `<testsuites>` or `<testsuite>` carries for `cases`: its name, the counts
+/// by how each case ended, and the time they took.
+fn totals<'a>(
+    name: &str,
+    cases: impl IntoIterator<Item = &'a Case>,
+) -> [(&'static str, String); 6] {
+    let (mut tests, mut failures, mut errors, mut skipped, mut milliseconds) = (0, 0, 0, 0, 0);
+    for case in cases {
+        tests += 1;
+        milliseconds += case.duration_ms;
+        match case.verdict {
+            Verdict::Passed => {}
+            Verdict::Failure { .. } => failures += 1,
+            Verdict::Error { .. } => errors += 1,
+            Verdict::Skipped { .. } => skipped += 1,
+        }
+    }
+    [
+        ("name", clean(name)),
+        ("tests", tests.to_string()),
+        ("failures", failures.to_string()),
+        ("errors", errors.to_string()),
+        ("skipped", skipped.to_string()),
+        ("time", seconds(milliseconds)),
+    ]
 }
 
 /// Milliseconds as JUnit's seconds, `1.234`.
