@@ -224,3 +224,73 @@ impl fmt::Display for DocumentKind {
         formatter.write_str(self.name())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every integer width schemars may write becomes its bounds, at any depth, and any other
+    /// non-standard format is dropped while a standard one stays.
+    #[test]
+    fn integer_widths_become_bounds_and_only_standard_formats_stay() {
+        let widths = [
+            ("uint8", serde_json::json!(0), serde_json::json!(255)),
+            ("uint16", serde_json::json!(0), serde_json::json!(65_535)),
+            (
+                "uint32",
+                serde_json::json!(0),
+                serde_json::json!(4_294_967_295_u64),
+            ),
+            ("uint64", serde_json::json!(0), serde_json::json!(u64::MAX)),
+            ("uint", serde_json::json!(0), serde_json::json!(u64::MAX)),
+            ("int8", serde_json::json!(-128), serde_json::json!(127)),
+            (
+                "int16",
+                serde_json::json!(-32_768),
+                serde_json::json!(32_767),
+            ),
+            (
+                "int32",
+                serde_json::json!(i32::MIN),
+                serde_json::json!(i32::MAX),
+            ),
+            (
+                "int64",
+                serde_json::json!(i64::MIN),
+                serde_json::json!(i64::MAX),
+            ),
+            (
+                "int",
+                serde_json::json!(i64::MIN),
+                serde_json::json!(i64::MAX),
+            ),
+        ];
+        for (format, minimum, maximum) in widths {
+            let mut schema = serde_json::json!({
+                "properties": {"n": {"type": "integer", "format": format}}
+            });
+            strict_formats(&mut schema);
+            assert_eq!(
+                schema["properties"]["n"],
+                serde_json::json!({"type": "integer", "minimum": minimum, "maximum": maximum}),
+                "{format}"
+            );
+        }
+        let mut schema = serde_json::json!({
+            "items": [{"format": "double"}, {"format": "date-time"}],
+            "properties": {"format": {"type": "string"}}
+        });
+        strict_formats(&mut schema);
+        assert_eq!(
+            schema,
+            serde_json::json!({
+                "items": [{}, {"format": "date-time"}],
+                "properties": {"format": {"type": "string"}}
+            })
+        );
+        // A bound already written is kept.
+        let mut schema = serde_json::json!({"format": "uint8", "minimum": 1});
+        strict_formats(&mut schema);
+        assert_eq!(schema, serde_json::json!({"minimum": 1, "maximum": 255}));
+    }
+}
