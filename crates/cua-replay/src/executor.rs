@@ -710,22 +710,11 @@ impl<D: SurfaceDriver> Replayer<'_, D> {
             evidence_ref: self.bus.dir().display().to_string(),
         };
         let mut end = RunEnd {
-            files: Default::default(),
-            status: RunStatus::Success,
-            failure_code: None,
-            reason: None,
-            step: None,
-            expected: None,
-            observed: None,
-            outcome: None,
-            outcome_data: BTreeMap::new(),
             outputs,
             effect: Some(effect),
             steps_executed: Some(steps_executed),
             steps_total: Some(steps_total),
-            stop_reason: None,
-            steps_attempted: None,
-            steps_effective: None,
+            ..RunEnd::with_status(RunStatus::Success)
         };
         match ending {
             ExecutionEnd::Success => {}

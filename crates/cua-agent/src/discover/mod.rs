@@ -353,26 +353,17 @@ impl<D: SurfaceDriver, L: LlmPort> Discovery<'_, D, L> {
             Actor::Agent,
             1,
             RunEnd {
-                files: Default::default(),
-                status,
-                failure_code: None,
                 reason,
-                step: None,
-                expected: None,
-                observed: None,
-                outcome: None,
-                outcome_data: BTreeMap::new(),
                 outputs: report
                     .outputs
                     .iter()
                     .map(|(name, value)| (name.clone(), Value::from(value.as_str())))
                     .collect(),
-                effect: None,
                 steps_executed: Some(report.steps_effective),
-                steps_total: None,
                 stop_reason: Some(stop.as_str().to_owned()),
                 steps_attempted: Some(report.steps_attempted),
                 steps_effective: Some(report.steps_effective),
+                ..RunEnd::with_status(status)
             },
         )?;
         self.bus.finish()?;

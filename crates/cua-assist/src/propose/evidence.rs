@@ -122,22 +122,12 @@ impl<D: SurfaceDriver, L: LlmPort> Assistant<'_, D, L> {
             Actor::System,
             0,
             RunEnd {
-                files: Default::default(),
-                status,
                 failure_code,
                 reason: Some(reason.to_owned()),
-                step: None,
-                expected: None,
-                observed: None,
-                outcome: None,
-                outcome_data: BTreeMap::new(),
-                outputs: BTreeMap::new(),
-                effect: None,
                 steps_executed: Some(0),
-                steps_total: None,
-                stop_reason: None,
                 steps_attempted: Some(1),
                 steps_effective: Some(u32::from(status == RunStatus::Success)),
+                ..RunEnd::with_status(status)
             },
         )?;
         self.bus.finish()?;

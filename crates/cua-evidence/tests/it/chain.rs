@@ -551,22 +551,9 @@ fn nothing_is_written_after_run_end_and_the_record_needs_it() {
         Actor::Automation,
         0,
         cua_evidence::RunEnd {
-            files: Default::default(),
-            status: RunStatus::Failed,
             failure_code: Some(cua_artifact::FailureCode::Internal),
             reason: Some("test".into()),
-            step: None,
-            expected: None,
-            observed: None,
-            outcome: None,
-            outcome_data: Default::default(),
-            outputs: Default::default(),
-            effect: None,
-            steps_executed: None,
-            steps_total: None,
-            stop_reason: None,
-            steps_attempted: None,
-            steps_effective: None,
+            ..cua_evidence::RunEnd::with_status(RunStatus::Failed)
         },
     )
     .expect("written");

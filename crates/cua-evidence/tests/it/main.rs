@@ -446,22 +446,11 @@ fn end_run(bus: &EvidenceBus) {
         Actor::Automation,
         0,
         RunEnd {
-            files: Default::default(),
-            status: RunStatus::Success,
-            failure_code: None,
-            reason: None,
-            step: None,
-            expected: None,
-            observed: None,
-            outcome: None,
-            outcome_data: BTreeMap::new(),
             outputs: BTreeMap::from([("savings_balance".to_owned(), json!("$4,210.55"))]),
             effect: Some(EffectVerdict::Confirmed),
             steps_executed: Some(4),
             steps_total: Some(4),
-            stop_reason: None,
-            steps_attempted: None,
-            steps_effective: None,
+            ..RunEnd::with_status(RunStatus::Success)
         },
     )
     .expect("run_end is written");

@@ -380,22 +380,15 @@ fn failures_and_escalations_project_into_the_result() {
         Actor::Automation,
         0,
         RunEnd {
-            files: Default::default(),
-            status: RunStatus::NeedsHuman,
             failure_code: Some(FailureCode::TargetAmbiguous),
             reason: Some("two cells match".into()),
             step: Some(id("read_balance")),
             expected: Some("one cell".into()),
             observed: Some("two cells".into()),
-            outcome: None,
-            outcome_data: BTreeMap::new(),
-            outputs: BTreeMap::new(),
             effect: Some(EffectVerdict::NotApplicable),
             steps_executed: Some(3),
             steps_total: Some(4),
-            stop_reason: None,
-            steps_attempted: None,
-            steps_effective: None,
+            ..RunEnd::with_status(RunStatus::NeedsHuman)
         },
     )
     .expect("written");

@@ -464,22 +464,16 @@ fn one_of_each_event() -> Vec<Event> {
         }
         .into(),
         RunEnd {
-            files: Default::default(),
-            status: RunStatus::NeedsHuman,
             failure_code: Some(FailureCode::UnexpectedState),
             reason: Some("nothing declared explains the screen".into()),
             step: Some(id("enter_member_id")),
-            expected: None,
-            observed: None,
-            outcome: None,
-            outcome_data: BTreeMap::new(),
-            outputs: BTreeMap::new(),
             effect: Some(EffectVerdict::NotApplicable),
             steps_executed: Some(1),
             steps_total: Some(4),
             stop_reason: Some("escalated".into()),
             steps_attempted: Some(2),
             steps_effective: Some(1),
+            ..RunEnd::with_status(RunStatus::NeedsHuman)
         }
         .into(),
     ]
@@ -667,22 +661,14 @@ fn canary_secrets_never_reach_a_byte_under_the_run_directory() {
         Actor::Automation,
         0,
         RunEnd {
-            files: Default::default(),
-            status: RunStatus::Failed,
             failure_code: Some(FailureCode::ActionFailed),
             reason: Some(format!("typing {SECRET} failed for jane.doe@example.com")),
             step: Some(id("sign_on")),
-            expected: None,
             observed: Some(format!("account 123456789012, member {SENSITIVE_INPUT}")),
-            outcome: None,
-            outcome_data: BTreeMap::new(),
-            outputs: BTreeMap::new(),
             effect: Some(EffectVerdict::SuspectedNoop),
             steps_executed: Some(1),
             steps_total: Some(3),
-            stop_reason: None,
-            steps_attempted: None,
-            steps_effective: None,
+            ..RunEnd::with_status(RunStatus::Failed)
         },
     )
     .expect("written");
