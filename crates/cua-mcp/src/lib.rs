@@ -17,8 +17,8 @@
 //! * **Progress and cancellation** ([`CallHooks`]): a call that carries a progress token is
 //!   told after each step its run ends; a cancelled call raises its own run's interrupt, so the
 //!   run stops before its next dispatch and its evidence says `interrupted`.
-//! * **List changes**: each session polls the catalog and is sent
-//!   `notifications/tools/list_changed` when what it would list changes.
+//! * **List changes**: one poller per server reads the catalog each second, and every session
+//!   is sent `notifications/tools/list_changed` when what it would list changes.
 //! * **Plan-then-run** ([`plan`]): an irreversible capability also has a `<name>__plan` tool,
 //!   and its run tool refuses without the approval token that plan issued for exactly the same
 //!   capability hash, tenant overlay and inputs, before its expiry, once. The capability's own

@@ -64,6 +64,9 @@ pub(crate) struct Shared<F> {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) plans: PlanBook,
     runs: AtomicU64,
+    /// The digest of the tool list, kept by one poller for every session (started with the
+    /// first session; it stops once the server is gone).
+    tool_list: std::sync::OnceLock<tokio::sync::watch::Sender<String>>,
 }
 
 impl McpConfig {
@@ -114,6 +117,7 @@ impl<F: SurfaceFactory> CapabilityServer<F> {
                 clock,
                 plans,
                 runs: AtomicU64::new(0),
+                tool_list: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -182,28 +186,62 @@ impl<F: SurfaceFactory> CapabilityServer<F> {
         Ok(result.unwrap_or_else(|refusal| refusal.into_result(name)))
     }
 
-    /// What `tools/list` would answer, as one text to compare: a refusal to read the catalog
+    /// What `tools/list` would answer, as one digest to compare: a refusal to read the catalog
     /// is a state of its own, so a catalog that becomes readable again is a change too.
-    fn tool_list_fingerprint(&self) -> String {
-        match self.tools() {
+    fn tool_list_digest(&self) -> String {
+        let listed = match self.tools() {
             Ok(tools) => serde_json::to_string(&tools).unwrap_or_default(),
             Err(error) => format!("unreadable: {}", chain(&error)),
-        }
+        };
+        blake3::hash(listed.as_bytes()).to_hex().to_string()
     }
 
-    /// Polls the catalog while the session lasts and notifies the peer when its tool list
-    /// changed (the catalog is files that other processes write, so there is nothing to
-    /// subscribe to).
-    async fn watch_tool_list(self, peer: Peer<RoleServer>) {
-        let mut listed = self.tool_list_fingerprint();
+    /// A receiver of the tool list's digest, which changes when the list does. The first call
+    /// starts the one poller: the catalog is files other processes write, so there is nothing
+    /// to subscribe to, and every session shares one read of it per tick rather than one each.
+    fn tool_list_changes(&self) -> tokio::sync::watch::Receiver<String> {
+        self.shared
+            .tool_list
+            .get_or_init(|| {
+                let (sender, _) = tokio::sync::watch::channel(self.tool_list_digest());
+                let shared = Arc::downgrade(&self.shared);
+                let poll = self.shared.config.list_poll;
+                tokio::spawn(async move {
+                    loop {
+                        tokio::time::sleep(poll).await;
+                        let Some(shared) = shared.upgrade() else {
+                            break;
+                        };
+                        let server = CapabilityServer { shared };
+                        let digest = server.tool_list_digest();
+                        if let Some(sender) = server.shared.tool_list.get() {
+                            sender.send_if_modified(|listed| {
+                                let changed = *listed != digest;
+                                *listed = digest;
+                                changed
+                            });
+                        }
+                    }
+                });
+                sender
+            })
+            .subscribe()
+    }
+
+    /// Tells the peer `notifications/tools/list_changed` each time the tool list changes, for
+    /// as long as its session lasts.
+    async fn announce_tool_list_changes(self, peer: Peer<RoleServer>) {
+        let mut changes = self.tool_list_changes();
+        let poll = self.shared.config.list_poll;
         while !peer.is_transport_closed() {
-            tokio::time::sleep(self.shared.config.list_poll).await;
-            let now = self.tool_list_fingerprint();
-            if now != listed {
-                if peer.notify_tool_list_changed().await.is_err() {
-                    break;
+            tokio::select! {
+                changed = changes.changed() => {
+                    if changed.is_err() || peer.notify_tool_list_changed().await.is_err() {
+                        break;
+                    }
                 }
-                listed = now;
+                // A closed session is noticed even while nothing changes.
+                () = tokio::time::sleep(poll) => {}
             }
         }
     }
@@ -246,7 +284,7 @@ impl<F: SurfaceFactory> ServerHandler for CapabilityServer<F> {
     /// revoked (or a capability sealed, tampered, removed) changes what it would list.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let server = self.clone();
-        tokio::spawn(async move { server.watch_tool_list(context.peer).await });
+        tokio::spawn(async move { server.announce_tool_list_changes(context.peer).await });
     }
 
     async fn list_tools(
