@@ -91,11 +91,7 @@ impl Scene {
             .env("NO_COLOR", "1")
             .env("CUA_LLM_BASE_URL", self.model().base_url())
             .env("CUA_LLM_MODEL", cua_agent::SCRIPTED_MODEL_NAME)
-            .env("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID)
-            .env(
-                "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
-                memberdesk::OPERATOR_PASSWORD,
-            )
+            .envs(crate::OPERATOR_SECRETS)
             .output()
             .expect("the cua binary runs");
         let code = output.status.code().expect("an exit code");

@@ -48,11 +48,7 @@ fn every_cua_line_of_the_example_workflow_runs_in_a_new_project() {
             .env("NO_COLOR", "1")
             .env_remove("CUA_LLM_BASE_URL")
             .env_remove("CUA_LLM_MODEL")
-            .env("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID)
-            .env(
-                "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
-                memberdesk::OPERATOR_PASSWORD,
-            )
+            .envs(crate::OPERATOR_SECRETS)
             .output()
             .expect("cua runs");
         assert!(

@@ -285,15 +285,6 @@ pub(crate) fn run_playwright(
     outcomes
 }
 
-/// The fixture's operator credentials, for the specs' sign-on remedy.
-const MEMBERDESK_SECRETS: &[(&str, &str)] = &[
-    ("CUA_SECRET_COREBANK_OPERATOR_ID", "teller01"),
-    (
-        "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
-        "not-a-real-password",
-    ),
-];
-
 fn collect(suites: &serde_json::Value, outcomes: &mut Vec<Outcome>) {
     for suite in suites.as_array().into_iter().flatten() {
         for spec in suite["specs"].as_array().into_iter().flatten() {
@@ -398,7 +389,7 @@ fn generated_specs_pass_against_the_fixture_and_an_edited_expectation_fails() {
         &install,
         specs.path(),
         &fixture.base_url,
-        MEMBERDESK_SECRETS,
+        &crate::OPERATOR_SECRETS,
     );
     for file in [
         "savings_balance.spec.ts",
@@ -463,7 +454,7 @@ fn for_northgate_the_overlay_is_what_makes_the_spec_pass() {
         &install,
         specs.path(),
         &fixture.base_url,
-        MEMBERDESK_SECRETS,
+        &crate::OPERATOR_SECRETS,
     );
     let overlaid = outcome(&outcomes, "overlaid.spec.ts");
     assert!(overlaid.passed, "{:#?}", overlaid.errors);

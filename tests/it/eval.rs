@@ -20,11 +20,7 @@ fn cua(args: &[&str]) -> (i32, String, String) {
         .env("NO_COLOR", "1")
         .env_remove("CUA_LLM_BASE_URL")
         .env_remove("CUA_LLM_MODEL")
-        .env("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID)
-        .env(
-            "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
-            memberdesk::OPERATOR_PASSWORD,
-        )
+        .envs(crate::OPERATOR_SECRETS)
         .output()
         .expect("the cua binary runs");
     (

@@ -30,3 +30,13 @@ mod route;
 mod schemas;
 mod show;
 mod vocabulary;
+
+/// The MemberDesk fixture's operator credentials, as the environment variables the sign-on
+/// capability's secrets are read from (`secrets.env_prefix` in config/policy.yaml).
+pub(crate) const OPERATOR_SECRETS: [(&str, &str); 2] = [
+    ("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID),
+    (
+        "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
+        memberdesk::OPERATOR_PASSWORD,
+    ),
+];

@@ -104,11 +104,7 @@ impl Scene {
             .args(extra)
             .args(self.server_args())
             .current_dir(repository())
-            .env("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID)
-            .env(
-                "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
-                memberdesk::OPERATOR_PASSWORD,
-            )
+            .envs(crate::OPERATOR_SECRETS)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -145,11 +141,7 @@ impl Scene {
             .args(args)
             .current_dir(repository())
             .env("NO_COLOR", "1")
-            .env("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID)
-            .env(
-                "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
-                memberdesk::OPERATOR_PASSWORD,
-            )
+            .envs(crate::OPERATOR_SECRETS)
             .output()
             .expect("the Python client starts");
         let stdout = String::from_utf8_lossy(&output.stdout);

@@ -268,13 +268,6 @@ fn a_new_project_replays_its_sample_from_anywhere_inside_it() {
     let inside = project.join("notes");
     std::fs::create_dir(&inside).unwrap();
     let base_url = scene.base_url();
-    let secrets = [
-        ("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID),
-        (
-            "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
-            memberdesk::OPERATOR_PASSWORD,
-        ),
-    ];
     let (code, envelope) = cua_json(
         &inside,
         &[
@@ -287,7 +280,7 @@ fn a_new_project_replays_its_sample_from_anywhere_inside_it() {
             "--run-id",
             "first-run",
         ],
-        &secrets,
+        &crate::OPERATOR_SECRETS,
     );
     assert_eq!(code, 0, "{envelope}");
     assert_eq!(

@@ -95,11 +95,7 @@ impl Scene {
         command
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .env("NO_COLOR", "1")
-            .env("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID)
-            .env(
-                "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
-                memberdesk::OPERATOR_PASSWORD,
-            );
+            .envs(crate::OPERATOR_SECRETS);
         command
     }
 
@@ -620,11 +616,7 @@ fn sensitive_inputs_and_outputs_are_masked_in_every_sink() {
         .arg(&runs)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("NO_COLOR", "1")
-        .env("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID)
-        .env(
-            "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
-            memberdesk::OPERATOR_PASSWORD,
-        )
+        .envs(crate::OPERATOR_SECRETS)
         .output()
         .expect("cua eval runs");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
