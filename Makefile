@@ -12,6 +12,9 @@ PLAYWRIGHT_VERSION := 1.65.1
 PLAYWRIGHT_CI := target/playwright-ci
 # An independent JSON Schema validator, run in strict mode over every committed document.
 AJV_VERSION := 8.20.0
+# TypeScript and Node's types, to type-check generated Playwright projects under strict mode.
+TYPESCRIPT_VERSION := 5.9.3
+NODE_TYPES_VERSION := 20.19.43
 # The official Python MCP SDK, the client tests/mcp/client.py drives `cua mcp` and `cua serve`
 # with (tests/it/mcp.rs), in a project-local venv.
 MCP_VENV := target/mcp-venv
@@ -40,7 +43,7 @@ deps-chromium:
 # apt-get install of the Debian packages named, when a probe command says they are missing.
 APT_INSTALL = apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
 
-deps-node: ## Install Node.js and npm (Debian), @playwright/test and ajv into target/playwright-ci when missing
+deps-node: ## Install Node.js and npm (Debian), @playwright/test, ajv and TypeScript into target/playwright-ci when missing
 	@command -v npm >/dev/null || { echo "npm is missing: apt-get install -y nodejs npm"; $(APT_INSTALL) nodejs npm >/dev/null; }
 	@command -v npm >/dev/null || { echo "npm still missing: run apt-get install -y nodejs npm" >&2; exit 1; }
 	@if [ "$$(node -p "require('./$(PLAYWRIGHT_CI)/node_modules/@playwright/test/package.json').version" 2>/dev/null)" != "$(PLAYWRIGHT_VERSION)" ]; then \
@@ -50,6 +53,10 @@ deps-node: ## Install Node.js and npm (Debian), @playwright/test and ajv into ta
 	fi
 	@if [ "$$(node -p "require('./$(PLAYWRIGHT_CI)/node_modules/ajv/package.json').version" 2>/dev/null)" != "$(AJV_VERSION)" ]; then \
 		npm install --no-audit --no-fund --prefix $(PLAYWRIGHT_CI) ajv@$(AJV_VERSION); \
+	fi
+	@if [ "$$(node -p "require('./$(PLAYWRIGHT_CI)/node_modules/typescript/package.json').version" 2>/dev/null)" != "$(TYPESCRIPT_VERSION)" ] \
+		|| [ "$$(node -p "require('./$(PLAYWRIGHT_CI)/node_modules/@types/node/package.json').version" 2>/dev/null)" != "$(NODE_TYPES_VERSION)" ]; then \
+		npm install --no-audit --no-fund --prefix $(PLAYWRIGHT_CI) typescript@$(TYPESCRIPT_VERSION) @types/node@$(NODE_TYPES_VERSION); \
 	fi
 
 deps-python: ## Install python3 and venv (Debian) and the official Python MCP SDK into target/mcp-venv when missing

@@ -729,6 +729,10 @@ pub(crate) struct CodegenArgs {
     /// approval gate replay enforces.
     #[arg(long)]
     pub(crate) allow_irreversible: bool,
+    /// Also write a `playwright.config.ts` beside the spec when none is there: `baseURL` from
+    /// `CUA_BASE_URL`, and a setup project that signs on once.
+    #[arg(long)]
+    pub(crate) config: bool,
     #[command(flatten)]
     pub(crate) paths: CatalogPaths,
 }

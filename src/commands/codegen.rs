@@ -1,7 +1,12 @@
-//! `cua codegen <ref|file> --out FILE [--tenant T] [--allow-irreversible]`: write a capability
-//! as a runnable Playwright Test file. Exit 0 when written, 1 when a step cannot be expressed
-//! (every refusal named, nothing written), 2 for a usage error or a missing, invalid or tampered
-//! document.
+//! `cua codegen <ref|file> --out FILE [--tenant T] [--allow-irreversible] [--config]`: write a
+//! capability as a runnable Playwright Test file. Exit 0 when written, 1 when a step cannot be
+//! expressed (every refusal named, nothing written), 2 for a usage error or a missing, invalid
+//! or tampered document.
+//!
+//! Beside the spec it writes the fixtures file every generated spec imports, and a setup file
+//! for each sign-on the spec's recovery runs (a setup project runs it once and saves the
+//! session); with `--config`, a `playwright.config.ts` when none is there. A file at one of
+//! those paths that `cua codegen` did not write is never written over: nothing is written then.
 //!
 //! The capabilities that recovery remedies run (a sign-on) are read from the catalog, so the
 //! spec can sign on when the application asks it to.
@@ -12,7 +17,10 @@ use std::path::{Path, PathBuf};
 use cua_artifact::{Capability, Remedy, TenantId};
 use cua_catalog::{Catalog, CatalogConfig};
 use cua_compile::CompileError;
-use cua_compile::codegen::{BASE_URL_ENV, CodegenConfig, Refusal, render_playwright};
+use cua_compile::codegen::{
+    BASE_URL_ENV, CONFIG_FILE, CodegenConfig, FIXTURES_FILE, GENERATED_MARK, Refusal,
+    fixtures_file, playwright_config, render_playwright,
+};
 use cua_fs::FileMode;
 use serde::Serialize;
 
@@ -24,6 +32,10 @@ use crate::output::{self, Exit, emit};
 #[derive(Debug, Serialize)]
 struct Written {
     out: PathBuf,
+    /// The other files written beside the spec: the fixtures, setups, and a config.
+    beside: Vec<PathBuf>,
+    /// A config that was asked for and already there, left as it was.
+    config_kept: Option<PathBuf>,
     capability: String,
     tenant: Option<String>,
     content_hash: Option<String>,
@@ -56,6 +68,7 @@ pub(crate) fn run(format: Format, args: &CodegenArgs) -> Result<Exit, CliError> 
         tenant: loaded.tenant.clone(),
         allow_irreversible: args.allow_irreversible,
         remedies: remedies(&loaded.catalog, &loaded.capability),
+        signed_out: recovers_others(&loaded.catalog, &loaded.capability),
     };
     let spec = match render_playwright(&loaded.capability, &config) {
         Ok(spec) => spec,
@@ -65,22 +78,47 @@ pub(crate) fn run(format: Format, args: &CodegenArgs) -> Result<Exit, CliError> 
         }) => return Ok(refused(format, capability, &refusals)),
         Err(other) => return Err(CliError::new(ErrorCode::CodegenFailed, other.to_string())),
     };
-    if let Some(parent) = args
+    let dir = args
         .out
         .parent()
         .filter(|parent| !parent.as_os_str().is_empty())
-        && let Err(error) = std::fs::create_dir_all(parent)
-    {
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let mut beside: Vec<(PathBuf, String)> =
+        vec![(dir.join(FIXTURES_FILE), fixtures_file().to_owned())];
+    for setup in &spec.setups {
+        beside.push((dir.join(&setup.name), setup.text.clone()));
+    }
+    let config = dir.join(CONFIG_FILE);
+    let config_kept = if args.config && config.exists() {
+        Some(config)
+    } else {
+        if args.config {
+            beside.push((config, playwright_config()));
+        }
+        None
+    };
+    // Every path is checked before anything is written: someone else's file stops it all.
+    for path in std::iter::once(&args.out).chain(beside.iter().map(|(path, _)| path)) {
+        refuse_foreign(path)?;
+    }
+    if let Err(error) = std::fs::create_dir_all(&dir) {
         return Err(CliError::new(
             ErrorCode::WriteFailed,
-            format!("cannot create {}: {error}", parent.display()),
+            format!("cannot create {}: {error}", dir.display()),
         ));
     }
-    // Whole or not at all, and never through a link planted at `--out`.
+    // Each whole or not at all, never through a link planted at the path; the spec last, so a
+    // spec is never there without what it imports.
+    for (path, text) in &beside {
+        cua_fs::write_atomic(path, text.as_bytes(), FileMode::Readable)
+            .map_err(|error| CliError::unwritten(&error, ErrorCode::WriteFailed))?;
+    }
     cua_fs::write_atomic(&args.out, spec.text.as_bytes(), FileMode::Readable)
         .map_err(|error| CliError::unwritten(&error, ErrorCode::WriteFailed))?;
     let written = Written {
         out: args.out.clone(),
+        beside: beside.into_iter().map(|(path, _)| path).collect(),
+        config_kept,
         capability: loaded.capability.reference().to_string(),
         tenant: loaded.tenant.as_ref().map(ToString::to_string),
         content_hash: loaded
@@ -97,6 +135,15 @@ pub(crate) fn run(format: Format, args: &CodegenArgs) -> Result<Exit, CliError> 
 
 fn render(written: &Written) -> String {
     let mut text = format!("wrote {}\n", written.out.display());
+    for path in &written.beside {
+        text.push_str(&format!("wrote {}\n", path.display()));
+    }
+    if let Some(path) = &written.config_kept {
+        text.push_str(&format!(
+            "kept  {} (it was already there)\n",
+            path.display()
+        ));
+    }
     text.push_str(&format!("from  {}", written.capability));
     if let Some(tenant) = &written.tenant {
         text.push_str(&format!(" for {tenant}"));
@@ -113,10 +160,40 @@ fn render(written: &Written) -> String {
         text.push_str(&format!("not translated: {line}\n"));
     }
     text.push_str(&format!(
-        "run it: {BASE_URL_ENV}=<application URL> npx playwright test {}\n",
+        "run it: npx playwright test {}, with use.baseURL set to the application's URL \
+         (the config `cua codegen --config` writes reads it from {BASE_URL_ENV})\n",
         written.out.display()
     ));
     text
+}
+
+/// Refuses a path that holds a file `cua codegen` did not write (or one it cannot read): a
+/// hand-written fixture or spec of the same name is never written over.
+fn refuse_foreign(path: &Path) -> Result<(), CliError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => {
+            return Err(CliError::new(
+                ErrorCode::WriteFailed,
+                format!(
+                    "cannot read {} before writing over it: {error}",
+                    path.display()
+                ),
+            ));
+        }
+    };
+    if text.starts_with(GENERATED_MARK) {
+        return Ok(());
+    }
+    Err(CliError::new(
+        ErrorCode::WriteFailed,
+        format!(
+            "{} is there and `cua codegen` did not write it: move it away or choose another \
+             --out directory (nothing was written)",
+            path.display()
+        ),
+    ))
 }
 
 fn refused(format: Format, capability: String, refusals: &[Refusal]) -> Exit {
@@ -168,6 +245,19 @@ fn remedies(
         }
     }
     found
+}
+
+/// Whether another capability of the catalog runs `capability` as a recovery remedy: a sign-on,
+/// whose own test must start signed out.
+fn recovers_others(catalog: &Catalog, capability: &Capability) -> bool {
+    let reference = capability.reference();
+    catalog
+        .list()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|entry| entry.capability.as_ref())
+        .flat_map(|other| other.recovery.iter().flat_map(|rule| rule.remedy.iter()))
+        .any(|remedy| matches!(remedy, Remedy::RunCapability(run) if run.capability == reference))
 }
 
 /// A capability read for codegen or probe, with its tenant binding applied.

@@ -1,6 +1,6 @@
 //! The example CI workflow (`examples/ci/github-actions.yml`) does what it says: every `cua`
 //! line in its steps, run in order in a new project, succeeds, and leaves the JUnit report and
-//! the spec the later steps read.
+//! the Playwright project (spec, fixtures, setup, config) the later steps read.
 
 use std::process::Command;
 
@@ -64,10 +64,12 @@ fn every_cua_line_of_the_example_workflow_runs_in_a_new_project() {
         cases.iter().all(|case| case.outcome == "passed"),
         "{cases:#?}"
     );
-    assert!(
-        project
-            .path()
-            .join("tests/savings_balance.spec.ts")
-            .is_file()
-    );
+    for file in [
+        "savings_balance.spec.ts",
+        "cua.fixtures.ts",
+        "corebank.auth.sign_on.setup.ts",
+        "playwright.config.ts",
+    ] {
+        assert!(project.path().join("tests").join(file).is_file(), "{file}");
+    }
 }

@@ -218,16 +218,43 @@ pub(crate) struct Outcome {
     pub(crate) passed: bool,
     pub(crate) errors: Vec<String>,
     pub(crate) outputs: std::collections::BTreeMap<String, String>,
+    /// The recovery rules that fired (the `recovered` annotations): a spec that started from a
+    /// setup project's session has none.
+    pub(crate) recovered: Vec<String>,
 }
 
-/// Runs `npx playwright test` on every spec in `specs` (a directory inside the install) against
-/// `base_url`, with a generated config that launches Debian's Chromium.
+/// Where the setup projects save the session, relative to the install Playwright runs in.
+const AUTH_FILE: &str = "playwright/.auth/cua.json";
+
+/// Runs `npx playwright test` on every spec in `specs` (a directory inside the install) with a
+/// config as a project would have one: `baseURL` set to `base_url` (none when empty), Debian's
+/// Chromium, and, when the directory holds a `*.setup.ts`, a setup project the tests depend on
+/// and start from the session it saves. No session from an earlier run is left to start from.
 pub(crate) fn run_playwright(
     install: &Path,
     specs: &Path,
     base_url: &str,
     env: &[(&str, &str)],
 ) -> Vec<Outcome> {
+    let setup = std::fs::read_dir(specs)
+        .expect("the spec directory lists")
+        .filter_map(Result::ok)
+        .any(|entry| entry.file_name().to_string_lossy().ends_with(".setup.ts"));
+    let projects = if setup {
+        format!(
+            "\x20 projects: [\n\
+             \x20   {{ name: 'setup', testMatch: /.*\\.setup\\.ts$/ }},\n\
+             \x20   {{ name: 'tests', use: {{ storageState: '{AUTH_FILE}' }}, dependencies: ['setup'] }},\n\
+             \x20 ],\n"
+        )
+    } else {
+        String::new()
+    };
+    let base_url = if base_url.is_empty() {
+        String::new()
+    } else {
+        format!("\x20   baseURL: '{base_url}',\n")
+    };
     let config = specs.join("playwright.config.ts");
     std::fs::write(
         &config,
@@ -242,6 +269,7 @@ pub(crate) fn run_playwright(
              \x20 retries: 0,\n\
              \x20 reporter: [['json', {{ outputFile: 'results.json' }}]],\n\
              \x20 use: {{\n\
+             {base_url}\
              \x20   headless: true,\n\
              \x20   actionTimeout: 10000,\n\
              \x20   launchOptions: {{\n\
@@ -249,16 +277,46 @@ pub(crate) fn run_playwright(
              \x20     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],\n\
              \x20   }},\n\
              \x20 }},\n\
+             {projects}\
              }});\n"
         ),
     )
     .expect("the config is written");
+    run_config(install, specs, &config, env)
+}
+
+/// Runs `npx playwright test --config CONFIG` in the install, with `env` and no `CUA_INPUT_*`
+/// from the test's own environment, after removing any saved session; returns each spec's result
+/// from the JSON report the config writes to `<specs>/results.json`.
+pub(crate) fn run_config(
+    install: &Path,
+    specs: &Path,
+    config: &Path,
+    env: &[(&str, &str)],
+) -> Vec<Outcome> {
+    run_config_with(install, specs, config, env, &[])
+}
+
+/// [`run_config`] with more arguments to `playwright test` (a project, a filter).
+pub(crate) fn run_config_with(
+    install: &Path,
+    specs: &Path,
+    config: &Path,
+    env: &[(&str, &str)],
+    arguments: &[&str],
+) -> Vec<Outcome> {
+    for earlier in [install.join(AUTH_FILE), specs.join("results.json")] {
+        if earlier.exists() {
+            std::fs::remove_file(&earlier).expect("an earlier run's file is removed");
+        }
+    }
     let mut command = Command::new("npx");
     command
         .args(["--no-install", "playwright", "test", "--config"])
-        .arg(&config)
+        .arg(config)
+        .args(arguments)
         .current_dir(install)
-        .env("CUA_BASE_URL", base_url);
+        .env_remove("CUA_BASE_URL");
     for (name, _) in std::env::vars() {
         if name.starts_with("CUA_INPUT_") {
             command.env_remove(name);
@@ -297,7 +355,7 @@ fn collect(suites: &serde_json::Value, outcomes: &mut Vec<Outcome>) {
                 .filter_map(|error| error["message"].as_str().map(str::to_owned))
                 .collect();
             // Annotations added at run time are on the test and on its result, by version.
-            let outputs = spec["tests"]
+            let annotations: Vec<serde_json::Value> = spec["tests"]
                 .as_array()
                 .into_iter()
                 .flatten()
@@ -313,6 +371,17 @@ fn collect(suites: &serde_json::Value, outcomes: &mut Vec<Outcome>) {
                     }
                     all
                 })
+                .collect();
+            // The same annotation may be reported on both: each rule counts once.
+            let recovered = annotations
+                .iter()
+                .filter(|annotation| annotation["type"] == "recovered")
+                .filter_map(|annotation| annotation["description"].as_str().map(str::to_owned))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let outputs = annotations
+                .iter()
                 .filter(|annotation| annotation["type"] == "output")
                 .filter_map(|annotation| {
                     let (name, value) = annotation["description"].as_str()?.split_once('=')?;
@@ -324,6 +393,7 @@ fn collect(suites: &serde_json::Value, outcomes: &mut Vec<Outcome>) {
                 passed: spec["ok"].as_bool() == Some(true),
                 errors,
                 outputs,
+                recovered,
             });
         }
         collect(&suite["suites"], outcomes);
@@ -416,7 +486,7 @@ fn generated_specs_pass_against_the_fixture_and_an_edited_expectation_fails() {
         edited
             .errors
             .iter()
-            .any(|error| error.contains("toBeVisible") && error.contains("{3}")),
+            .any(|error| error.contains("toHaveCount") && error.contains("{3}")),
         "it fails on the edited checkpoint: {:#?}",
         edited.errors
     );
@@ -468,4 +538,221 @@ fn for_northgate_the_overlay_is_what_makes_the_spec_pass() {
         "it fails on the Savings Balance label: {:#?}",
         base.errors
     );
+}
+
+/// Type-checks the TypeScript files in `dir` with `tsc` in strict mode (unused names included),
+/// as a project's CI would; panics with the compiler's messages.
+fn type_check(install: &Path, dir: &Path) {
+    let tsc = install.join("node_modules/.bin/tsc");
+    assert!(
+        tsc.exists(),
+        "TypeScript is not installed in {}: run `make deps-node`",
+        install.display()
+    );
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("the project lists")
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "ts"))
+        .collect();
+    files.sort();
+    let output = Command::new(&tsc)
+        .args([
+            "--noEmit",
+            "--strict",
+            "--noUnusedLocals",
+            "--noUnusedParameters",
+            "--target",
+            "es2022",
+            "--module",
+            "commonjs",
+            "--moduleResolution",
+            "node10",
+            "--lib",
+            "es2022,dom,dom.iterable",
+            "--types",
+            "node",
+        ])
+        .args(&files)
+        .current_dir(install)
+        .output()
+        .expect("tsc runs");
+    assert!(
+        output.status.success(),
+        "the generated project does not type-check under strict TypeScript:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn a_generated_project_runs_unchanged_under_its_own_config_and_signs_on_once() {
+    let _one_at_a_time = one_at_a_time();
+    let install = playwright_ci();
+    let project = tempfile::Builder::new()
+        .prefix("codegen-project-")
+        .tempdir_in(&install)
+        .expect("a project directory inside the install");
+    let dir = project.path();
+    let fixture = Fixture::start("first-valley");
+
+    let (code, stdout, stderr) = cua(
+        &[
+            "codegen",
+            "corebank.member.savings_balance@1.0.0",
+            "--config",
+            "--out",
+            &dir.join("savings_balance.spec.ts").display().to_string(),
+        ],
+        dir,
+    );
+    assert_eq!((code, stderr.as_str()), (0, ""), "{stdout}");
+    insta::assert_snapshot!("codegen_project_written", stdout);
+    generate(
+        &["corebank.member.open_subaccount@1.0.0", "--config"],
+        &dir.join("open_subaccount.spec.ts"),
+    );
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("the project lists")
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "corebank.auth.sign_on.setup.ts",
+            "cua.fixtures.ts",
+            "open_subaccount.spec.ts",
+            "playwright.config.ts",
+            "savings_balance.spec.ts",
+        ]
+    );
+    for spec in ["savings_balance.spec.ts", "open_subaccount.spec.ts"] {
+        let text = std::fs::read_to_string(dir.join(spec)).expect("the spec reads");
+        assert!(!text.contains(".first()"), "{spec} picks a first match");
+        assert!(!text.contains("CUA_BASE_URL"), "{spec} reads its own URL");
+        assert!(
+            text.contains("page.goto('./')"),
+            "{spec} opens under baseURL"
+        );
+        assert!(
+            text.contains("from './cua.fixtures';") && !text.contains("\nfunction "),
+            "{spec} imports its helpers rather than copying them"
+        );
+    }
+    type_check(&install, dir);
+
+    // The generated files as they are; this machine adds only Debian's Chromium and a report.
+    let wrapper = dir.join("run.config.ts");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "import generated from './playwright.config';\n\
+             export default {{\n\
+             \x20 ...generated,\n\
+             \x20 outputDir: './test-results',\n\
+             \x20 workers: 1,\n\
+             \x20 retries: 0,\n\
+             \x20 reporter: [['json', {{ outputFile: 'results.json' }}]],\n\
+             \x20 use: {{\n\
+             \x20   ...generated.use,\n\
+             \x20   launchOptions: {{ executablePath: '{CHROMIUM}', args: ['--no-sandbox', '--disable-gpu'] }},\n\
+             \x20 }},\n\
+             }};\n"
+        ),
+    )
+    .expect("the run config is written");
+    let mut env: Vec<(&str, &str)> = crate::OPERATOR_SECRETS.to_vec();
+    env.push(("CUA_BASE_URL", &fixture.base_url));
+    let outcomes = run_config(&install, dir, &wrapper, &env);
+    let setup = outcome(&outcomes, "corebank.auth.sign_on.setup.ts");
+    assert!(setup.passed, "the setup failed: {:#?}", setup.errors);
+    for spec in ["savings_balance.spec.ts", "open_subaccount.spec.ts"] {
+        let result = outcome(&outcomes, spec);
+        assert!(result.passed, "{spec} failed: {:#?}", result.errors);
+        assert!(
+            result.recovered.is_empty(),
+            "{spec} signed on again instead of starting from the setup's session: {:?}",
+            result.recovered
+        );
+    }
+    assert_eq!(
+        outcome(&outcomes, "savings_balance.spec.ts").outputs["savings_balance"],
+        "$4,210.55"
+    );
+
+    // Without the setup project (`--no-deps`), a spec signs on by itself and says so.
+    let outcomes = run_config_with(
+        &install,
+        dir,
+        &wrapper,
+        &env,
+        &["--project", "chromium", "--no-deps", "savings_balance"],
+    );
+    assert_eq!(outcomes.len(), 1, "{outcomes:#?}");
+    let result = outcome(&outcomes, "savings_balance.spec.ts");
+    assert!(result.passed, "{:#?}", result.errors);
+    assert_eq!(result.recovered, ["session_expired"]);
+}
+
+#[test]
+fn codegen_never_writes_over_a_file_it_did_not_write() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path().join("savings.spec.ts");
+    let out_text = out.display().to_string();
+    let args = [
+        "codegen",
+        "corebank.member.savings_balance@1.0.0",
+        "--config",
+        "--out",
+        &out_text,
+    ];
+    // A project's own fixtures file of the same name: nothing is written, the spec included.
+    let fixtures = dir.path().join("cua.fixtures.ts");
+    std::fs::write(&fixtures, "export const mine = 1;\n").expect("written");
+    let (code, stdout, stderr) = cua(&args, dir.path());
+    assert_eq!((code, stdout.as_str()), (1, ""), "{stderr}");
+    assert!(
+        stderr.contains("DIR/cua.fixtures.ts is there and `cua codegen` did not write it"),
+        "{stderr}"
+    );
+    assert!(!out.exists() && !dir.path().join("playwright.config.ts").exists());
+    assert_eq!(
+        std::fs::read_to_string(&fixtures).expect("kept"),
+        "export const mine = 1;\n"
+    );
+
+    // Its own files it writes again; a config already there is the project's and is kept.
+    std::fs::remove_file(&fixtures).expect("removed");
+    let config = dir.path().join("playwright.config.ts");
+    std::fs::write(&config, "export default {};\n").expect("written");
+    for _ in 0..2 {
+        let (code, stdout, stderr) = cua(&args, dir.path());
+        assert_eq!(code, 0, "{stderr}");
+        assert!(
+            stdout.contains("kept  DIR/playwright.config.ts (it was already there)"),
+            "{stdout}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&config).expect("kept"),
+        "export default {};\n"
+    );
+}
+
+#[test]
+fn a_sign_on_other_capabilities_recover_with_starts_signed_out() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let signed_out = "test.use({ storageState: { cookies: [], origins: [] } });";
+    let sign_on = generate(
+        &["corebank.auth.sign_on@1.0.0"],
+        &dir.path().join("sign_on.spec.ts"),
+    );
+    assert!(sign_on.contains(signed_out), "{sign_on}");
+    let savings = generate(
+        &["corebank.member.savings_balance@1.0.0"],
+        &dir.path().join("savings.spec.ts"),
+    );
+    assert!(!savings.contains("test.use("), "{savings}");
 }

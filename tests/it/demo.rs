@@ -198,7 +198,8 @@ fn the_demo_tells_the_whole_story_and_every_stage_holds() {
             results["stats"]["expected"].as_u64(),
             results["stats"]["unexpected"].as_u64()
         ),
-        (Some(1), Some(0)),
+        // The setup that signs on once, then the spec.
+        (Some(2), Some(0)),
         "{results}"
     );
 

@@ -10,7 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use cua_artifact::{ApprovalState, Capability, Remedy};
 use cua_catalog::{ApproveRequest, Catalog, CatalogConfig};
 use cua_chromium::ChromiumSurface;
-use cua_compile::codegen::{BASE_URL_ENV, CodegenConfig, render_playwright};
+use cua_compile::codegen::{
+    BASE_URL_ENV, CONFIG_FILE, CodegenConfig, FIXTURES_FILE, fixtures_file, playwright_config,
+    render_playwright,
+};
 use cua_eval::{EvalSuite, Evaluator, RunObservation, SuitePlan, SuiteReport};
 use cua_evidence::{Clock, SystemClock};
 use cua_mcp::{
@@ -353,12 +356,20 @@ pub(super) fn codegen_playwright_spec(demo: &mut Demo) -> StageFuture<'_> {
             tenant: None,
             allow_irreversible: false,
             remedies,
+            signed_out: false,
         };
         let spec = render_playwright(reviewed, &config)
             .map_err(|error| failed(format!("codegen refused: {error}")))?;
+        // The project as `cua codegen --config` writes it: the spec, its fixtures, the setup
+        // that signs on once, and the config.
         let dir = demo.out.join("codegen");
         create_dir(&dir)?;
         let path = dir.join(format!("{}.spec.ts", reviewed.reference()));
+        write(&dir.join(FIXTURES_FILE), fixtures_file())?;
+        for setup in &spec.setups {
+            write(&dir.join(&setup.name), &setup.text)?;
+        }
+        write(&dir.join(CONFIG_FILE), &playwright_config())?;
         write(&path, &spec.text)?;
         let size = std::fs::metadata(&path)
             .map_err(|error| failed(format!("{}: {error}", path.display())))?
@@ -377,25 +388,26 @@ pub(super) fn codegen_playwright_spec(demo: &mut Demo) -> StageFuture<'_> {
             format!("the spec uses CSS hints: {leaked:?}")
         })?;
         expect(
-            spec.steps == reviewed.steps.len() && spec.text.contains(BASE_URL_ENV),
+            spec.steps == reviewed.steps.len() && spec.text.contains("page.goto('./"),
             || {
                 format!(
-                    "the spec expresses {} of {} steps",
+                    "the spec expresses {} of {} steps, under the project's baseURL",
                     spec.steps,
                     reviewed.steps.len()
                 )
             },
         )?;
         let (fixture, _) = demo.first_valley()?;
-        let ran = run_spec(&path, &fixture.base_url()).await?;
+        let ran = run_spec(&dir, &fixture.base_url(), 1 + spec.setups.len()).await?;
         Ok(format!(
-            "{} ({size} bytes): {} of {} steps expressed, {} getByRole locators, {} expect assertions, 0 CSS hints (of {} in the artifact), base URL from {BASE_URL_ENV}, {} part(s) not translated{}; {ran}",
+            "{} ({size} bytes): {} of {} steps expressed, {} getByRole locators, {} expect assertions, 0 CSS hints (of {} in the artifact), pages under the config's baseURL ({BASE_URL_ENV}), {} setup project file(s), {} part(s) not translated{}; {ran}",
             path.display(),
             spec.steps,
             reviewed.steps.len(),
             spec.text.matches("getByRole(").count(),
             spec.text.matches("expect(").count(),
             hints.len(),
+            spec.setups.len(),
             spec.not_translated.len(),
             if spec.not_translated.is_empty() {
                 String::new()
@@ -494,9 +506,14 @@ fn first_clause(message: &str) -> &str {
 /// Where `make deps-node` installs `@playwright/test` (a spec must sit inside it to import it).
 const PLAYWRIGHT_INSTALL: &str = "target/playwright-ci";
 
-/// Runs the generated spec with `@playwright/test` (from `make deps-node`) and Debian's Chromium
-/// against the running fixture; the stage holds only when Playwright reports it passed.
-async fn run_spec(spec: &std::path::Path, base_url: &str) -> Result<String, StageFailure> {
+/// Runs the generated project (`project`: spec, fixtures, setup and config, unchanged) with
+/// `@playwright/test` (from `make deps-node`) and Debian's Chromium against the running fixture;
+/// the stage holds only when Playwright reports all `tests` (setups and the spec) passed.
+async fn run_spec(
+    project: &std::path::Path,
+    base_url: &str,
+    tests: usize,
+) -> Result<String, StageFailure> {
     let install = std::path::Path::new(PLAYWRIGHT_INSTALL);
     if !install
         .join("node_modules/@playwright/test/package.json")
@@ -512,32 +529,44 @@ async fn run_spec(spec: &std::path::Path, base_url: &str) -> Result<String, Stag
             .map_err(|error| failed(format!("{}: {error}", dir.display())))?;
     }
     create_dir(&dir)?;
-    let copied = dir.join(spec.file_name().unwrap_or_default());
-    copy(spec, &copied)?;
+    let entries = std::fs::read_dir(project)
+        .map_err(|error| failed(format!("{}: {error}", project.display())))?;
+    for entry in entries {
+        let entry = entry.map_err(|error| failed(format!("{}: {error}", project.display())))?;
+        copy(&entry.path(), &dir.join(entry.file_name()))?;
+    }
     let chromium = std::env::var("CUA_CHROMIUM")
         .ok()
         .filter(|path| !path.is_empty())
         .unwrap_or_else(|| "/usr/lib/chromium/chromium".to_owned());
+    // The generated config as it is, with what this machine adds: Debian's Chromium instead of
+    // a downloaded browser, and a JSON report to read.
     write(
-        &dir.join("playwright.config.ts"),
+        &dir.join("run.config.ts"),
         &format!(
-            "import {{ defineConfig }} from '@playwright/test';\n\
-             export default defineConfig({{\n\
-             \x20 testDir: '.',\n\
+            "import generated from './{}';\n\
+             export default {{\n\
+             \x20 ...generated,\n\
              \x20 outputDir: './test-results',\n\
              \x20 timeout: 60000,\n\
              \x20 workers: 1,\n\
              \x20 retries: 0,\n\
              \x20 reporter: [['json', {{ outputFile: 'results.json' }}]],\n\
-             \x20 use: {{ headless: true, actionTimeout: 10000, launchOptions: {{ executablePath: {chromium:?}, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] }} }},\n\
-             }});\n"
+             \x20 use: {{ ...generated.use, headless: true, actionTimeout: 10000, launchOptions: {{ executablePath: {chromium:?}, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] }} }},\n\
+             }};\n",
+            CONFIG_FILE.trim_end_matches(".ts")
         ),
     )?;
+    let auth = install.join(cua_compile::codegen::AUTH_FILE);
+    if auth.exists() {
+        std::fs::remove_file(&auth)
+            .map_err(|error| failed(format!("{}: {error}", auth.display())))?;
+    }
     let started = std::time::Instant::now();
     let mut command = tokio::process::Command::new("npx");
     command
         .args(["--no-install", "playwright", "test", "--config"])
-        .arg("demo-spec/playwright.config.ts")
+        .arg("demo-spec/run.config.ts")
         .current_dir(install)
         .env(BASE_URL_ENV, base_url)
         .env("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID)
@@ -569,7 +598,7 @@ async fn run_spec(spec: &std::path::Path, base_url: &str) -> Result<String, Stag
     let expected = report["stats"]["expected"].as_u64().unwrap_or(0);
     let unexpected = report["stats"]["unexpected"].as_u64().unwrap_or(0);
     expect(
-        output.status.success() && expected >= 1 && unexpected == 0,
+        output.status.success() && expected == tests as u64 && unexpected == 0,
         || {
             format!(
                 "the spec did not pass under Playwright Test ({expected} passed, {unexpected} failed): {}",
@@ -578,7 +607,8 @@ async fn run_spec(spec: &std::path::Path, base_url: &str) -> Result<String, Stag
         },
     )?;
     Ok(format!(
-        "passed under @playwright/test with Debian's Chromium for member 67890 ({expected} test, {} ms)",
+        "passed under @playwright/test with Debian's Chromium for member 67890 ({expected} tests: {} setup, then the spec; {} ms)",
+        tests - 1,
         started.elapsed().as_millis()
     ))
 }

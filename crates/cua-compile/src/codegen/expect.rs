@@ -6,7 +6,6 @@ use cua_artifact::{
 };
 use cua_evidence::{DEFAULT_ENV_PREFIX, env_var};
 
-use super::helpers::Helper;
 use super::js_regex;
 use super::locator::{count, nodes};
 use super::{
@@ -64,7 +63,6 @@ impl SpecWriter<'_> {
         }
         let mut rest = js_regex::js_regex_source(&pattern)?;
         let mut parts = Vec::new();
-        self.use_helper(Helper::RegexText);
         for (slot, value) in values {
             let rendered = js_regex::js_regex_source(&slot.to_string())?;
             let Some((before, after)) = rest.split_once(&rendered) else {
@@ -138,16 +136,20 @@ impl SpecWriter<'_> {
                     None => {
                         // cua counts only nodes a person can see (a hidden one is not in the
                         // accessibility tree): so does the spec, before it picks one.
-                        let nth = if *min_count <= 1 {
-                            ".first()".to_owned()
+                        if *min_count <= 1 {
+                            vec![format!(
+                                "await expect({}.filter({{ visible: true }})).not.toHaveCount(0{});",
+                                query.locator,
+                                with(", ")
+                            )]
                         } else {
-                            format!(".nth({})", min_count - 1)
-                        };
-                        vec![format!(
-                            "await expect({}.filter({{ visible: true }}){nth}).toBeVisible({});",
-                            query.locator,
-                            with("")
-                        )]
+                            vec![format!(
+                                "await expect({}.filter({{ visible: true }}).nth({})).toBeVisible({});",
+                                query.locator,
+                                min_count - 1,
+                                with("")
+                            )]
+                        }
                     }
                     Some(_) => vec![format!(
                         "await expect.poll(async () => (await {}).length{}).toBeGreaterThanOrEqual({min_count});",
@@ -175,7 +177,6 @@ impl SpecWriter<'_> {
                 // Any node the query finds holding the value, as replay checks it.
                 let query = self.query_locator(query, scope, body)?;
                 let value = self.value(value, scope, false)?;
-                self.use_helper(Helper::ValuesOf);
                 vec![format!(
                     "await expect.poll(async () => valuesOf(await {}){}).toContain(squash({value}));",
                     nodes(&query),
@@ -184,7 +185,6 @@ impl SpecWriter<'_> {
             }
             Predicate::TextPresent { value } | Predicate::TextAbsent { value } => {
                 let value = self.value(value, scope, false)?;
-                self.use_helper(Helper::PageText);
                 let not = if matches!(predicate, Predicate::TextAbsent { .. }) {
                     ".not"
                 } else {
@@ -248,7 +248,6 @@ impl SpecWriter<'_> {
             ));
         }
         let value = self.value(value, scope, false)?;
-        self.use_helper(Helper::MoneyIn);
         Ok(format!("moneyIn({}, {value})", query.locator))
     }
 
@@ -271,7 +270,6 @@ impl SpecWriter<'_> {
             Predicate::NodeHasValue { query, value } => {
                 let query = self.query_locator(query, scope, body)?;
                 let value = self.value(value, scope, false)?;
-                self.use_helper(Helper::ValuesOf);
                 format!(
                     "(await valuesOf(await {})).includes(squash({value}))",
                     nodes(&query)
@@ -279,7 +277,6 @@ impl SpecWriter<'_> {
             }
             Predicate::TextPresent { value } | Predicate::TextAbsent { value } => {
                 let value = self.value(value, scope, false)?;
-                self.use_helper(Helper::PageText);
                 let not = if matches!(predicate, Predicate::TextAbsent { .. }) {
                     "!"
                 } else {
@@ -336,13 +333,10 @@ impl SpecWriter<'_> {
                 )),
             },
             ValueExpr::Output(name) => Ok(format!("outputs.{name}")),
-            ValueExpr::Secret(name) if secrets => {
-                self.use_helper(Helper::Secret);
-                Ok(format!(
-                    "secret({})",
-                    ts_string(&env_var(DEFAULT_ENV_PREFIX, name.as_str()))
-                ))
-            }
+            ValueExpr::Secret(name) if secrets => Ok(format!(
+                "secret({})",
+                ts_string(&env_var(DEFAULT_ENV_PREFIX, name.as_str()))
+            )),
             ValueExpr::Secret(name) => Err(format!(
                 "secret `{name}` would be compared with screen text; secrets are only typed"
             )),
@@ -350,7 +344,8 @@ impl SpecWriter<'_> {
         }
     }
 
-    /// A URL with `{base_url}` as a concatenation with `baseUrl()`; other placeholders refuse.
+    /// A URL, relative to the project's `baseURL` when it starts with `{base_url}`; a
+    /// `{base_url}` anywhere else, and any other placeholder, refuses.
     pub(super) fn url_expression(
         &mut self,
         url: &str,
@@ -363,18 +358,25 @@ impl SpecWriter<'_> {
             match part {
                 TemplatePart::Text(text) => {
                     for (position, piece) in text.split("{base_url}").enumerate() {
-                        if position > 0 {
-                            self.use_helper(Helper::BaseUrl);
-                            parts.push("baseUrl()".to_owned());
-                        }
                         if let Some(placeholder) = cua_artifact::tenant_placeholder(piece) {
                             return Err(format!(
                                 "the URL {url:?} holds the placeholder {{{placeholder}}}, unbound here"
                             ));
                         }
-                        if !piece.is_empty() {
-                            parts.push(ts_string(piece));
+                        if position == 0 {
+                            if !piece.is_empty() {
+                                parts.push(ts_string(piece));
+                            }
+                            continue;
                         }
+                        // Relative to the project's baseURL, which the fixtures end with `/`.
+                        if position > 1 || !parts.is_empty() {
+                            return Err(format!(
+                                "the URL {url:?} holds {{base_url}} after its start, where a \
+                                 Playwright baseURL cannot stand"
+                            ));
+                        }
+                        parts.push(ts_string(&format!("./{}", piece.trim_start_matches('/'))));
                     }
                 }
                 TemplatePart::Ref(TemplateRef::Secret(_)) => {
@@ -387,7 +389,6 @@ impl SpecWriter<'_> {
                         TemplateRef::Secret(name) => ValueExpr::Secret(name.clone()),
                     };
                     // As replay binds it: percent-encoded, so it fills one segment or value.
-                    self.use_helper(Helper::UrlValue);
                     parts.push(format!("urlValue({})", self.value(&value, scope, false)?));
                 }
             }

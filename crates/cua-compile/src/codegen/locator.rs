@@ -6,7 +6,6 @@ use cua_artifact::{
     Template, ValueExpr,
 };
 
-use super::helpers::Helper;
 use super::{
     BREAK, Body, NameSpec, PLAYWRIGHT_ROLES, QueryCode, SpecWriter, TargetCode, ValueScope,
     js_regex_literal, ts_string,
@@ -87,7 +86,6 @@ impl SpecWriter<'_> {
                         // read from the label's side.)
                         let anchors = self.named(&root, "anchorName");
                         lines.push(format!("const anchors = {anchors};"));
-                        self.use_helper(Helper::AdjacentTo);
                         let what = format!("{} adjacent_to {:?}", descriptor.role, anchor.text);
                         let region = descriptor
                             .scope
@@ -159,7 +157,6 @@ impl SpecWriter<'_> {
                             && name.is_none()
                             && descriptor.anchor.is_none() =>
                     {
-                        self.use_helper(Helper::TextRun);
                         lines.push(format!("const run = await textRun(record, {ordinal});"));
                         "run.holder".to_owned()
                     }
@@ -172,7 +169,6 @@ impl SpecWriter<'_> {
                     }
                     // Replay counts the ordinal among the candidates in the region.
                     (Some(ordinal), Some(region)) => {
-                        self.use_helper(Helper::InRegionAll);
                         lines.push(format!(
                             "const inRegionCandidates = await inRegionAll({}, {});",
                             on("record", &inside),
@@ -194,7 +190,6 @@ impl SpecWriter<'_> {
         let counted_in_region = descriptor.identity.is_some() && descriptor.ordinal.is_some();
         let locator = match region {
             Some(region) if !counted_in_region => {
-                self.use_helper(Helper::InRegion);
                 lines.push(format!(
                     "const regional = await inRegion({locator}, {});",
                     ts_string(region)
@@ -217,7 +212,6 @@ impl SpecWriter<'_> {
         Ok(match role_locator(role)? {
             RoleLocator::Aria(role) => format!("{BASE}.getByRole({}{option})", ts_string(role)),
             RoleLocator::Aliased(role) => {
-                self.use_helper(Helper::ByRole);
                 format!("byRole({BASE}, {}{option})", ts_string(role))
             }
             // `.and()` matches its argument in the receiver's own document: `page.` is only
@@ -236,7 +230,6 @@ impl SpecWriter<'_> {
     /// The nodes of `root` whose name matches `name` (an argument of `getByText`), whatever
     /// their role: cua's query without a role.
     pub(super) fn named(&mut self, root: &str, name: &str) -> String {
-        self.use_helper(Helper::Named);
         format!("named({root}, {name})")
     }
 
@@ -244,7 +237,6 @@ impl SpecWriter<'_> {
     /// node matching `inner` (a `page`-rooted locator, queried inside each): the record an
     /// identity check reads its key on.
     pub(super) fn innermost_records(&mut self, root: &str, inner: &str) -> String {
-        self.use_helper(Helper::Records);
         innermost(&format!("records({root})"), "records(page)", inner)
     }
 
@@ -257,12 +249,8 @@ impl SpecWriter<'_> {
         identity: &IdentityCheck,
         scope: ValueScope,
     ) -> Result<String, String> {
-        self.use_helper(Helper::KeyedRecord);
         let column = match &identity.column {
-            Some(column) => {
-                self.use_helper(Helper::CellUnder);
-                ts_string(column)
-            }
+            Some(column) => ts_string(column),
             None => "null".to_owned(),
         };
         let what = match &identity.column {
@@ -272,11 +260,9 @@ impl SpecWriter<'_> {
         let expected = self.value(&identity.equals, scope, false)?;
         let holds = match identity.match_mode {
             MatchMode::Exact => {
-                self.use_helper(Helper::ExactName);
                 format!("(text) => exactName({expected}).test(text)")
             }
             MatchMode::Normalized => {
-                self.use_helper(Helper::Folded);
                 format!("(text) => folded({expected}).test(text)")
             }
             MatchMode::Contains => {
@@ -318,11 +304,9 @@ impl SpecWriter<'_> {
         }
         let value = match mode {
             MatchMode::Exact => {
-                self.use_helper(Helper::ExactName);
                 format!("exactName({})", self.text_expression(text, scope)?)
             }
             MatchMode::Normalized => {
-                self.use_helper(Helper::Folded);
                 format!("folded({})", self.text_expression(text, scope)?)
             }
             MatchMode::Contains => self.text_expression(text, scope)?,
@@ -347,11 +331,9 @@ impl SpecWriter<'_> {
         // Each name condition as the argument of `getByText` and its kin (a `RegExp`).
         let mut names = Vec::new();
         if let Some(name) = &query.name {
-            self.use_helper(Helper::Folded);
             names.push(format!("folded({})", self.text_expression(name, scope)?));
         }
         if let Some(part) = &query.name_contains {
-            self.use_helper(Helper::FoldedPart);
             names.push(format!(
                 "foldedPart({})",
                 self.text_expression(part, scope)?
@@ -390,9 +372,6 @@ impl SpecWriter<'_> {
             locator.push_str(&format!("{BREAK}.and({more})"));
         }
         let region = query.scope.as_ref().and_then(|scope| scope.region.clone());
-        if region.is_some() {
-            self.use_helper(Helper::InRegionAll);
-        }
         Ok(QueryCode { locator, region })
     }
 }

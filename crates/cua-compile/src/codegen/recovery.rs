@@ -4,7 +4,7 @@
 use cua_artifact::{Action, Capability, CapabilityRef, RecoveryScope, Remedy};
 
 use super::file::{extracts, identifier, layout};
-use super::{Body, SpecWriter, ValueScope, comment_text};
+use super::{Body, SpecWriter, ValueScope, comment_text, ts_string};
 
 impl SpecWriter<'_> {
     /// Writes the functions of the recovery rules that translate and returns their names;
@@ -87,12 +87,24 @@ impl SpecWriter<'_> {
             function.push(layout(1, &format!("if (!({detector})) {{")));
             function.push("    return;".to_owned());
             function.push("  }".to_owned());
+            // Said in the report, so a run that should have started signed on shows it did not.
+            function.push(format!(
+                "  test.info().annotations.push({{ type: 'recovered', description: {} }});",
+                ts_string(rule.id.as_str())
+            ));
             for remedy in remedies {
                 function.push(layout(1, &remedy));
             }
             function.push("}".to_owned());
             self.functions.push(function.join("\n"));
             names.push(name);
+            for remedy in &rule.remedy {
+                if let Remedy::RunCapability(run) = remedy
+                    && !self.sign_ons.contains(&run.capability)
+                {
+                    self.sign_ons.push(run.capability.clone());
+                }
+            }
         }
         names
     }

@@ -43,6 +43,7 @@ fn config() -> CodegenConfig {
         tenant: None,
         allow_irreversible: false,
         remedies: BTreeMap::from([(sign_on.reference(), sign_on)]),
+        signed_out: false,
     }
 }
 
@@ -97,6 +98,20 @@ fn savings_balance_generates_a_spec() {
     assert_no_css(&base, &spec);
     assert_eq!(spec.steps, 5);
     insta::assert_snapshot!("savings_balance_spec", spec.text);
+    // Its recovery signs on with corebank.auth.sign_on: a setup project does that once.
+    let names: Vec<&str> = spec
+        .setups
+        .iter()
+        .map(|setup| setup.name.as_str())
+        .collect();
+    assert_eq!(names, ["corebank.auth.sign_on.setup.ts"]);
+    insta::assert_snapshot!("sign_on_setup", spec.setups[0].text);
+}
+
+#[test]
+fn a_capability_without_a_sign_on_remedy_has_no_setup() {
+    let sign_on = capability("corebank.auth.sign_on@1.0.0");
+    assert!(render(&sign_on, &config()).setups.is_empty());
 }
 
 #[test]
@@ -423,6 +438,7 @@ fn a_remedy_that_cannot_be_generated_is_left_out_not_the_spec() {
     let base = capability("corebank.member.savings_balance@1.0.0");
     let without_sign_on = CodegenConfig {
         remedies: BTreeMap::new(),
+        signed_out: false,
         ..config()
     };
     let spec = render(&base, &without_sign_on);
@@ -577,7 +593,36 @@ fn a_url_built_from_an_input_encodes_it_as_replay_does() {
     let spec = render(&deep_link, &config());
     assert!(
         spec.text.contains(
-            "await page.goto(baseUrl() + '/member/' + urlValue(INPUTS.member_id) + '?view=detail');"
+            "await page.goto('./member/' + urlValue(INPUTS.member_id) + '?view=detail');"
+        ),
+        "{}",
+        spec.text
+    );
+}
+
+#[test]
+fn a_url_opens_under_the_projects_base_url_or_is_refused() {
+    let path =
+        repository().join("tests/fixtures/deep_link/corebank.member.balance_by_link@1.0.0.yaml");
+    let deep_link = Capability::from_yaml(&std::fs::read_to_string(path).unwrap()).unwrap();
+    // A base URL after the start (a redirect parameter) has no Playwright baseURL equivalent.
+    let mut nested = deep_link.clone();
+    nested.entrypoint.url = "{base_url}/login?next={base_url}/member".to_owned();
+    assert!(
+        refusal(&nested, &config()).contains("holds {base_url} after its start"),
+        "{}",
+        refusal(&nested, &config())
+    );
+    let mut inside = deep_link.clone();
+    inside.entrypoint.url = "https://sso.example/{base_url}".to_owned();
+    assert!(refusal(&inside, &config()).contains("after its start"));
+    // An absolute URL of its own stays absolute.
+    let mut absolute = deep_link;
+    absolute.entrypoint.url = "https://app.example/member/{$input: member_id}".to_owned();
+    let spec = render(&absolute, &config());
+    assert!(
+        spec.text.contains(
+            "await page.goto('https://app.example/member/' + urlValue(INPUTS.member_id));"
         ),
         "{}",
         spec.text
