@@ -1,7 +1,9 @@
 //! `cua show` and the console's run page, read in real Chromium with Playwright Test: a
 //! successful replay and one that needed a human (with its failure screenshot), each written
 //! as one page and opened from disk, and the same runs on the console's run page. And the
-//! screenshot of every dispatched step's last screen the policy keeps for them.
+//! screenshot of every dispatched step's last screen the policy keeps for them. And a smoke test
+//! of the console's front end (`crates/cua-console/assets/`): its scripts parse, and every
+//! section renders from its navigation without a script error.
 
 #![allow(clippy::unwrap_used, reason = "a test that cannot unwrap has failed")]
 
@@ -575,6 +577,61 @@ test('a run past the page limit', async ({{ page: tab }}) => {{
     .unwrap();
     let outcomes = run_playwright(&install, specs.path(), "", &[]);
     assert_eq!(outcomes.len(), 2, "{outcomes:#?}");
+    assert!(
+        outcomes.iter().all(|outcome| outcome.passed),
+        "{outcomes:#?}"
+    );
+}
+
+/// The console's sections, each reached from its navigation: it renders with no script error
+/// and no error shown, and asks for no token once opened with one.
+const CONSOLE_SPEC: &str = r#"import { test, expect } from '@playwright/test';
+const open = process.env.CONSOLE_OPEN || '';
+for (const section of ['Queue', 'Runs', 'Capabilities', 'Settings']) {
+  test(`console ${section}`, async ({ page }) => {
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(String(error)));
+    await page.goto(open);
+    await expect(page.getByRole('heading', { name: 'Access token required' })).toHaveCount(0);
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: section }).click();
+    await expect(page).toHaveURL(new RegExp(`#/${section.toLowerCase()}$`));
+    await expect(page.locator('#main')).not.toBeEmpty();
+    await expect(page.locator('#main').getByRole('heading').first()).toBeVisible();
+    await expect(page.getByRole('alert')).toHaveCount(0);
+    expect(errors).toEqual([]);
+  });
+}
+"#;
+
+#[test]
+fn every_console_section_renders_from_its_navigation_without_a_script_error() {
+    // The front end's files parse as JavaScript before any browser loads them.
+    let assets = crate::codegen::repository().join("crates/cua-console/assets");
+    for script in ["console.js", "show.js"] {
+        let checked = Command::new("node")
+            .arg("--check")
+            .arg(assets.join(script))
+            .output()
+            .expect("node runs");
+        assert!(
+            checked.status.success(),
+            "{script}: {}",
+            String::from_utf8_lossy(&checked.stderr)
+        );
+    }
+    let _one_at_a_time = one_at_a_time();
+    let install = playwright_ci();
+    let specs = tempfile::Builder::new()
+        .prefix("console-")
+        .tempdir_in(&install)
+        .unwrap();
+    let evidence = tempfile::tempdir().unwrap();
+    let (mut console, open) = console_over(evidence.path());
+    std::fs::write(specs.path().join("console.spec.ts"), CONSOLE_SPEC).unwrap();
+    let outcomes = run_playwright(&install, specs.path(), "", &[("CONSOLE_OPEN", &open)]);
+    let _ = console.kill();
+    let _ = console.wait();
+    assert_eq!(outcomes.len(), 4, "{outcomes:#?}");
     assert!(
         outcomes.iter().all(|outcome| outcome.passed),
         "{outcomes:#?}"
