@@ -217,7 +217,7 @@ impl SuiteReport {
     }
 
     /// The static HTML page with its charts (inline SVG, no script).
-    pub fn html(&self) -> String {
+    pub fn html(&self) -> Result<String, EvalError> {
         html::render(self)
     }
 
@@ -235,7 +235,7 @@ impl SuiteReport {
         for (path, text) in [
             (&written.markdown, self.markdown()),
             (&written.json, self.json()?),
-            (&written.html, self.html()),
+            (&written.html, self.html()?),
             (&written.evaluation, self.evaluation_json()?),
         ] {
             let name = path
