@@ -18,6 +18,9 @@ NODE_TYPES_VERSION := 20.19.43
 # The official Python MCP SDK, the client tests/mcp/client.py drives `cua mcp` and `cua serve`
 # with (tests/it/mcp.rs), in a project-local venv.
 MCP_VENV := target/mcp-venv
+# The official OpenTelemetry protobuf package, which tests/otel/receiver.py decodes cua's OTLP
+# exports with (tests/it/otel.rs), in the same venv.
+OTEL_PROTO_VERSION := 1.45.2
 MCP_SDK_VERSION := 2.3.0
 export CARGO_TERM_COLOR ?= never
 
@@ -59,12 +62,15 @@ deps-node: ## Install Node.js and npm (Debian), @playwright/test, ajv and TypeSc
 		npm install --no-audit --no-fund --prefix $(PLAYWRIGHT_CI) typescript@$(TYPESCRIPT_VERSION) @types/node@$(NODE_TYPES_VERSION); \
 	fi
 
-deps-python: ## Install python3 and venv (Debian) and the official Python MCP SDK into target/mcp-venv when missing
+deps-python: ## Install python3 and venv (Debian), the official Python MCP SDK and opentelemetry-proto into target/mcp-venv when missing
 	@python3 -c 'import ensurepip, venv' 2>/dev/null || { echo "python3 with venv is missing: apt-get install -y python3 python3-venv"; $(APT_INSTALL) python3 python3-venv >/dev/null; }
 	@python3 -c 'import ensurepip, venv' 2>/dev/null || { echo "python3-venv still missing: run apt-get install -y python3 python3-venv" >&2; exit 1; }
 	@if [ "$$($(MCP_VENV)/bin/python -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null)" != "$(MCP_SDK_VERSION)" ]; then \
 		python3 -m venv $(MCP_VENV) || { echo "cannot create $(MCP_VENV): apt-get install -y python3-venv" >&2; exit 1; }; \
 		$(MCP_VENV)/bin/pip install --quiet --disable-pip-version-check 'mcp==$(MCP_SDK_VERSION)'; \
+	fi
+	@if [ "$$($(MCP_VENV)/bin/python -c 'import importlib.metadata as m; print(m.version("opentelemetry-proto"))' 2>/dev/null)" != "$(OTEL_PROTO_VERSION)" ]; then \
+		$(MCP_VENV)/bin/pip install --quiet --disable-pip-version-check 'opentelemetry-proto==$(OTEL_PROTO_VERSION)'; \
 	fi
 
 build: deps ## Build the cua binary

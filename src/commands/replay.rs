@@ -126,6 +126,8 @@ pub(crate) struct Settings {
     pub(crate) stop: Stop,
     /// Signs each run's line in the evidence root's ledger (`CUA_EVIDENCE_KEY`).
     pub(crate) signing_key: Option<Arc<cua_evidence::InstallationKey>>,
+    /// Where each run's spans go (`OTEL_EXPORTER_OTLP_*`); none, the default, exports nothing.
+    pub(crate) otlp: Option<cua_otel::OtlpConfig>,
 }
 
 impl Settings {
@@ -229,6 +231,10 @@ impl Settings {
             // Read before the browser starts: a run told to sign that cannot does not start.
             signing_key: super::evidence::signing_key()
                 .map_err(|message| CliError::new(ErrorCode::BadKey, message))?,
+            // Read before the browser starts too: a collector setting cua cannot use is told
+            // now, not after the run.
+            otlp: cua_otel::OtlpConfig::from_env(|name| std::env::var(name).ok())
+                .map_err(|error| CliError::usage(error.to_string()))?,
         })
     }
 
@@ -388,6 +394,9 @@ pub(crate) async fn replay_request(
     };
     // Every caller prints, returns or keeps the report: none gets a sensitive value in clear.
     let outcome = outcome.map(|report| report.redacted(bus.redactor()));
+    if let (Some(otlp), Ok(report)) = (&settings.otlp, &outcome) {
+        export_spans(otlp, &report.evidence_dir).await;
+    }
     outcome.map_err(|error| match error {
         ReplayError::Tampered { .. }
         | ReplayError::Draft { .. }
@@ -395,6 +404,24 @@ pub(crate) async fn replay_request(
         | ReplayError::Policy { .. } => CliError::new(ErrorCode::Refused, error.to_string()),
         ReplayError::Evidence(_) => CliError::new(ErrorCode::EvidenceUnwritable, chain(&error)),
     })
+}
+
+/// Sends a finished run's spans to the collector, from its trace as written (redacted). A run
+/// that happened stays as it ended whatever the collector does: a failed export is a warning.
+async fn export_spans(otlp: &cua_otel::OtlpConfig, run_dir: &std::path::Path) {
+    let exported = match cua_evidence::read_trace(run_dir) {
+        Ok(lines) => cua_otel::export(otlp, &lines).await.map(|_| ()),
+        Err(error) => Err(cua_otel::OtelError::Export {
+            endpoint: otlp.endpoint.clone(),
+            reason: format!("the trace cannot be read: {error}"),
+        }),
+    };
+    if let Err(error) = exported {
+        eprintln!(
+            "cua: warning: {error} (the run itself is unaffected; its evidence is in {})",
+            run_dir.display()
+        );
+    }
 }
 
 /// What a run may dispatch.

@@ -27,6 +27,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Layer 2: the ports, the compiler and the batch queue.
     ("cua-surface", &["cua-policy", "cua-snapshot"]),
     ("cua-queue", &["cua-evidence"]),
+    ("cua-otel", &["cua-artifact", "cua-evidence"]),
     (
         "cua-compile",
         &[

@@ -22,6 +22,7 @@ mod manual;
 mod mcp;
 mod mistakes;
 mod options;
+mod otel;
 mod probe;
 mod project;
 mod queue;
