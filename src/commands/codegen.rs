@@ -18,7 +18,7 @@ use cua_artifact::{Capability, Remedy, TenantId};
 use cua_catalog::{Catalog, CatalogConfig};
 use cua_compile::CompileError;
 use cua_compile::codegen::{
-    BASE_URL_ENV, CONFIG_FILE, CodegenConfig, FIXTURES_FILE, GENERATED_MARK, Refusal,
+    BASE_URL_ENV, CONFIG_FILE, CONFIG_FILES, CodegenConfig, FIXTURES_FILE, GENERATED_MARK, Refusal,
     fixtures_file, playwright_config, render_playwright,
 };
 use cua_fs::FileMode;
@@ -68,7 +68,7 @@ pub(crate) fn run(format: Format, args: &CodegenArgs) -> Result<Exit, CliError> 
         tenant: loaded.tenant.clone(),
         allow_irreversible: args.allow_irreversible,
         remedies: remedies(&loaded.catalog, &loaded.capability),
-        signed_out: recovers_others(&loaded.catalog, &loaded.capability),
+        signed_out: recovers_others(&loaded.catalog, &loaded.capability)?,
     };
     let spec = match render_playwright(&loaded.capability, &config) {
         Ok(spec) => spec,
@@ -88,14 +88,18 @@ pub(crate) fn run(format: Format, args: &CodegenArgs) -> Result<Exit, CliError> 
     for setup in &spec.setups {
         beside.push((dir.join(&setup.name), setup.text.clone()));
     }
-    let config = dir.join(CONFIG_FILE);
-    let config_kept = if args.config && config.exists() {
-        Some(config)
-    } else {
-        if args.config {
-            beside.push((config, playwright_config()));
+    let existing = CONFIG_FILES
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|path| path.exists());
+    let config_kept = match existing {
+        Some(path) if args.config => Some(path),
+        _ => {
+            if args.config {
+                beside.push((dir.join(CONFIG_FILE), playwright_config()));
+            }
+            None
         }
-        None
     };
     // Every path is checked before anything is written: someone else's file stops it all.
     for path in std::iter::once(&args.out).chain(beside.iter().map(|(path, _)| path)) {
@@ -249,15 +253,15 @@ fn remedies(
 
 /// Whether another capability of the catalog runs `capability` as a recovery remedy: a sign-on,
 /// whose own test must start signed out.
-fn recovers_others(catalog: &Catalog, capability: &Capability) -> bool {
+fn recovers_others(catalog: &Catalog, capability: &Capability) -> Result<bool, CliError> {
     let reference = capability.reference();
-    catalog
+    Ok(catalog
         .list()
-        .unwrap_or_default()
+        .map_err(|error| CliError::from(&error))?
         .iter()
         .filter_map(|entry| entry.capability.as_ref())
         .flat_map(|other| other.recovery.iter().flat_map(|rule| rule.remedy.iter()))
-        .any(|remedy| matches!(remedy, Remedy::RunCapability(run) if run.capability == reference))
+        .any(|remedy| matches!(remedy, Remedy::RunCapability(run) if run.capability == reference)))
 }
 
 /// A capability read for codegen or probe, with its tenant binding applied.

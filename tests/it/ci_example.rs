@@ -67,7 +67,7 @@ fn every_cua_line_of_the_example_workflow_runs_in_a_new_project() {
     for file in [
         "savings_balance.spec.ts",
         "cua.fixtures.ts",
-        "corebank.auth.sign_on.setup.ts",
+        "corebank.auth.sign_on@1.0.0.setup.ts",
         "playwright.config.ts",
     ] {
         assert!(project.path().join("tests").join(file).is_file(), "{file}");

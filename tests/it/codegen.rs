@@ -223,13 +223,11 @@ pub(crate) struct Outcome {
     pub(crate) recovered: Vec<String>,
 }
 
-/// Where the setup projects save the session, relative to the install Playwright runs in.
-const AUTH_FILE: &str = "playwright/.auth/cua.json";
-
 /// Runs `npx playwright test` on every spec in `specs` (a directory inside the install) with a
 /// config as a project would have one: `baseURL` set to `base_url` (none when empty), Debian's
 /// Chromium, and, when the directory holds a `*.setup.ts`, a setup project the tests depend on
-/// and start from the session it saves. No session from an earlier run is left to start from.
+/// (each spec starts from the session its sign-on's setup saved). No session from an earlier run
+/// is left to start from.
 pub(crate) fn run_playwright(
     install: &Path,
     specs: &Path,
@@ -241,12 +239,11 @@ pub(crate) fn run_playwright(
         .filter_map(Result::ok)
         .any(|entry| entry.file_name().to_string_lossy().ends_with(".setup.ts"));
     let projects = if setup {
-        format!(
-            "\x20 projects: [\n\
-             \x20   {{ name: 'setup', testMatch: /.*\\.setup\\.ts$/ }},\n\
-             \x20   {{ name: 'tests', use: {{ storageState: '{AUTH_FILE}' }}, dependencies: ['setup'] }},\n\
-             \x20 ],\n"
-        )
+        "\x20 projects: [\n\
+         \x20   { name: 'setup', testMatch: /.*\\.setup\\.ts$/ },\n\
+         \x20   { name: 'tests', dependencies: ['setup'] },\n\
+         \x20 ],\n"
+            .to_owned()
     } else {
         String::new()
     };
@@ -305,10 +302,13 @@ pub(crate) fn run_config_with(
     env: &[(&str, &str)],
     arguments: &[&str],
 ) -> Vec<Outcome> {
-    for earlier in [install.join(AUTH_FILE), specs.join("results.json")] {
-        if earlier.exists() {
-            std::fs::remove_file(&earlier).expect("an earlier run's file is removed");
-        }
+    let sessions = install.join(cua_compile::codegen::SESSIONS_DIR);
+    if sessions.exists() {
+        std::fs::remove_dir_all(&sessions).expect("earlier sessions are removed");
+    }
+    let results = specs.join("results.json");
+    if results.exists() {
+        std::fs::remove_file(&results).expect("an earlier report is removed");
     }
     let mut command = Command::new("npx");
     command
@@ -621,7 +621,7 @@ fn a_generated_project_runs_unchanged_under_its_own_config_and_signs_on_once() {
     assert_eq!(
         names,
         [
-            "corebank.auth.sign_on.setup.ts",
+            "corebank.auth.sign_on@1.0.0.setup.ts",
             "cua.fixtures.ts",
             "open_subaccount.spec.ts",
             "playwright.config.ts",
@@ -666,7 +666,7 @@ fn a_generated_project_runs_unchanged_under_its_own_config_and_signs_on_once() {
     let mut env: Vec<(&str, &str)> = crate::OPERATOR_SECRETS.to_vec();
     env.push(("CUA_BASE_URL", &fixture.base_url));
     let outcomes = run_config(&install, dir, &wrapper, &env);
-    let setup = outcome(&outcomes, "corebank.auth.sign_on.setup.ts");
+    let setup = outcome(&outcomes, "corebank.auth.sign_on@1.0.0.setup.ts");
     assert!(setup.passed, "the setup failed: {:#?}", setup.errors);
     for spec in ["savings_balance.spec.ts", "open_subaccount.spec.ts"] {
         let result = outcome(&outcomes, spec);
@@ -739,6 +739,20 @@ fn codegen_never_writes_over_a_file_it_did_not_write() {
         std::fs::read_to_string(&config).expect("kept"),
         "export default {};\n"
     );
+    // A config under another name Playwright reads is the project's config too.
+    std::fs::remove_file(&config).expect("removed");
+    std::fs::write(
+        dir.path().join("playwright.config.mjs"),
+        "export default {};\n",
+    )
+    .expect("written");
+    let (code, stdout, stderr) = cua(&args, dir.path());
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("kept  DIR/playwright.config.mjs (it was already there)"),
+        "{stdout}"
+    );
+    assert!(!config.exists(), "no second config beside the project's");
 }
 
 #[test]
@@ -754,5 +768,9 @@ fn a_sign_on_other_capabilities_recover_with_starts_signed_out() {
         &["corebank.member.savings_balance@1.0.0"],
         &dir.path().join("savings.spec.ts"),
     );
-    assert!(!savings.contains("test.use("), "{savings}");
+    assert!(!savings.contains(signed_out), "{savings}");
+    assert!(
+        savings.contains("test.use({ signOn: 'corebank.auth.sign_on@1.0.0' });"),
+        "a spec starts from its sign-on's session: {savings}"
+    );
 }

@@ -557,10 +557,11 @@ async fn run_spec(
             CONFIG_FILE.trim_end_matches(".ts")
         ),
     )?;
-    let auth = install.join(cua_compile::codegen::AUTH_FILE);
-    if auth.exists() {
-        std::fs::remove_file(&auth)
-            .map_err(|error| failed(format!("{}: {error}", auth.display())))?;
+    // Each run signs on afresh: no session an earlier run saved is started from.
+    let sessions = install.join(cua_compile::codegen::SESSIONS_DIR);
+    if sessions.exists() {
+        std::fs::remove_dir_all(&sessions)
+            .map_err(|error| failed(format!("{}: {error}", sessions.display())))?;
     }
     let started = std::time::Instant::now();
     let mut command = tokio::process::Command::new("npx");

@@ -376,6 +376,14 @@ impl SpecWriter<'_> {
                                  Playwright baseURL cannot stand"
                             ));
                         }
+                        // `{base_url}:8080/x` or `{base_url}x` would change the host or the
+                        // last segment, which a relative URL cannot say.
+                        if !(piece.is_empty() || piece.starts_with(['/', '?', '#'])) {
+                            return Err(format!(
+                                "the URL {url:?} continues {{base_url}} with {piece:?}, not a \
+                                 path, query or fragment"
+                            ));
+                        }
                         parts.push(ts_string(&format!("./{}", piece.trim_start_matches('/'))));
                     }
                 }

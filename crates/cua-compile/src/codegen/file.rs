@@ -135,18 +135,34 @@ impl SpecWriter<'_> {
         test.extend(self.frame_declarations(&body));
         test.extend(body.lines);
         test.push("});".to_owned());
-        let code = format!("{}\n{}", test.join("\n"), self.functions.join("\n"));
-        out.extend(self.imports(&[], &code));
-        out.push(String::new());
+        let mut session = Vec::new();
         if self.config.signed_out {
-            out.push(
+            session.push(
                 "// A sign-on other capabilities recover with: it starts signed out, whatever \
                  session a setup saved."
                     .to_owned(),
             );
-            out.push("test.use({ storageState: { cookies: [], origins: [] } });".to_owned());
-            out.push(String::new());
+            session.push("test.use({ storageState: { cookies: [], origins: [] } });".to_owned());
+            session.push(String::new());
+        } else if let Some(sign_on) = self.sign_ons.first() {
+            session.push(format!(
+                "// The session the setup of {sign_on} saved; without one, the recovery signs on."
+            ));
+            session.push(format!(
+                "test.use({{ signOn: {} }});",
+                ts_string(&sign_on.to_string())
+            ));
+            session.push(String::new());
         }
+        let code = format!(
+            "{}\n{}\n{}",
+            session.join("\n"),
+            test.join("\n"),
+            self.functions.join("\n")
+        );
+        out.extend(self.imports(&[], &code));
+        out.push(String::new());
+        out.extend(session);
         out.extend(test);
         self.finish(out)
     }
@@ -167,11 +183,14 @@ impl SpecWriter<'_> {
             ),
             format!("  await page.goto({goto});"),
             format!("  await {function}(page);"),
-            "  await page.context().storageState({ path: AUTH_FILE });".to_owned(),
+            format!(
+                "  await page.context().storageState({{ path: sessionFile({}) }});",
+                ts_string(&remedy.reference().to_string())
+            ),
             "});".to_owned(),
         ];
         let code = format!("{}\n{}", test.join("\n"), self.functions.join("\n"));
-        out.extend(self.imports(&["AUTH_FILE"], &code));
+        out.extend(self.imports(&[], &code));
         out.push(String::new());
         out.extend(test);
         self.finish(out)
@@ -189,8 +208,10 @@ impl SpecWriter<'_> {
     }
 }
 
-/// Whether `code` calls the function `name`: `name(` not preceded by an identifier character.
+/// Whether `code` calls the function `name`: `name(` not preceded by an identifier character,
+/// outside comments and string literals (a step's description may say `input(s)`).
 fn calls(code: &str, name: &str) -> bool {
+    let code = without_text(code);
     let call = format!("{name}(");
     code.match_indices(&call).any(|(at, _)| {
         !code[..at]
@@ -198,6 +219,38 @@ fn calls(code: &str, name: &str) -> bool {
             .next_back()
             .is_some_and(|before| before.is_ascii_alphanumeric() || before == '_' || before == '.')
     })
+}
+
+/// Generated code with its `//` comment lines dropped and the insides of its single-quoted
+/// strings (every text [`ts_string`] writes) blanked.
+fn without_text(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    for line in code
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+    {
+        let mut in_string = false;
+        let mut escaped = false;
+        for c in line.chars() {
+            if in_string {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == '\'' {
+                    in_string = false;
+                    out.push(c);
+                }
+                continue;
+            }
+            if c == '\'' {
+                in_string = true;
+            }
+            out.push(c);
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// One statement at `indent`: on one line when it fits, else one chained call per line.
@@ -237,5 +290,11 @@ mod tests {
         assert!(!calls("await unnamed(page)", "named"));
         assert!(!calls("page.named(x)", "named"));
         assert!(!calls("const named = 1;", "named"));
+        assert!(!calls("  // enter: type the input(s)", "input"));
+        assert!(!calls("await test.step('click(here)', f)", "click"));
+        assert!(calls(
+            "await test.step('it\\'s', () => click(target))",
+            "click"
+        ));
     }
 }

@@ -21,15 +21,31 @@ import {
 export { expect };
 
 /**
- * Where a setup project saves the signed-on session, relative to the directory Playwright runs
- * in: the `storageState` of the projects that depend on it.
+ * Where the setup project of the sign-on `reference` (`id@version`) saves its session, relative
+ * to the directory Playwright runs in: the session a spec that recovers with that sign-on starts
+ * from (`test.use({ signOn })`). Keep `playwright/.auth/` out of version control: it holds session cookies.
  */
-export const AUTH_FILE = 'playwright/.auth/cua.json';
+export function sessionFile(reference: string): string {
+  return `playwright/.auth/${reference}.json`;
+}
 
-/** Script requests (XHR, fetch) each page has sent and not yet seen end. */
-const inFlight = new WeakMap<Page, Set<Request>>();
+/** How long a script request in flight holds a page as busy: a long poll no longer does. */
+const REQUEST_PATIENCE_MS = 5000;
 
-export const test = base.extend({
+/**
+ * Each page's requests in flight that hold it as busy (documents of any frame, XHR and fetch),
+ * with when each was sent.
+ */
+const inFlight = new WeakMap<Page, Map<Request, number>>();
+
+/** Options a generated spec sets with `test.use`. */
+export type CuaOptions = {
+  /** The sign-on (`id@version`) whose saved session the test starts from, when there is one. */
+  signOn: string | undefined;
+};
+
+export const test = base.extend<CuaOptions>({
+  signOn: [undefined, { option: true }],
   // Always ending in `/`, so that a spec's `./path` stays under a base URL with a path.
   baseURL: async ({ baseURL }, use) => {
     if (!baseURL) {
@@ -39,15 +55,17 @@ export const test = base.extend({
     }
     await use(baseURL.endsWith('/') ? baseURL : `${baseURL}/`);
   },
-  // A session file no setup project has written yet is no session: the spec signs on itself.
-  storageState: async ({ storageState }, use) => {
-    await use(typeof storageState === 'string' && !fs.existsSync(storageState) ? undefined : storageState);
+  // The session the sign-on's setup saved, else the project's; a session file no setup project
+  // has written yet is no session, and the spec's recovery signs on itself.
+  storageState: async ({ storageState, signOn }, use) => {
+    const state = signOn === undefined ? storageState : sessionFile(signOn);
+    await use(typeof state === 'string' && !fs.existsSync(state) ? undefined : state);
   },
   page: async ({ page }, use) => {
-    const requests = new Set<Request>();
+    const requests = new Map<Request, number>();
     inFlight.set(page, requests);
     page.on('request', (request) => {
-      if (['xhr', 'fetch'].includes(request.resourceType())) requests.add(request);
+      if (['document', 'xhr', 'fetch'].includes(request.resourceType())) requests.set(request, Date.now());
     });
     const ended = (request: Request): void => {
       requests.delete(request);
@@ -59,46 +77,46 @@ export const test = base.extend({
 });
 
 /**
- * cua's `snapshot_stable` wait after an action: a request the action starts is given a moment to
- * begin, then the page is settled once no script request is in flight (one out longer than five
- * seconds, a long poll, no longer counts) and two observations of every frame 40 ms apart are
- * alike. A form rebuilt from a request is therefore waited for, however still it looked before.
+ * cua's `snapshot_stable` wait after an action, as replay settles: a request the action starts
+ * is given a moment to begin; then the page is settled once no document or script request is in
+ * flight (one sent more than five seconds ago, a long poll, no longer counts), every frame has
+ * loaded, and two observations of every frame's accessibility tree 40 ms apart are alike. A form
+ * rebuilt from a request is waited for, however still it looked before. Whether it settled
+ * within `timeout`: as in replay, a step whose postcondition holds passes even if it did not.
  */
-export async function settled(page: Page, timeout: number): Promise<void> {
-  const requests = inFlight.get(page) ?? new Set<Request>();
+export async function settled(page: Page, timeout: number): Promise<boolean> {
+  const requests = inFlight.get(page) ?? new Map<Request, number>();
   const started = Date.now();
+  const left = (): number => Math.max(1, timeout - (Date.now() - started));
   const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-  while (Date.now() - started < 100 && requests.size === 0) await pause(20);
-  const seen = new Map<Request, number>();
   const pending = (): number => {
     const now = Date.now();
-    let count = 0;
-    for (const request of requests) {
-      const since = seen.get(request) ?? now;
-      seen.set(request, since);
-      if (now - since < 5000) count += 1;
-    }
-    return count;
+    return [...requests.values()].filter((sent) => now - sent < REQUEST_PATIENCE_MS).length;
   };
+  while (Date.now() - started < 100 && pending() === 0) await pause(20);
   let last: string | null = null;
-  for (;;) {
-    if (Date.now() - started > timeout) {
-      throw new Error(`the page did not settle within ${timeout} ms`);
-    }
+  while (Date.now() - started <= timeout) {
     if (pending() > 0) {
       last = null;
       await pause(20);
       continue;
     }
-    await page.waitForLoadState('load', { timeout: Math.max(1, timeout - (Date.now() - started)) });
-    const frames = await Promise.all(
-      page.frames().map((frame) => frame.evaluate(() => document.documentElement?.outerHTML ?? '').catch(() => null)),
+    const observed = await Promise.all(
+      page.frames().map(async (frame) => {
+        try {
+          await frame.waitForLoadState('load', { timeout: left() });
+          return await frame.locator(':root').ariaSnapshot({ timeout: left() });
+        } catch {
+          return null;
+        }
+      }),
     );
-    const now = frames.includes(null) ? null : frames.join('\u0000');
-    if (now !== null && now === last && pending() === 0) return;
+    const now = observed.includes(null) ? null : observed.join('\u0000');
+    if (now !== null && now === last && pending() === 0) return true;
     last = now;
     await pause(40);
   }
+  return false;
 }
 
 /** An input from `variable`, else the artifact's example; checked as replay checks it. */

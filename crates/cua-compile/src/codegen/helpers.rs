@@ -31,6 +31,7 @@ mod tests {
             "byRole",
             "keyedRecord",
             "settled",
+            "sessionFile",
         ] {
             assert!(names.contains(&name), "{name} is not among {names:?}");
         }
@@ -42,11 +43,11 @@ mod tests {
     }
 
     #[test]
-    fn the_fixtures_file_is_marked_as_generated_and_names_the_session_file() {
+    fn the_fixtures_file_is_marked_as_generated_and_names_the_sessions_directory() {
         assert!(FIXTURES.starts_with(super::super::GENERATED_MARK));
         assert!(FIXTURES.contains(&format!(
-            "export const AUTH_FILE = '{}';",
-            super::super::AUTH_FILE
+            "return `{}/${{reference}}.json`;",
+            super::super::SESSIONS_DIR
         )));
     }
 }

@@ -104,7 +104,7 @@ fn savings_balance_generates_a_spec() {
         .iter()
         .map(|setup| setup.name.as_str())
         .collect();
-    assert_eq!(names, ["corebank.auth.sign_on.setup.ts"]);
+    assert_eq!(names, ["corebank.auth.sign_on@1.0.0.setup.ts"]);
     insta::assert_snapshot!("sign_on_setup", spec.setups[0].text);
 }
 
@@ -616,6 +616,9 @@ fn a_url_opens_under_the_projects_base_url_or_is_refused() {
     let mut inside = deep_link.clone();
     inside.entrypoint.url = "https://sso.example/{base_url}".to_owned();
     assert!(refusal(&inside, &config()).contains("after its start"));
+    let mut port = deep_link.clone();
+    port.entrypoint.url = "{base_url}:8443/member".to_owned();
+    assert!(refusal(&port, &config()).contains("not a path, query or fragment"));
     // An absolute URL of its own stays absolute.
     let mut absolute = deep_link;
     absolute.entrypoint.url = "https://app.example/member/{$input: member_id}".to_owned();
