@@ -4,7 +4,6 @@
 //! edited expectation fails, so the generated assertions are shown to be able to fail.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -193,11 +192,7 @@ impl Fixture {
             .stderr(Stdio::null())
             .spawn()
             .expect("cua fixture serve starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("piped stdout"))
-            .read_line(&mut line)
-            .expect("the fixture prints its base URL");
-        let base_url = line.trim().to_owned();
+        let base_url = crate::first_line(&mut child).trim().to_owned();
         assert!(base_url.starts_with("http://"), "unexpected {base_url:?}");
         Self { child, base_url }
     }

@@ -648,10 +648,7 @@ impl Console {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let line = crate::first_line(&mut child);
         let ready: Value = serde_json::from_str(&line).unwrap_or_else(|error| {
             let status = child.wait().map(|status| status.to_string()).unwrap_or_default();
             panic!("cua console did not start ({status}; apt-get install -y chromium if Chromium is missing): {error}: {line:?}")

@@ -41,3 +41,14 @@ pub(crate) const OPERATOR_SECRETS: [(&str, &str); 2] = [
         memberdesk::OPERATOR_PASSWORD,
     ),
 ];
+
+/// The first line a spawned process writes on its piped stdout (a port, a URL, a ready line),
+/// without its newline; the rest of its output is left unread.
+pub(crate) fn first_line(child: &mut std::process::Child) -> String {
+    use std::io::BufRead as _;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout is piped"))
+        .read_line(&mut line)
+        .expect("the process writes a first line");
+    line.trim_end_matches(['\r', '\n']).to_owned()
+}

@@ -9,7 +9,6 @@
 #![allow(clippy::unwrap_used, reason = "a test that cannot unwrap has failed")]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -42,11 +41,7 @@ impl Receiver {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line.trim().parse().unwrap();
+        let port = crate::first_line(&mut child).trim().parse().unwrap();
         Self { child, port, out }
     }
 

@@ -7,7 +7,6 @@
 
 #![allow(clippy::unwrap_used, reason = "a test that cannot unwrap has failed")]
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
@@ -163,10 +162,7 @@ pub(crate) fn console_over(evidence: &std::path::Path) -> (std::process::Child, 
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(console.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = crate::first_line(&mut console);
     let ready: Value =
         serde_json::from_str(&line).unwrap_or_else(|error| panic!("{error}: {line:?}"));
     let open = ready["data"]["open"].as_str().unwrap().to_owned();

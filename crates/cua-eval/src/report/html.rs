@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::{SuiteReport, Verdict, svg};
 use crate::error::EvalError;
-use crate::score::{Answer, plain, status_name};
+use crate::score::{Answer, status_name};
 
 /// The page's template.
 const TEMPLATE: &str = include_str!("report.html");
@@ -210,23 +210,7 @@ fn page(report: &SuiteReport) -> Page<'_> {
         .runs
         .iter()
         .map(|row| {
-            let returned = match (&row.outcome, &row.failure_code) {
-                (Some(outcome), _) => format!("outcome {outcome}"),
-                (None, Some(code)) => format!(
-                    "{}{}",
-                    code.as_str(),
-                    row.failure_step
-                        .as_ref()
-                        .map(|step| format!(" at {step}"))
-                        .unwrap_or_default()
-                ),
-                (None, None) => row
-                    .outputs
-                    .iter()
-                    .map(|(name, value)| format!("{name} = {}", plain(value)))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            };
+            let returned = super::returned(row, " = ");
             RunView {
                 run_id: &row.run_id,
                 case: &row.case,

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::SuiteReport;
-use crate::score::{Answer, plain, status_name};
+use crate::score::{Answer, status_name};
 
 /// Renders the report.
 pub(super) fn render(report: &SuiteReport) -> String {
@@ -139,23 +139,7 @@ pub(super) fn render(report: &SuiteReport) -> String {
 
     out.push_str("\n## Runs\n\n| run | case | repeat | status | returned | answer | drift | strategies | ms |\n|---|---|---|---|---|---|---|---|---|\n");
     for row in &report.runs {
-        let returned = match (&row.outcome, &row.failure_code) {
-            (Some(outcome), _) => format!("outcome {outcome}"),
-            (None, Some(code)) => format!(
-                "{}{}",
-                code.as_str(),
-                row.failure_step
-                    .as_ref()
-                    .map(|step| format!(" at {step}"))
-                    .unwrap_or_default()
-            ),
-            (None, None) => row
-                .outputs
-                .iter()
-                .map(|(name, value)| format!("{name}={}", plain(value)))
-                .collect::<Vec<_>>()
-                .join(", "),
-        };
+        let returned = super::returned(row, "=");
         let answer = match &row.answer {
             Answer::Correct => "correct".to_owned(),
             Answer::WrongAction(why) => format!("**wrong action**: {}", cell(why)),

@@ -248,6 +248,28 @@ impl SuiteReport {
     }
 }
 
+/// What a run returned, in one line: its outcome, its failure code and step, or its outputs
+/// as `name{equals}value` (each report spaces the sign its own way).
+fn returned(row: &RunRow, equals: &str) -> String {
+    match (&row.outcome, &row.failure_code) {
+        (Some(outcome), _) => format!("outcome {outcome}"),
+        (None, Some(code)) => format!(
+            "{}{}",
+            code.as_str(),
+            row.failure_step
+                .as_ref()
+                .map(|step| format!(" at {step}"))
+                .unwrap_or_default()
+        ),
+        (None, None) => row
+            .outputs
+            .iter()
+            .map(|(name, value)| format!("{name}{equals}{}", score::plain(value)))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
 fn setup_row(observation: &SetupObservation) -> SetupRow {
     SetupRow {
         run_id: observation.run_id.clone(),
