@@ -174,6 +174,13 @@ fn render(written: &Written) -> String {
 /// Refuses a path that holds a file `cua codegen` did not write (or one it cannot read): a
 /// hand-written fixture or spec of the same name is never written over.
 fn refuse_foreign(path: &Path) -> Result<(), CliError> {
+    // A link is refused as the write would refuse it, before anything beside it is written.
+    if std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
+        let refused = cua_fs::FsError::Symlink {
+            path: path.to_path_buf(),
+        };
+        return Err(CliError::unwritten(&refused, ErrorCode::WriteFailed));
+    }
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -191,7 +198,7 @@ fn refuse_foreign(path: &Path) -> Result<(), CliError> {
         return Ok(());
     }
     Err(CliError::new(
-        ErrorCode::WriteFailed,
+        ErrorCode::RefusedPath,
         format!(
             "{} is there and `cua codegen` did not write it: move it away or choose another \
              --out directory (nothing was written)",

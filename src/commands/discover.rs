@@ -166,6 +166,7 @@ async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exi
                 .map_err(|error| CliError::new(ErrorCode::InvalidSecretName, error.to_string()))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let otlp = super::telemetry::otlp()?;
     let model = Model::start(args.scripted).await?;
     let surface = launch(policy.engine.allowlist().clone()).await?;
     let run_id = format!(
@@ -222,6 +223,10 @@ async fn discover_and_compile(format: Format, args: &DiscoverArgs) -> Result<Exi
     progress.finish();
     surface.close().await;
     model.shutdown().await;
+    if let (Some(otlp), Ok((_, run_dir))) = (&otlp, &outcome) {
+        // The trace is as its bus redacted it; a discovery reads no declared sensitive output.
+        super::telemetry::export_run(otlp, run_dir, &|text| text.to_owned()).await;
+    }
     let (report, run_dir) = outcome?;
     let draft = if report.stop_reason == StopReason::GoalMet {
         let transcript = run_dir.join(cua_evidence::TRACE_FILE).display().to_string();

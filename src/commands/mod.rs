@@ -29,6 +29,7 @@ mod serve;
 mod show;
 #[cfg(feature = "fixture")]
 mod supervised;
+mod telemetry;
 mod validate;
 
 use std::process::ExitCode;

@@ -233,8 +233,7 @@ impl Settings {
                 .map_err(|message| CliError::new(ErrorCode::BadKey, message))?,
             // Read before the browser starts too: a collector setting cua cannot use is told
             // now, not after the run.
-            otlp: cua_otel::OtlpConfig::from_env(|name| std::env::var(name).ok())
-                .map_err(|error| CliError::usage(error.to_string()))?,
+            otlp: super::telemetry::otlp()?,
         })
     }
 
@@ -362,7 +361,7 @@ pub(crate) async fn replay_request(
         intent_journal: fence.map(|fence| Arc::clone(&fence.journal)),
         ..RunSetup::new(
             &settings.evidence_dir,
-            run_id,
+            run_id.clone(),
             &settings.policy_config,
             cua_evidence::process_environment(),
         )
@@ -394,8 +393,16 @@ pub(crate) async fn replay_request(
     };
     // Every caller prints, returns or keeps the report: none gets a sensitive value in clear.
     let outcome = outcome.map(|report| report.redacted(bus.redactor()));
-    if let (Some(otlp), Ok(report)) = (&settings.otlp, &outcome) {
-        export_spans(otlp, &report.evidence_dir).await;
+    if let Some(otlp) = &settings.otlp {
+        // A refused run (tampered, a draft, unbound) ended its trace too: it is exported as well.
+        let run_dir = match &outcome {
+            Ok(report) => report.evidence_dir.clone(),
+            Err(_) => settings.evidence_dir.join(run_id.as_str()),
+        };
+        if run_dir.join(cua_evidence::TRACE_FILE).is_file() {
+            let redactor = bus.redactor();
+            super::telemetry::export_run(otlp, &run_dir, &|text| redactor.redact_text(text)).await;
+        }
     }
     outcome.map_err(|error| match error {
         ReplayError::Tampered { .. }
@@ -404,24 +411,6 @@ pub(crate) async fn replay_request(
         | ReplayError::Policy { .. } => CliError::new(ErrorCode::Refused, error.to_string()),
         ReplayError::Evidence(_) => CliError::new(ErrorCode::EvidenceUnwritable, chain(&error)),
     })
-}
-
-/// Sends a finished run's spans to the collector, from its trace as written (redacted). A run
-/// that happened stays as it ended whatever the collector does: a failed export is a warning.
-async fn export_spans(otlp: &cua_otel::OtlpConfig, run_dir: &std::path::Path) {
-    let exported = match cua_evidence::read_trace(run_dir) {
-        Ok(lines) => cua_otel::export(otlp, &lines).await.map(|_| ()),
-        Err(error) => Err(cua_otel::OtelError::Export {
-            endpoint: otlp.endpoint.clone(),
-            reason: format!("the trace cannot be read: {error}"),
-        }),
-    };
-    if let Err(error) = exported {
-        eprintln!(
-            "cua: warning: {error} (the run itself is unaffected; its evidence is in {})",
-            run_dir.display()
-        );
-    }
 }
 
 /// What a run may dispatch.

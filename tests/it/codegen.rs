@@ -707,7 +707,7 @@ fn codegen_never_writes_over_a_file_it_did_not_write() {
     let fixtures = dir.path().join("cua.fixtures.ts");
     std::fs::write(&fixtures, "export const mine = 1;\n").expect("written");
     let (code, stdout, stderr) = cua(&args, dir.path());
-    assert_eq!((code, stdout.as_str()), (1, ""), "{stderr}");
+    assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
     assert!(
         stderr.contains("DIR/cua.fixtures.ts is there and `cua codegen` did not write it"),
         "{stderr}"

@@ -2,8 +2,9 @@
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` set sends its spans over OTLP/HTTP to a local receiver
 //! (`tests/otel/receiver.py`) that decodes them with the official `opentelemetry-proto`
 //! package, independent of cua's encoder. The spans nest run → step → resolve / authorize /
-//! dispatch / verify, carry no secret the run typed, and nothing is sent when no endpoint is
-//! set. A protocol cua does not speak is refused before the browser starts; a collector that is
+//! dispatch / verify and carry no secret the run typed (that export is off without an endpoint
+//! is a unit test of `cua-otel`); a discovery's model calls are `chat` spans with the GenAI
+//! conventions. A protocol cua does not speak is refused before the browser starts; a collector that is
 //! not there leaves the run as it ended, with a warning.
 
 #![allow(clippy::unwrap_used, reason = "a test that cannot unwrap has failed")]
@@ -79,18 +80,6 @@ fn a_replay_exports_its_steps_as_nested_spans_without_a_secret() {
         "otel-savings",
     ];
 
-    // Off by default: a run with no endpoint sends nothing.
-    let (code, stdout, stderr) = scene.replay(
-        &[
-            "corebank.member.savings_balance@1.0.0",
-            "--input",
-            "member_id=12345",
-        ],
-        &[],
-    );
-    assert_eq!(code, 0, "{stdout}{stderr}");
-    assert!(receiver.received().is_empty());
-
     let (code, stdout, stderr) = scene.replay(
         &args,
         &[
@@ -108,6 +97,7 @@ fn a_replay_exports_its_steps_as_nested_spans_without_a_secret() {
         .iter()
         .map(|span| (span["span_id"].as_str().unwrap(), span))
         .collect();
+    assert_eq!(by_id.len(), spans.len(), "span ids are unique");
     let trace_ids: std::collections::BTreeSet<&str> = spans
         .iter()
         .map(|span| span["trace_id"].as_str().unwrap())
@@ -216,4 +206,60 @@ fn a_protocol_cua_does_not_speak_is_refused_and_a_missing_collector_only_warns()
         stderr.contains("cua: warning: the trace was not exported to http://127.0.0.1:9/v1/traces"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_discovery_exports_its_model_calls_with_the_gen_ai_conventions() {
+    let scene = Scene::new();
+    let receiver = Receiver::start(scene.scratch.path());
+    let repository = crate::codegen::repository();
+    let output = scene
+        .cua_command()
+        .current_dir(scene.scratch.path())
+        .env_remove("CUA_LLM_BASE_URL")
+        .env_remove("CUA_LLM_MODEL")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .args(["discover", "--scripted", "--goal"])
+        .arg("Look up member 12345 and report their savings balance, the account status, and the as-of date.")
+        .arg("--target")
+        .arg(format!("{}/", scene.base_url()))
+        .arg("--sign-in-with")
+        .arg(repository.join("capabilities/corebank.auth.sign_on@1.0.0.yaml"))
+        .arg("--policy")
+        .arg(repository.join("config/policy.yaml"))
+        .args(["--out", "drafts", "--evidence", "evidence"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let received = receiver.received();
+    assert_eq!(received.len(), 1, "one export per run");
+    let spans = received[0]["spans"].as_array().unwrap();
+    let chats: Vec<&Value> = spans
+        .iter()
+        .filter(|span| span["attributes"]["gen_ai.operation.name"] == "chat")
+        .collect();
+    assert!(!chats.is_empty(), "no model call among {spans:#?}");
+    for chat in chats {
+        let model = chat["attributes"]["gen_ai.request.model"].as_str().unwrap();
+        assert_eq!(chat["name"].as_str().unwrap(), format!("chat {model}"));
+        assert!(
+            chat["attributes"]["gen_ai.provider.name"].is_string(),
+            "{chat}"
+        );
+        assert!(
+            chat["attributes"]["gen_ai.usage.input_tokens"].is_i64(),
+            "{chat}"
+        );
+        assert!(
+            chat["attributes"]["gen_ai.usage.output_tokens"].is_i64(),
+            "{chat}"
+        );
+        assert_eq!(chat["kind"], 3, "a model call is a client span");
+    }
 }

@@ -7,16 +7,22 @@
 //! semantic conventions (`gen_ai.operation.name`, `gen_ai.provider.name`,
 //! `gen_ai.request.model`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`).
 //!
-//! Built from the trace and nothing else, the spans hold no more than the trace does: what the
-//! bus redacted stays redacted, and a secret never reaches the collector. Their ids derive from
-//! the run id (BLAKE3), so exporting a run twice sends the same trace, and [`request`] reads no
-//! clock and draws no randomness.
+//! Events that name a step are under its span; the others (observations between steps, leases,
+//! model calls of a discovery, notes) are under the run's.
 //!
-//! Off by default: [`OtlpConfig::from_env`] reads the standard `OTEL_EXPORTER_OTLP_*`
-//! variables, and only an endpoint turns export on. The wire is OTLP/HTTP with protobuf
-//! (`http/protobuf`, the protocol's default).
+//! Built from the trace and nothing else, the spans hold no more than the trace does, and every
+//! text goes through the caller's redaction once more (the run's final redactor knows values
+//! read late in the run): a secret never reaches the collector. Their ids derive from the run's
+//! first line hash (BLAKE3), unique to the run, so exporting a run twice sends the same trace,
+//! and [`request`] reads no clock and draws no randomness.
+//!
+//! Off by default: [`OtlpConfig::from_env`] reads the standard `OTEL_*` variables, and only an
+//! endpoint turns export on (`OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none` turn it
+//! off again). The wire is OTLP/HTTP with protobuf (`http/protobuf`, the protocol's default),
+//! with the headers `OTEL_EXPORTER_OTLP_(TRACES_)HEADERS` name.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cua_artifact::RunStatus;
@@ -40,9 +46,20 @@ pub const PROTOCOL_ENVS: [&str; 2] = [
 ];
 /// The variable naming the service (`cua` when unset).
 pub const SERVICE_NAME_ENV: &str = "OTEL_SERVICE_NAME";
+/// The variables naming headers sent with each export (`key=value,…`, values percent-encoded),
+/// the traces one first.
+pub const HEADERS_ENVS: [&str; 2] = [
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+];
 
-/// How long one export may take before it is given up.
-const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one export may take before it is given up: a run's result is already decided, and
+/// a batch must not wait on a collector.
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Set once an export failed: the process does not try again, so a collector that is down
+/// costs a batch one timeout, not one per row.
+static GAVE_UP: AtomicBool = AtomicBool::new(false);
 
 /// Why a run was not exported.
 #[derive(Debug, thiserror::Error)]
@@ -57,15 +74,50 @@ pub enum OtelError {
     /// The collector could not be reached or refused the export.
     #[error("the trace was not exported to {endpoint}: {reason}")]
     Export { endpoint: String, reason: String },
+    /// An earlier export of this process failed; no more are tried.
+    #[error("the trace was not exported to {endpoint}: an earlier export failed")]
+    GaveUp { endpoint: String },
 }
 
-/// Where spans go and under which service name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where spans go, under which service name and with which headers.
+#[derive(Clone, PartialEq, Eq)]
 pub struct OtlpConfig {
     /// The traces URL the request is posted to.
     pub endpoint: String,
     /// `service.name` of the resource.
     pub service: String,
+    /// Headers sent with each export (an API key, say): never printed.
+    pub headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for OtlpConfig {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("OtlpConfig")
+            .field("endpoint", &shown(&self.endpoint))
+            .field("service", &self.service)
+            .field("headers", &self.headers.len())
+            .finish()
+    }
+}
+
+impl OtlpConfig {
+    /// The endpoint as it may be printed: without a `user:password@` part.
+    pub fn shown_endpoint(&self) -> String {
+        shown(&self.endpoint)
+    }
+}
+
+/// `url` without the credentials a `user:password@` part holds.
+fn shown(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_owned(),
+    }
 }
 
 impl OtlpConfig {
@@ -74,18 +126,38 @@ impl OtlpConfig {
     /// endpoint that is not an `http` or `https` URL, is an error naming the variable.
     pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, OtelError> {
         let set = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
-        for variable in PROTOCOL_ENVS {
-            if let Some(value) = set(variable)
-                && value.trim() != "http/protobuf"
-            {
-                return Err(OtelError::Config {
-                    variable,
-                    value,
-                    reason: "cua exports over OTLP/HTTP with protobuf only: set it to \
-                             http/protobuf or unset it",
-                });
-            }
+        let disabled = set("OTEL_SDK_DISABLED")
+            .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"))
+            || set("OTEL_TRACES_EXPORTER")
+                .is_some_and(|value| value.trim().eq_ignore_ascii_case("none"));
+        if disabled || (set(TRACES_ENDPOINT_ENV).is_none() && set(ENDPOINT_ENV).is_none()) {
+            return Ok(None);
         }
+        // The traces variable wins over the general one, as the specification says.
+        if let Some((variable, value)) = PROTOCOL_ENVS
+            .iter()
+            .find_map(|variable| set(variable).map(|value| (*variable, value)))
+            && value.trim() != "http/protobuf"
+        {
+            return Err(OtelError::Config {
+                variable,
+                value,
+                reason: "cua exports over OTLP/HTTP with protobuf only: set it to \
+                         http/protobuf or unset it",
+            });
+        }
+        let headers = match HEADERS_ENVS
+            .iter()
+            .find_map(|variable| set(variable).map(|value| (*variable, value)))
+        {
+            Some((variable, value)) => headers(&value).ok_or(OtelError::Config {
+                variable,
+                value: "(not shown)".to_owned(),
+                reason: "headers are key=value pairs separated by commas, values \
+                         percent-encoded",
+            })?,
+            None => Vec::new(),
+        };
         let (variable, endpoint) = if let Some(url) = set(TRACES_ENDPOINT_ENV) {
             (TRACES_ENDPOINT_ENV, url.trim().to_owned())
         } else if let Some(base) = set(ENDPOINT_ENV) {
@@ -99,18 +171,77 @@ impl OtlpConfig {
         if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
             return Err(OtelError::Config {
                 variable,
-                value: endpoint,
+                value: shown(&endpoint),
                 reason: "the collector's endpoint must be an http:// or https:// URL",
             });
         }
         let service = set(SERVICE_NAME_ENV).unwrap_or_else(|| "cua".to_owned());
-        Ok(Some(Self { endpoint, service }))
+        Ok(Some(Self {
+            endpoint,
+            service,
+            headers,
+        }))
     }
 }
 
-/// Posts the spans of `lines` (one run's trace) to the collector; returns how many were sent.
-pub async fn export(config: &OtlpConfig, lines: &[TraceLine]) -> Result<usize, OtelError> {
-    let request = request(lines, &config.service);
+/// `key=value,key=value` with percent-encoded values, or `None` when a pair has no `=`, an empty
+/// key, or a value that does not decode to UTF-8.
+fn headers(text: &str) -> Option<Vec<(String, String)>> {
+    text.split(',')
+        .filter(|pair| !pair.trim().is_empty())
+        .map(|pair| {
+            let (key, value) = pair.split_once('=')?;
+            let key = key.trim();
+            if key.is_empty() {
+                return None;
+            }
+            Some((key.to_owned(), percent_decoded(value.trim())?))
+        })
+        .collect()
+}
+
+fn percent_decoded(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%' {
+            let hex = text.get(index + 1..index + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            index += 3;
+        } else {
+            out.push(bytes[index]);
+            index += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Posts the spans of `lines` (one run's trace, every text passed through `redact`) to the
+/// collector; returns how many were sent. After one failure the process tries no more.
+pub async fn export(
+    config: &OtlpConfig,
+    lines: &[TraceLine],
+    redact: &(dyn Fn(&str) -> String + Sync),
+) -> Result<usize, OtelError> {
+    if GAVE_UP.load(Ordering::Relaxed) {
+        return Err(OtelError::GaveUp {
+            endpoint: config.shown_endpoint(),
+        });
+    }
+    let sent = send(config, lines, redact).await;
+    if sent.is_err() {
+        GAVE_UP.store(true, Ordering::Relaxed);
+    }
+    sent
+}
+
+async fn send(
+    config: &OtlpConfig,
+    lines: &[TraceLine],
+    redact: &(dyn Fn(&str) -> String + Sync),
+) -> Result<usize, OtelError> {
+    let request = request(lines, &config.service, redact);
     let spans = request
         .resource_spans
         .iter()
@@ -118,22 +249,28 @@ pub async fn export(config: &OtlpConfig, lines: &[TraceLine]) -> Result<usize, O
         .map(|scope| scope.spans.len())
         .sum();
     let failed = |reason: String| OtelError::Export {
-        endpoint: config.endpoint.clone(),
+        endpoint: config.shown_endpoint(),
         reason,
     };
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .timeout(EXPORT_TIMEOUT)
+        .connect_timeout(EXPORT_TIMEOUT / 2)
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|error| failed(format!("the HTTP client cannot start: {error}")))?;
-    let response = client
+    let mut post = client
         .post(&config.endpoint)
-        .header("content-type", "application/x-protobuf")
+        .header("content-type", "application/x-protobuf");
+    for (key, value) in &config.headers {
+        post = post.header(key.as_str(), value.as_str());
+    }
+    let response = post
         .body(request.encode_to_vec())
         .send()
         .await
-        .map_err(|error| failed(error.to_string()))?;
+        // reqwest's message may quote the URL, credentials included.
+        .map_err(|error| failed(error.without_url().to_string()))?;
     let status = response.status();
     if !status.is_success() {
         return Err(failed(format!("the collector answered {status}")));
@@ -141,9 +278,27 @@ pub async fn export(config: &OtlpConfig, lines: &[TraceLine]) -> Result<usize, O
     Ok(spans)
 }
 
-/// The OTLP request for one run's trace: deterministic, from the lines alone.
-pub fn request(lines: &[TraceLine], service: &str) -> ExportTraceServiceRequest {
-    let spans = spans(lines);
+/// The OTLP request for one run's trace: deterministic, from the lines and `redact` alone.
+pub fn request(
+    lines: &[TraceLine],
+    service: &str,
+    redact: &dyn Fn(&str) -> String,
+) -> ExportTraceServiceRequest {
+    let mut spans = spans(lines);
+    for span in &mut spans {
+        span.name = redact(&span.name);
+        for attribute in &mut span.attributes {
+            if let Some(AnyValue {
+                value: Some(any_value::Value::StringValue(text)),
+            }) = &mut attribute.value
+            {
+                *text = redact(text);
+            }
+        }
+        if let Some(status) = &mut span.status {
+            status.message = redact(&status.message);
+        }
+    }
     ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
             resource: Some(Resource {
@@ -170,11 +325,15 @@ fn spans(lines: &[TraceLine]) -> Vec<Span> {
         return Vec::new();
     };
     let run_id = first.run_id.as_str();
-    let trace_id = digest(&["trace", run_id])[..16].to_vec();
-    let root_id = digest(&["span", run_id, "run"])[..8].to_vec();
+    // The first line's hash covers its run id and moment: two runs given the same id (on two
+    // machines, on two days) are still two traces.
+    let run = first.line_hash.as_str();
+    let trace_id = digest(&["trace", run])[..16].to_vec();
+    let root_id = digest(&["span", run, "run"])[..8].to_vec();
     let nanos = |line: &TraceLine| u64::try_from(line.at.unix_micros()).unwrap_or(0) * 1_000;
+    // A span lasts until the next line, never less than nothing if the clock stepped back.
     let ends: Vec<u64> = (0..lines.len())
-        .map(|index| nanos(lines.get(index + 1).unwrap_or(&lines[index])))
+        .map(|index| nanos(lines.get(index + 1).unwrap_or(&lines[index])).max(nanos(&lines[index])))
         .collect();
 
     let mut root = Span {
@@ -182,7 +341,7 @@ fn spans(lines: &[TraceLine]) -> Vec<Span> {
         span_id: root_id.clone(),
         kind: SpanKind::Internal as i32,
         start_time_unix_nano: nanos(first),
-        end_time_unix_nano: lines.last().map_or(0, nanos),
+        end_time_unix_nano: ends.iter().copied().max().unwrap_or(0).max(nanos(first)),
         attributes: vec![text("cua.run_id", run_id)],
         name: "run".to_owned(),
         ..Span::default()
@@ -224,7 +383,7 @@ fn spans(lines: &[TraceLine]) -> Vec<Span> {
                     order.push(key.clone());
                     Span {
                         trace_id: trace_id.clone(),
-                        span_id: digest(&["span", run_id, "step", &key])[..8].to_vec(),
+                        span_id: digest(&["span", run, "step", &key])[..8].to_vec(),
                         parent_span_id: root_id.clone(),
                         kind: SpanKind::Internal as i32,
                         name: format!("step {key}"),
@@ -244,7 +403,7 @@ fn spans(lines: &[TraceLine]) -> Vec<Span> {
         attributes.push(int("cua.seq", line.seq));
         children.push(Span {
             trace_id: trace_id.clone(),
-            span_id: digest(&["span", run_id, "line", &line.seq.to_string()])[..8].to_vec(),
+            span_id: digest(&["span", run, "line", &line.seq.to_string()])[..8].to_vec(),
             parent_span_id: parent,
             kind: if matches!(line.event, Event::LlmCall(_)) {
                 SpanKind::Client as i32
@@ -468,8 +627,72 @@ mod tests {
     }
 
     #[test]
+    fn export_is_off_when_disabled_and_a_protocol_alone_turns_nothing_on() {
+        let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318");
+        assert_eq!(
+            config(&[endpoint, ("OTEL_SDK_DISABLED", "true")]).unwrap(),
+            None
+        );
+        assert_eq!(
+            config(&[endpoint, ("OTEL_TRACES_EXPORTER", "none")]).unwrap(),
+            None
+        );
+        assert_eq!(
+            config(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]).unwrap(),
+            None
+        );
+        // The traces protocol wins over the general one.
+        assert!(
+            config(&[
+                endpoint,
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+                ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf"),
+            ])
+            .unwrap()
+            .is_some()
+        );
+    }
+
+    #[test]
+    fn headers_are_read_and_never_shown() {
+        let endpoint = (
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "https://user:pass@collector:4318",
+        );
+        let read = config(&[
+            endpoint,
+            (
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "api-key=s%3Dcret, x-tenant = blue",
+            ),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            read.headers,
+            [
+                ("api-key".to_owned(), "s=cret".to_owned()),
+                ("x-tenant".to_owned(), "blue".to_owned())
+            ]
+        );
+        assert_eq!(read.shown_endpoint(), "https://collector:4318/v1/traces");
+        let debug = format!("{read:?}");
+        assert!(
+            !debug.contains("cret") && !debug.contains("pass"),
+            "{debug}"
+        );
+        let refused = config(&[endpoint, ("OTEL_EXPORTER_OTLP_HEADERS", "api-key s3cret")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.starts_with("OTEL_EXPORTER_OTLP_HEADERS") && !refused.contains("s3cret"),
+            "{refused}"
+        );
+    }
+
+    #[test]
     fn an_empty_trace_has_no_spans() {
-        let request = request(&[], "cua");
+        let request = request(&[], "cua", &|text| text.to_owned());
         assert!(request.resource_spans[0].scope_spans[0].spans.is_empty());
     }
 }

@@ -354,7 +354,9 @@ impl SpecWriter<'_> {
         let template =
             Template::parse(url).map_err(|problem| format!("the URL {url:?}: {problem}"))?;
         let mut parts = Vec::new();
-        for part in template.parts() {
+        let count = template.parts().len();
+        for (index, part) in template.parts().iter().enumerate() {
+            let last = index + 1 == count;
             match part {
                 TemplatePart::Text(text) => {
                     for (position, piece) in text.split("{base_url}").enumerate() {
@@ -378,7 +380,8 @@ impl SpecWriter<'_> {
                         }
                         // `{base_url}:8080/x` or `{base_url}x` would change the host or the
                         // last segment, which a relative URL cannot say.
-                        if !(piece.is_empty() || piece.starts_with(['/', '?', '#'])) {
+                        // Nothing after it but a value (`{base_url}{$input: x}`) is the same.
+                        if !((piece.is_empty() && last) || piece.starts_with(['/', '?', '#'])) {
                             return Err(format!(
                                 "the URL {url:?} continues {{base_url}} with {piece:?}, not a \
                                  path, query or fragment"

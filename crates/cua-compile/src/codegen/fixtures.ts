@@ -3,10 +3,11 @@
 //
 // `test` is Playwright's own, extended so that a generated spec:
 // - opens the application under the project's `baseURL` (`page.goto('./path')`);
-// - starts from the session a setup project saved (`storageState`), or signs on itself when
-//   none was saved;
-// - can wait for the page to settle after an action, as cua's replay does: no script request
-//   in flight, and two observations of every frame alike.
+// - starts from the session its sign-on's setup project saved (`test.use({ signOn })`), or
+//   signs on itself when none was saved;
+// - can wait for the page to settle after an action, as cua's replay does: no document or
+//   script request in flight, every frame loaded, and two accessibility snapshots of every frame
+//   alike.
 
 import * as fs from 'node:fs';
 import {
@@ -89,9 +90,12 @@ export async function settled(page: Page, timeout: number): Promise<boolean> {
   const started = Date.now();
   const left = (): number => Math.max(1, timeout - (Date.now() - started));
   const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+  // A document holds the page until it ends, however long; a script request for five seconds.
   const pending = (): number => {
     const now = Date.now();
-    return [...requests.values()].filter((sent) => now - sent < REQUEST_PATIENCE_MS).length;
+    return [...requests].filter(
+      ([request, sent]) => request.resourceType() === 'document' || now - sent < REQUEST_PATIENCE_MS,
+    ).length;
   };
   while (Date.now() - started < 100 && pending() === 0) await pause(20);
   let last: string | null = null;

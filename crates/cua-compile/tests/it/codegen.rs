@@ -616,6 +616,9 @@ fn a_url_opens_under_the_projects_base_url_or_is_refused() {
     let mut inside = deep_link.clone();
     inside.entrypoint.url = "https://sso.example/{base_url}".to_owned();
     assert!(refusal(&inside, &config()).contains("after its start"));
+    let mut glued = deep_link.clone();
+    glued.entrypoint.url = "{base_url}{$input: member_id}".to_owned();
+    assert!(refusal(&glued, &config()).contains("not a path, query or fragment"));
     let mut port = deep_link.clone();
     port.entrypoint.url = "{base_url}:8443/member".to_owned();
     assert!(refusal(&port, &config()).contains("not a path, query or fragment"));

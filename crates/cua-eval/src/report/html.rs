@@ -8,7 +8,7 @@
 //! markup. Only the charts, drawn by [`super::svg`] from escaped text, go in as markup.
 
 use minijinja::value::Value;
-use minijinja::{AutoEscape, Environment, HtmlEscape};
+use minijinja::{AutoEscape, Environment, HtmlEscape, UndefinedBehavior};
 use serde::Serialize;
 
 use super::{SuiteReport, Verdict, svg};
@@ -101,6 +101,8 @@ struct SetupView<'r> {
 pub(super) fn render(report: &SuiteReport) -> Result<String, EvalError> {
     let mut environment = Environment::new();
     environment.set_auto_escape_callback(|_| AutoEscape::Html);
+    // A field the template names and the page lacks is an error, never an empty cell.
+    environment.set_undefined_behavior(UndefinedBehavior::Strict);
     environment
         .add_template("report.html", TEMPLATE)
         .and_then(|()| environment.get_template("report.html"))
