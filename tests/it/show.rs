@@ -143,11 +143,7 @@ fn a_run_shows_as_one_page_and_on_the_consoles_run_page() {
     let outcomes = run_playwright(&install, specs.path(), "", &[("SHOW_PAGES", &pages)]);
     let _ = console.kill();
     let _ = console.wait();
-    assert_eq!(outcomes.len(), 4, "{outcomes:#?}");
-    assert!(
-        outcomes.iter().all(|outcome| outcome.passed),
-        "{outcomes:#?}"
-    );
+    all_passed(&outcomes, 4);
 }
 
 /// `cua console` over the evidence root `evidence`, on a free loopback port: the process and
@@ -627,7 +623,12 @@ fn every_console_section_renders_from_its_navigation_without_a_script_error() {
     let outcomes = run_playwright(&install, specs.path(), "", &[("CONSOLE_OPEN", &open)]);
     let _ = console.kill();
     let _ = console.wait();
-    assert_eq!(outcomes.len(), 4, "{outcomes:#?}");
+    all_passed(&outcomes, 4);
+}
+
+/// Every one of `count` Playwright tests ran and passed.
+fn all_passed(outcomes: &[crate::codegen::Outcome], count: usize) {
+    assert_eq!(outcomes.len(), count, "{outcomes:#?}");
     assert!(
         outcomes.iter().all(|outcome| outcome.passed),
         "{outcomes:#?}"
