@@ -6,6 +6,7 @@ CARGO ?= cargo
 # The binary `make build` produces (cargo honours CARGO_TARGET_DIR, so do we).
 CUA := $(or $(CARGO_TARGET_DIR),target)/debug/cua
 CHROMIUM := /usr/lib/chromium/chromium
+HEADLESS_SHELL := /usr/lib/chromium/chromium-headless-shell
 # `@playwright/test` for the generated-spec tests, installed project-locally (never a browser
 # download: the specs launch Debian's Chromium). tests/it/codegen.rs pins the same version.
 PLAYWRIGHT_VERSION := 1.65.1
@@ -29,7 +30,7 @@ export CARGO_TERM_COLOR ?= never
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
 
-deps: deps-chromium ## Install what is missing: Chromium (Debian), rustfmt and clippy, and nroff (groff-base) for the man-page test
+deps: deps-chromium ## Install what is missing: Chromium and its headless shell (Debian), rustfmt and clippy, and nroff (groff-base) for the man-page test
 	@command -v nroff >/dev/null || { echo "nroff is missing: apt-get install -y groff-base"; $(APT_INSTALL) groff-base >/dev/null; }
 	@command -v nroff >/dev/null || { echo "nroff still missing: run apt-get install -y groff-base" >&2; exit 1; }
 	@command -v $(CARGO) >/dev/null || { echo "cargo is missing: install the Rust toolchain (https://rustup.rs) first" >&2; exit 1; }
@@ -42,6 +43,11 @@ deps-chromium:
 		$(APT_INSTALL) chromium >/dev/null; \
 	fi
 	@test -x $(CHROMIUM) || { echo "Chromium still missing at $(CHROMIUM): run apt-get install -y chromium" >&2; exit 1; }
+	@if [ ! -x $(HEADLESS_SHELL) ]; then \
+		echo "Chromium's headless shell is missing: apt-get install -y chromium-headless-shell"; \
+		$(APT_INSTALL) chromium-headless-shell >/dev/null; \
+	fi
+	@test -x $(HEADLESS_SHELL) || { echo "The headless shell still missing at $(HEADLESS_SHELL): run apt-get install -y chromium-headless-shell" >&2; exit 1; }
 
 # apt-get install of the Debian packages named, when a probe command says they are missing.
 APT_INSTALL = apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq

@@ -240,37 +240,32 @@ pub(crate) async fn type_text(
     clear_first: bool,
 ) -> Result<String, SurfaceError> {
     focus(session, target).await?;
-    target
+    let count = text.chars().count();
+    // Date and time inputs take no typed text (Chromium edits them field by field, in the
+    // locale's order): their value is set in its ISO form, as a form posts it, and read back,
+    // so a value the control rejects is an error instead of a silently empty field. Any other
+    // control has its content selected (to be replaced) or the caret put at its end.
+    let set = target
         .call_on(
             session,
-            "function(clear) { \
+            "function(text, clear) { \
                const e = this.nodeType === 1 ? this : this.parentElement; \
+               const kinds = ['date', 'time', 'datetime-local', 'month', 'week']; \
+               if (e instanceof HTMLInputElement && kinds.includes(e.type)) { \
+                 e.value = text; \
+                 e.dispatchEvent(new Event('input', { bubbles: true })); \
+                 e.dispatchEvent(new Event('change', { bubbles: true })); \
+                 return e.type + ':' + (e.value === text ? 'ok' : 'rejected'); \
+               } \
                if (typeof e.setSelectionRange === 'function' && typeof e.value === 'string') { \
-                 try { clear ? e.select() : e.setSelectionRange(e.value.length, e.value.length); return; } catch (_) {} \
+                 try { clear ? e.select() : e.setSelectionRange(e.value.length, e.value.length); return null; } catch (_) {} \
                } \
                const range = document.createRange(); range.selectNodeContents(e); \
                if (!clear) range.collapse(false); \
                const selection = e.ownerDocument.getSelection(); \
-               selection.removeAllRanges(); selection.addRange(range); }",
-            json!([{ "value": clear_first }]),
-        )
-        .await?;
-    let count = text.chars().count();
-    // Date and time inputs take no typed text (Chromium edits them field by field, in the
-    // locale's order): their value is set in its ISO form, as a form posts it, and read back,
-    // so a value the control rejects is an error instead of a silently empty field.
-    let set = target
-        .call_on(
-            session,
-            "function(text) { \
-               const e = this.nodeType === 1 ? this : this.parentElement; \
-               const kinds = ['date', 'time', 'datetime-local', 'month', 'week']; \
-               if (!(e instanceof HTMLInputElement) || !kinds.includes(e.type)) return null; \
-               e.value = text; \
-               e.dispatchEvent(new Event('input', { bubbles: true })); \
-               e.dispatchEvent(new Event('change', { bubbles: true })); \
-               return e.type + ':' + (e.value === text ? 'ok' : 'rejected'); }",
-            json!([{ "value": text }]),
+               selection.removeAllRanges(); selection.addRange(range); \
+               return null; }",
+            json!([{ "value": text }, { "value": clear_first }]),
         )
         .await?;
     if let Some(answer) = set.as_str() {

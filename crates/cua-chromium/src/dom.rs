@@ -46,6 +46,8 @@ pub(crate) struct DomDocument {
 pub(crate) struct DomIndex {
     pub(crate) documents: Vec<DomDocument>,
     nodes: HashMap<i64, DomNode>,
+    /// Some node sits in a closed shadow root: no page-side watcher can see changes there.
+    pub(crate) closed_shadow: bool,
 }
 
 impl DomIndex {
@@ -99,6 +101,12 @@ impl DomIndex {
                 });
             }
             let content_documents = rare_integers(&nodes["contentDocumentIndex"]);
+            let empty_values = Vec::new();
+            index.closed_shadow |= nodes["shadowRootType"]["value"]
+                .as_array()
+                .unwrap_or(&empty_values)
+                .iter()
+                .any(|value| string(value) == "closed");
             for (position, backend) in backends.iter().enumerate() {
                 let Some(backend) = backend.as_i64() else {
                     continue;
@@ -261,7 +269,7 @@ mod tests {
     #[test]
     fn parses_documents_layout_and_owners() {
         let answer = json!({
-            "strings": ["F1", "Shell", "HTML", "IFRAME", "#text", "id", "x", "F2", ""],
+            "strings": ["F1", "Shell", "HTML", "IFRAME", "#text", "id", "x", "F2", "", "open"],
             "documents": [
                 {
                     "frameId": 0, "title": 1, "scrollOffsetX": 0, "scrollOffsetY": 5,
@@ -270,7 +278,8 @@ mod tests {
                         "nodeType": [9, 1, 1],
                         "nodeName": [8, 2, 3],
                         "attributes": [[], [], [5, 6]],
-                        "contentDocumentIndex": {"index": [2], "value": [1]}
+                        "contentDocumentIndex": {"index": [2], "value": [1]},
+                        "shadowRootType": {"index": [1], "value": [9]}
                     },
                     "layout": {"nodeIndex": [1, 2], "bounds": [[0, 0, 100, 50], [10, 20, 30, 40]]}
                 },
@@ -282,6 +291,7 @@ mod tests {
             ]
         });
         let index = DomIndex::parse(&answer);
+        assert!(!index.closed_shadow, "an open shadow root is watched");
         assert_eq!(index.documents.len(), 2);
         assert_eq!(index.documents[0].title, "Shell");
         assert_eq!(index.documents[0].scroll_y, 5.0);

@@ -1,6 +1,7 @@
 //! `SurfaceDriver` over Debian Chromium through the Chrome DevTools Protocol.
 //!
-//! [`ChromiumSurface::launch`] starts `/usr/lib/chromium/chromium` headless with a fresh
+//! [`ChromiumSurface::launch`] starts Debian's Chromium headless shell (or, where it is not
+//! installed, `/usr/lib/chromium/chromium` headless) with a fresh
 //! profile (or [`ChromiumSurface::attach`] joins a running browser), opens one page, and
 //! installs the navigation allowlist inside the browser: `Fetch` interception on the browser
 //! target pauses every request of every frame, popup, redirect hop, subresource and WebSocket
@@ -56,9 +57,10 @@ mod screenshot;
 mod session;
 mod surface;
 mod tree;
+mod watch;
 mod watchdog;
 
-pub use config::{CHROMIUM_ENV, ChromiumConfig, DEFAULT_EXECUTABLE, Viewport};
+pub use config::{CHROMIUM_ENV, ChromiumConfig, DEFAULT_EXECUTABLE, HEADLESS_SHELL, Viewport};
 pub use error::LaunchError;
 pub use screencast::{Screencast, ScreencastFrame, ScreencastOptions};
 pub use surface::ChromiumSurface;

@@ -20,7 +20,7 @@ use tokio::process::{Child, ChildStderr, Command};
 use tokio::task::JoinHandle;
 
 use crate::cdp::lock;
-use crate::config::ChromiumConfig;
+use crate::config::{ChromiumConfig, DEFAULT_EXECUTABLE, HEADLESS_SHELL};
 use crate::error::LaunchError;
 use crate::pipe::{Bridge, pipes};
 use crate::profile::{ProfileDir, sweep_stale};
@@ -88,6 +88,14 @@ impl BrowserProcess {
     /// Starts Chromium and returns it with the bridge's WebSocket URL (secret path included).
     pub(crate) async fn launch(config: &ChromiumConfig) -> Result<(Self, String), LaunchError> {
         check_executable(&config.executable)?;
+        if !config.headless && config.executable == std::path::Path::new(HEADLESS_SHELL) {
+            return Err(LaunchError::Setup {
+                reason: format!(
+                    "a headed browser was asked for, but {HEADLESS_SHELL} has no window: name \
+                     {DEFAULT_EXECUTABLE} as the executable (CUA_CHROMIUM)"
+                ),
+            });
+        }
         // The sweep reads the temp dir and /proc and may wait on a removal: keep it off the
         // async workers. A failed sweep only leaves stale directories for the next launch.
         let _ = tokio::task::spawn_blocking(sweep_stale).await;

@@ -18,7 +18,6 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::cdp::RawCdp;
-use crate::observe;
 use crate::surface::ChromiumSurface;
 
 /// How the screencast is encoded.
@@ -186,8 +185,8 @@ impl ChromiumSurface {
     /// Observes the page without replacing the node handles the driver acts on, so a viewer
     /// can look at the page while an executor holds a resolved target.
     pub async fn peek(&self) -> Result<UiSnapshot, SurfaceError> {
-        observe::observe(self.session(), self.page_state())
-            .await
-            .map(|observation| observation.snapshot)
+        // Afresh: the console paints its redactions from this look, so it never rests on a
+        // watcher's word that nothing moved.
+        self.observe_afresh().await
     }
 }

@@ -25,19 +25,31 @@ use crate::config::ChromiumConfig;
 use crate::endpoint;
 use crate::error::LaunchError;
 use crate::monitor::{self, Mark, PageState, Shared};
-use crate::observe::{self, Observation};
+use crate::observe::{self, Observation, Reuse};
 use crate::process::BrowserProcess;
 use crate::screenshot;
 use crate::session::{Liveness, Session};
 use crate::tree::NodeHandle;
+use crate::watch::{self, Watchers};
 
 /// How often waits for a navigation or a condition observe.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
-/// How long a stability wait sleeps between observations: the screen is stable when two
-/// observations this far apart (plus the time one takes) are equal, so a page that changes
-/// every few tens of milliseconds is never caught twice in the same state.
+/// Where a change watcher cannot be read, or a page keeps changing what the tree does not show
+/// (a script animating a style), the screen is stable when two equal observations are this far
+/// apart (plus the time one takes) with no load under way, so a page that changes every few
+/// tens of milliseconds is never caught twice in the same state.
 const STABLE_INTERVAL: Duration = Duration::from_millis(40);
+
+/// The screen is stable once every frame's change watcher has seen nothing for this long and no
+/// load is under way: longer
+/// than [`STABLE_INTERVAL`], so a page changing on a timer that often is not caught between two
+/// ticks.
+const QUIET: Duration = Duration::from_millis(50);
+
+/// Loads an action started are over once two looks this far apart find nothing loading (a frame
+/// whose load starts the next one is still caught; the wait after the action judges the page).
+const LOAD_QUIET_POLL: Duration = Duration::from_millis(10);
 
 /// How often the grace after an action looks for a load the action started.
 const GRACE_POLL: Duration = Duration::from_millis(5);
@@ -61,6 +73,9 @@ pub struct ChromiumSurface {
     handles: Mutex<HashMap<NodeId, NodeHandle>>,
     /// `(snapshot digest, documents signature)` of recent observations.
     documents_seen: Mutex<VecDeque<(String, String)>>,
+    /// Every document's change watcher, and the last observation kept while nothing changes.
+    watchers: Watchers,
+    reuse: Reuse,
     /// Held so that chromiumoxide keeps serving the page; never used directly.
     _browser: Browser,
     endpoint: String,
@@ -260,7 +275,7 @@ impl ChromiumSurface {
                 timeout,
             )
             .await;
-        Ok(Self {
+        let surface = Self {
             session: Session {
                 page,
                 monitor,
@@ -271,12 +286,23 @@ impl ChromiumSurface {
             shared,
             handles: Mutex::new(HashMap::new()),
             documents_seen: Mutex::new(VecDeque::new()),
+            watchers: Watchers::default(),
+            reuse: Reuse::default(),
             _browser: browser,
             endpoint: ws_url,
             tasks,
             process,
             config,
-        })
+        };
+        // Every document from now on starts with its change watcher, so its quiet time counts
+        // from its own last change rather than from the first look at it.
+        if let Err(error) = watch::install_on_new_documents(&surface.session).await {
+            return Err(setup(
+                "installing the change watcher",
+                error.into_surface("installing").to_string(),
+            ));
+        }
+        Ok(surface)
     }
 
     /// The command path to the page (for the screencast module).
@@ -284,24 +310,70 @@ impl ChromiumSurface {
         &self.session
     }
 
-    /// The page state the monitor keeps (for the screencast module).
-    pub(crate) fn page_state(&self) -> &Mutex<PageState> {
-        &self.shared.state
+    /// One observation, reused while nothing changed (see `observe::observe`); the node
+    /// handles the driver acts on are left as they were.
+    pub(crate) async fn observation(&self) -> Result<Observation, SurfaceError> {
+        observe::observe(
+            &self.session,
+            &self.shared.state,
+            &self.watchers,
+            &self.reuse,
+            false,
+        )
+        .await
     }
 
-    async fn observe_recorded(&self) -> Result<(UiSnapshot, String), SurfaceError> {
+    /// Observes with nothing reused: every frame's tree and the DOM fetched again. What
+    /// [`SurfaceDriver::observe`] returns must always equal this; tests and the benchmark
+    /// compare the two. The node handles the driver acts on are left as they were.
+    pub async fn observe_afresh(&self) -> Result<UiSnapshot, SurfaceError> {
+        observe::observe(
+            &self.session,
+            &self.shared.state,
+            &self.watchers,
+            &self.reuse,
+            true,
+        )
+        .await
+        .map(|observation| observation.snapshot)
+    }
+
+    /// How many observations this surface fetched, and how many it reused because no frame's
+    /// change watcher saw anything change.
+    pub fn observation_counts(&self) -> (u64, u64) {
+        self.reuse.counts()
+    }
+
+    /// Observes, keeping the node handles; returns the snapshot, its documents signature, and
+    /// how long every frame has been quiet (`None` when a watcher could not be read or the page
+    /// is animating; zero when something changed while the snapshot was taken).
+    async fn observe_recorded(
+        &self,
+    ) -> Result<(UiSnapshot, String, Option<Duration>), SurfaceError> {
         let Observation {
             snapshot,
             handles,
             documents,
-        } = observe::observe(&self.session, &self.shared.state).await?;
+            watch,
+            steady,
+        } = self.observation().await?;
+        let settled = watch.iter().flatten().all(|frame| frame.settled);
+        let quiet = if !steady {
+            Some(Duration::ZERO)
+        } else if settled {
+            watch::quiet(&watch)
+        } else {
+            // An animation or transition moves the page with no event to count: only two
+            // equal observations say it is still.
+            None
+        };
         *lock(&self.handles) = handles;
         let mut seen = lock(&self.documents_seen);
         if seen.len() == DOCUMENTS_REMEMBERED {
             seen.pop_front();
         }
         seen.push_back((snapshot.digest(), documents.clone()));
-        Ok((snapshot, documents))
+        Ok((snapshot, documents, quiet))
     }
 
     fn handle(&self, id: &NodeId) -> Result<NodeHandle, SurfaceError> {
@@ -490,7 +562,7 @@ impl ChromiumSurface {
                 && Instant::now() < deadline
                 && self.session.liveness.dead().is_none()
             {
-                tokio::time::sleep(Duration::from_millis(20)).await;
+                tokio::time::sleep(LOAD_QUIET_POLL).await;
                 if lock(&self.shared.state).is_loading() {
                     quiet_polls = 0;
                 } else {
@@ -502,48 +574,60 @@ impl ChromiumSurface {
         (state.navigated_since(mark), state.worst_since(mark))
     }
 
+    /// Observes until `done` says the condition is met (`None`) or the deadline passes; `done`
+    /// names how long to wait before the next look. With `idle`, nothing is observed while a
+    /// load is under way, since the condition needs a page that is not loading.
     async fn poll<F>(
         &self,
         timeout: Duration,
-        interval: Duration,
+        idle: bool,
         mut done: F,
     ) -> Result<WaitOutcome, SurfaceError>
     where
-        F: FnMut(&UiSnapshot, &str, bool) -> bool + Send,
+        F: FnMut(&UiSnapshot, &str, bool, Option<Duration>) -> Option<Duration> + Send,
     {
         let deadline = Instant::now() + timeout;
         let mut last: Option<UiSnapshot> = None;
         loop {
-            match self.observe_recorded().await {
-                Ok((snapshot, documents)) => {
-                    let loading = lock(&self.shared.state).is_loading();
-                    if done(&snapshot, &documents, loading) {
-                        return Ok(WaitOutcome::Met(Box::new(snapshot)));
+            let loading = idle && lock(&self.shared.state).is_loading();
+            let mut pause = POLL_INTERVAL;
+            if !loading {
+                match self.observe_recorded().await {
+                    Ok((snapshot, documents, quiet)) => {
+                        let loading = lock(&self.shared.state).is_loading();
+                        match done(&snapshot, &documents, loading, quiet) {
+                            None => return Ok(WaitOutcome::Met(Box::new(snapshot))),
+                            Some(next) => pause = next,
+                        }
+                        last = Some(snapshot);
                     }
-                    last = Some(snapshot);
+                    // A page between two documents may refuse an observation; the next poll
+                    // sees the new one. Anything else (the browser gone, a CDP timeout) ends
+                    // the wait.
+                    Err(SurfaceError::ActionFailed { .. }) if Instant::now() < deadline => {}
+                    Err(error) => return Err(error),
                 }
-                // A page between two documents may refuse an observation; the next poll
-                // sees the new one. Anything else (the browser gone, a CDP timeout) ends
-                // the wait.
-                Err(SurfaceError::ActionFailed { .. }) if Instant::now() < deadline => {}
-                Err(error) => return Err(error),
+            } else if let Some(reason) = self.session.liveness.dead() {
+                return Err(SurfaceError::Unavailable { reason });
             }
-            if Instant::now() + interval > deadline {
+            if Instant::now() + pause > deadline {
                 if let Some(snapshot) = last {
                     return Ok(WaitOutcome::TimedOut(Box::new(snapshot)));
                 }
                 // Never saw the page at all: one last observation decides.
-                let (snapshot, _) = self.observe_recorded().await?;
+                let (snapshot, _, _) = self.observe_recorded().await?;
                 return Ok(WaitOutcome::TimedOut(Box::new(snapshot)));
             }
-            tokio::time::sleep(interval).await;
+            tokio::time::sleep(pause).await;
         }
     }
 }
 
 impl SurfaceDriver for ChromiumSurface {
     async fn observe(&self) -> Result<UiSnapshot, SurfaceError> {
-        self.observe_recorded().await.map(|(snapshot, _)| snapshot)
+        self.observe_recorded()
+            .await
+            .map(|(snapshot, _, _)| snapshot)
     }
 
     async fn dispatch(
@@ -551,6 +635,8 @@ impl SurfaceDriver for ChromiumSurface {
         action: Authorized<BrowserAction>,
     ) -> Result<DispatchReceipt, SurfaceError> {
         let started = Instant::now();
+        // An action may change anything: the next observation is fetched afresh.
+        self.reuse.forget();
         let mark = {
             let mut state = lock(&self.shared.state);
             // Nothing armed by an earlier action may answer for this one.
@@ -615,11 +701,34 @@ impl SurfaceDriver for ChromiumSurface {
     ) -> Result<WaitOutcome, SurfaceError> {
         match condition {
             WaitCondition::SnapshotStable => {
-                let mut previous: Option<UiSnapshot> = None;
-                self.poll(timeout, STABLE_INTERVAL, move |snapshot, _, loading| {
-                    let stable = !loading && previous.as_ref() == Some(snapshot);
-                    previous = Some(snapshot.clone());
-                    stable
+                // Quiet counts from the wait's start at the latest, as a page quiet before it
+                // (a debounced update still to come) was not watched settling.
+                let started = Instant::now();
+                let mut previous: Option<(Instant, UiSnapshot)> = None;
+                self.poll(timeout, true, move |snapshot, _, loading, quiet| {
+                    if loading {
+                        previous = None;
+                        return Some(POLL_INTERVAL);
+                    }
+                    let quiet = quiet.map(|quiet| quiet.min(started.elapsed()));
+                    let seen_alike = previous.as_ref().is_some_and(|(at, before)| {
+                        at.elapsed() >= STABLE_INTERVAL && before == snapshot
+                    });
+                    if seen_alike || quiet.is_some_and(|quiet| quiet >= QUIET) {
+                        return None;
+                    }
+                    // A different screen starts the interval again (a page flipping back and
+                    // forth is not stable); an equal one seen too soon keeps the earlier start.
+                    if previous
+                        .as_ref()
+                        .is_none_or(|(_, before)| before != snapshot)
+                    {
+                        previous = Some((Instant::now(), snapshot.clone()));
+                    }
+                    Some(match quiet {
+                        Some(quiet) => QUIET.saturating_sub(quiet).max(GRACE_POLL),
+                        None => STABLE_INTERVAL,
+                    })
                 })
                 .await
             }
@@ -630,18 +739,14 @@ impl SurfaceDriver for ChromiumSurface {
                     .rev()
                     .find(|(seen, _)| *seen == digest)
                     .map(|(_, documents)| documents.clone());
-                self.poll(
-                    timeout,
-                    POLL_INTERVAL,
-                    move |snapshot, documents, loading| {
-                        let changed = snapshot.url != before.url
-                            || match &before_documents {
-                                Some(before_documents) => before_documents != documents,
-                                None => snapshot != before.as_ref(),
-                            };
-                        changed && !loading
-                    },
-                )
+                self.poll(timeout, true, move |snapshot, documents, loading, _| {
+                    let changed = snapshot.url != before.url
+                        || match &before_documents {
+                            Some(before_documents) => before_documents != documents,
+                            None => snapshot != before.as_ref(),
+                        };
+                    (!changed || loading).then_some(POLL_INTERVAL)
+                })
                 .await
             }
         }
@@ -655,8 +760,10 @@ impl SurfaceDriver for ChromiumSurface {
     where
         P: Fn(&UiSnapshot) -> bool + Send + Sync,
     {
-        self.poll(timeout, POLL_INTERVAL, |snapshot, _, _| predicate(snapshot))
-            .await
+        self.poll(timeout, false, |snapshot, _, _, _| {
+            (!predicate(snapshot)).then_some(POLL_INTERVAL)
+        })
+        .await
     }
 
     async fn screenshot(&self, request: ScreenshotRequest) -> Result<Screenshot, SurfaceError> {

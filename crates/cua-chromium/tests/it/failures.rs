@@ -346,3 +346,19 @@ async fn eventually_no_process_mentions(profile: &Path) -> bool {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test]
+async fn a_headed_browser_is_never_the_headless_shell() {
+    let mut config = config(&[]);
+    config.executable = PathBuf::from(cua_chromium::HEADLESS_SHELL);
+    config.headless = false;
+    let error = ChromiumSurface::launch(config)
+        .await
+        .expect_err("the headless shell has no window");
+    let message = error.to_string();
+    assert!(message.contains("has no window"), "{message}");
+    assert!(
+        message.contains(cua_chromium::DEFAULT_EXECUTABLE),
+        "{message}"
+    );
+}

@@ -9,6 +9,7 @@ mod isolation;
 mod owner;
 mod pages;
 mod png;
+mod reuse;
 mod screenshots;
 mod support;
 mod waits;

@@ -1,0 +1,317 @@
+//! The change watcher: in every document, a script in an isolated world (page scripts can
+//! neither see nor patch it) counts what can change the accessibility tree without a new
+//! document: DOM mutations (shadow roots included), input, focus, scrolling, hover, loads,
+//! transitions, toggles. One call per frame reads the count, how long the frame has been quiet,
+//! and a fingerprint of what changes without any event (a control's value or checked state set
+//! by a script, the focused element, scroll offsets, the viewport, style sheets, the URL).
+//!
+//! Two uses: a screen is stable when every frame has been quiet long enough (instead of
+//! comparing two full observations), and an observation is reused while nothing in any frame
+//! changed (an observation of 10,000 nodes costs a second; reading the watchers, milliseconds).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::cdp::lock;
+use crate::observe::FrameMeta;
+use crate::session::{CallError, Session};
+
+/// The isolated world the watcher lives in.
+const WORLD: &str = "cua-watch";
+
+/// Reads the watcher: `[changes, quiet milliseconds, fingerprint, settled]`, where `settled` is
+/// false while an animation or transition runs or fonts load, and in a document holding a
+/// custom element without an open shadow root (the tree may change with no event then); `null`
+/// where it is not installed.
+const READ: &str = "globalThis.__cuaWatch ? globalThis.__cuaWatch() : null";
+
+/// Installs the watcher in its world (once per document) and reads it.
+const INSTALL: &str = r"(() => {
+  const g = globalThis;
+  if (!g.__cuaWatch) {
+    let changes = 0;
+    let last = performance.now();
+    const bump = () => { changes += 1; last = performance.now(); };
+    const observer = new MutationObserver(bump);
+    const options = { subtree: true, childList: true, attributes: true, characterData: true };
+    const watched = new WeakSet();
+    const watch = (root) => {
+      if (!watched.has(root)) { watched.add(root); observer.observe(root, options); }
+    };
+    watch(document);
+    const events = ['input', 'change', 'focusin', 'focusout', 'scroll', 'toggle', 'load',
+      'error', 'transitionrun', 'transitionend', 'transitioncancel', 'animationstart',
+      'animationend', 'animationcancel', 'reset', 'submit', 'pointerover', 'pointerout',
+      'close', 'cancel'];
+    // On the window first: installed as the document starts, these listeners run before any
+    // of the page's, so no page listener can stop an event before it is counted. On the
+    // document too, for events whose path does not reach the window (a resource's load).
+    const listen = { capture: true, passive: true };
+    for (const type of events) {
+      addEventListener(type, bump, listen);
+      document.addEventListener(type, bump, listen);
+    }
+    for (const type of ['resize', 'hashchange', 'popstate', 'pageshow']) addEventListener(type, bump, listen);
+    if (document.fonts) document.fonts.addEventListener('loadingdone', bump);
+    const ids = new WeakMap();
+    let nextId = 1;
+    const id = (node) => {
+      if (!node) return 0;
+      if (!ids.has(node)) ids.set(node, nextId++);
+      return ids.get(node);
+    };
+    g.__cuaWatch = () => {
+      let hash = 2166136261;
+      const mix = (text) => {
+        const s = String(text);
+        for (let i = 0; i < s.length; i += 1) hash = Math.imul(hash ^ s.charCodeAt(i), 16777619);
+        hash = Math.imul(hash ^ 31, 16777619);
+      };
+      let shadows = 0;
+      // A custom element may change its accessible name or role through ElementInternals, or
+      // hide a closed shadow root, with no mutation and no event: a document with one is
+      // never reused.
+      let opaque = false;
+      const sheets = (root) => {
+        for (const sheet of [...root.styleSheets, ...(root.adoptedStyleSheets || [])]) {
+          mix(sheet.disabled);
+          let rules = null;
+          try { rules = sheet.cssRules; } catch (_) { mix('opaque'); continue; }
+          mix(rules.length);
+          for (const rule of rules) mix(rule.cssText.length);
+        }
+      };
+      const walk = (root) => {
+        const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT);
+        for (let e = walker.nextNode(); e; e = walker.nextNode()) {
+          const tag = e.localName;
+          if (e.shadowRoot) { shadows += 1; watch(e.shadowRoot); sheets(e.shadowRoot); walk(e.shadowRoot); }
+          else if (tag.includes('-')) opaque = true;
+          if (tag === 'input' || tag === 'textarea' || tag === 'select' || tag === 'option') {
+            mix(id(e)); mix(e.value); mix(e.checked); mix(e.indeterminate); mix(e.selected);
+            mix(e.disabled); mix(e.selectedIndex);
+          }
+          if (e.scrollTop || e.scrollLeft) { mix(id(e)); mix(e.scrollTop); mix(e.scrollLeft); }
+          if (e.hasAttribute('popover')) { mix(id(e)); mix(e.matches(':popover-open')); }
+        }
+      };
+      walk(document);
+      mix(shadows);
+      let active = document.activeElement;
+      while (active) { mix(id(active)); active = active.shadowRoot && active.shadowRoot.activeElement; }
+      mix(location.href); mix(scrollX); mix(scrollY); mix(innerWidth); mix(innerHeight);
+      mix(document.title);
+      sheets(document);
+      const moving = document.getAnimations().some((a) => a.playState === 'running' || a.pending);
+      const fonts = !document.fonts || document.fonts.status === 'loaded';
+      return [changes, performance.now() - last, (hash >>> 0).toString(16), !moving && fonts && !opaque];
+    };
+  }
+  return g.__cuaWatch();
+})()";
+
+/// Has every new document of the page start with its watcher, in the same isolated world
+/// `Page.createIsolatedWorld` later names; a document loaded before (or one where that world
+/// turns out to be another) gets it on its first read.
+pub(crate) async fn install_on_new_documents(session: &Session) -> Result<(), CallError> {
+    session
+        .call(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({ "source": INSTALL, "worldName": WORLD }),
+        )
+        .await
+        .map(drop)
+}
+
+/// What one frame's watcher said.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FrameWatch {
+    pub(crate) changes: u64,
+    /// Milliseconds since the last change the watcher saw (installed counts as a change).
+    pub(crate) quiet_ms: f64,
+    pub(crate) fingerprint: String,
+    /// No animation, transition or font load under way, and no custom element that could
+    /// change unseen.
+    pub(crate) settled: bool,
+}
+
+impl FrameWatch {
+    /// Whether nothing the tree depends on changed between `self` and `later`.
+    pub(crate) fn unchanged(&self, later: &FrameWatch) -> bool {
+        self.changes == later.changes && self.fingerprint == later.fingerprint
+    }
+}
+
+/// Every frame's watch, in frame order; `None` for a frame whose watcher could not be read (a
+/// frame between documents, a page that blocks scripts): nothing is known about it then.
+pub(crate) type Watch = Vec<Option<FrameWatch>>;
+
+/// The isolated world of each document the watcher was installed in.
+#[derive(Debug, Default)]
+pub(crate) struct Watchers {
+    worlds: Mutex<HashMap<(String, String), i64>>,
+}
+
+impl Watchers {
+    /// Reads every frame's watcher, installing it in documents that have none yet.
+    pub(crate) async fn read(&self, session: &Session, frames: &[FrameMeta]) -> Watch {
+        // One frame after another: a few milliseconds each, and concurrent calls were seen to
+        // stall one frame's answer for tens of milliseconds.
+        let mut watch = Vec::with_capacity(frames.len());
+        for frame in frames {
+            match self.read_frame(session, frame).await {
+                Ok(read) => watch.push(read),
+                // A renderer that does not answer in time is not asked again for every other
+                // frame: nothing is known about any of them.
+                Err(()) => {
+                    watch.resize(frames.len(), None);
+                    break;
+                }
+            }
+        }
+        // Forget the worlds of documents that are gone.
+        let present: Vec<(String, String)> = frames
+            .iter()
+            .map(|frame| (frame.id.clone(), frame.loader_id.clone()))
+            .collect();
+        lock(&self.worlds).retain(|key, _| present.contains(key));
+        watch
+    }
+
+    /// One frame's watch (`None`: the frame could not be read); `Err` when the renderer did not
+    /// answer at all.
+    async fn read_frame(
+        &self,
+        session: &Session,
+        frame: &FrameMeta,
+    ) -> Result<Option<FrameWatch>, ()> {
+        let key = (frame.id.clone(), frame.loader_id.clone());
+        let known = lock(&self.worlds).get(&key).copied();
+        if let Some(context) = known
+            && let Some(watch) = evaluate(session, context, READ).await?
+        {
+            return Ok(Some(watch));
+        }
+        let world = match session
+            .call(
+                "Page.createIsolatedWorld",
+                json!({ "frameId": frame.id, "worldName": WORLD }),
+            )
+            .await
+        {
+            Ok(world) => world,
+            Err(CallError::Protocol(_)) => return Ok(None),
+            Err(_) => return Err(()),
+        };
+        let Some(context) = world["executionContextId"].as_i64() else {
+            return Ok(None);
+        };
+        let watch = evaluate(session, context, INSTALL).await?;
+        if watch.is_some() {
+            lock(&self.worlds).insert(key, context);
+        }
+        Ok(watch)
+    }
+}
+
+/// Evaluates in the watcher's world: `Ok(None)` when the page refused (the context is gone,
+/// the script failed), `Err` when the renderer did not answer.
+async fn evaluate(
+    session: &Session,
+    context: i64,
+    expression: &str,
+) -> Result<Option<FrameWatch>, ()> {
+    let answer = match session
+        .call(
+            "Runtime.evaluate",
+            json!({ "expression": expression, "contextId": context, "returnByValue": true }),
+        )
+        .await
+    {
+        Ok(answer) => answer,
+        Err(CallError::Protocol(_)) => return Ok(None),
+        Err(_) => return Err(()),
+    };
+    if answer.get("exceptionDetails").is_some() {
+        return Ok(None);
+    }
+    Ok(parse(&answer["result"]["value"]))
+}
+
+fn parse(value: &Value) -> Option<FrameWatch> {
+    let parts = value.as_array()?;
+    Some(FrameWatch {
+        changes: parts.first()?.as_u64()?,
+        quiet_ms: parts.get(1)?.as_f64()?,
+        fingerprint: parts.get(2)?.as_str()?.to_owned(),
+        settled: parts.get(3)?.as_bool()?,
+    })
+}
+
+/// The shortest quiet time over every frame, or `None` when some frame could not be read.
+pub(crate) fn quiet(watch: &Watch) -> Option<Duration> {
+    let shortest = watch
+        .iter()
+        .map(|frame| frame.as_ref().map(|frame| frame.quiet_ms))
+        .try_fold(f64::INFINITY, |shortest, quiet| {
+            quiet.map(|quiet| shortest.min(quiet))
+        })?;
+    Duration::try_from_secs_f64(shortest / 1000.0).ok()
+}
+
+/// Whether every frame was read in both watches and none changed in between.
+pub(crate) fn unchanged(before: &Watch, after: &Watch) -> bool {
+    before.len() == after.len()
+        && before.iter().zip(after).all(|pair| match pair {
+            (Some(before), Some(after)) => before.unchanged(after),
+            _ => false,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(changes: u64, quiet_ms: f64, fingerprint: &str) -> Option<FrameWatch> {
+        Some(FrameWatch {
+            changes,
+            quiet_ms,
+            fingerprint: fingerprint.to_owned(),
+            settled: true,
+        })
+    }
+
+    #[test]
+    fn a_watch_is_read_from_the_script_answer_and_nothing_else() {
+        assert_eq!(
+            parse(&json!([3, 12.5, "beef", true])),
+            frame(3, 12.5, "beef")
+        );
+        assert_eq!(parse(&json!([3, 12.5, "beef"])), None);
+        assert_eq!(parse(&json!({"changes": 3})), None);
+        assert_eq!(parse(&json!(null)), None);
+    }
+
+    #[test]
+    fn an_unread_frame_means_nothing_is_known() {
+        let read = vec![frame(1, 50.0, "a"), frame(2, 10.0, "b")];
+        assert_eq!(quiet(&read), Some(Duration::from_millis(10)));
+        assert!(unchanged(&read, &read.clone()));
+        let unread = vec![frame(1, 50.0, "a"), None];
+        assert_eq!(quiet(&unread), None);
+        assert_eq!(quiet(&vec![frame(1, -1.0, "a")]), None);
+        assert!(!unchanged(&unread, &unread.clone()));
+        assert!(!unchanged(&read, &vec![frame(1, 50.0, "a")]));
+        assert!(!unchanged(
+            &read,
+            &vec![frame(1, 50.0, "a"), frame(3, 0.0, "b")]
+        ));
+        assert!(!unchanged(
+            &read,
+            &vec![frame(1, 50.0, "a"), frame(2, 0.0, "c")]
+        ));
+    }
+}
