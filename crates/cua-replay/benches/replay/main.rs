@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use cua_artifact::{Actor, Capability, PolicyConfig, RunStatus};
 use cua_chromium::{ChromiumConfig, ChromiumSurface};
-use cua_evidence::{EvidenceBus, Redactor, RunId, SecretResolver, SystemClock};
+use cua_evidence::{Clock, EvidenceBus, Redactor, RunId, SecretResolver, SystemClock};
 use cua_policy::{ActionRequest, BrowserAction, Lease, PolicyEngine, SurfaceAction};
 use cua_replay::{
     CapabilityList, PreparedCapability, RecordedEscalations, ReplayConfig, Replayer, RunRequest,
@@ -25,6 +25,11 @@ use cua_replay::{
 };
 use cua_surface::SurfaceDriver;
 use serde_json::Value;
+
+mod procfs;
+mod profile;
+
+use profile::{MarkingClock, Meter, Profile, Profiled};
 
 const ITERATIONS: usize = 7;
 const BATCH_ROWS: usize = 16;
@@ -61,12 +66,29 @@ impl Harness {
         secrets: &[(&str, &str)],
         inputs: &[(&str, &str)],
     ) -> cua_replay::ReplayReport {
+        let clock = Arc::new(SystemClock);
+        self.replay_timed(surface, clock, capability, remedies, secrets, inputs)
+            .await
+            .0
+    }
+
+    /// As [`Harness::replay`], with the evidence clock given; also returns the run's directory.
+    async fn replay_timed<D: SurfaceDriver>(
+        &self,
+        surface: &D,
+        evidence_clock: Arc<dyn Clock>,
+        capability: &PreparedCapability,
+        remedies: &[&PreparedCapability],
+        secrets: &[(&str, &str)],
+        inputs: &[(&str, &str)],
+    ) -> (cua_replay::ReplayReport, std::path::PathBuf) {
         let number = self.runs.fetch_add(1, Ordering::Relaxed);
         let redactor = Redactor::from_policy(&self.policy_config.redaction).unwrap();
+        let run_id = format!("bench-{number}");
         let bus = EvidenceBus::create(
             self.evidence.path(),
-            RunId::parse(&format!("bench-{number}")).unwrap(),
-            Arc::new(SystemClock),
+            RunId::parse(&run_id).unwrap(),
+            evidence_clock,
             redactor.clone(),
         )
         .unwrap();
@@ -89,10 +111,11 @@ impl Harness {
             .iter()
             .map(|(name, value)| ((*name).to_owned(), Value::from(*value)))
             .collect::<BTreeMap<_, _>>();
-        replayer
+        let report = replayer
             .run(RunRequest::new(capability.clone(), inputs))
             .await
-            .unwrap()
+            .unwrap();
+        (report, self.evidence.path().join(run_id))
     }
 }
 
@@ -103,26 +126,58 @@ struct Setup {
     base_url: String,
 }
 
+const MEMBERDESK_SECRETS: [(&str, &str); 2] = [
+    ("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID),
+    (
+        "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
+        memberdesk::OPERATOR_PASSWORD,
+    ),
+];
+
 impl Setup {
     async fn replay<D: SurfaceDriver>(&self, surface: &D, member_id: &str) -> RunStatus {
-        let secrets = [
-            ("CUA_SECRET_COREBANK_OPERATOR_ID", memberdesk::OPERATOR_ID),
-            (
-                "CUA_SECRET_COREBANK_OPERATOR_PASSWORD",
-                memberdesk::OPERATOR_PASSWORD,
-            ),
-        ];
         self.harness
             .replay(
                 surface,
                 &self.savings,
                 &[&self.sign_on],
-                &secrets,
+                &MEMBERDESK_SECRETS,
                 &[("member_id", member_id)],
             )
             .await
             .result
             .status
+    }
+
+    /// Replays the flow `ITERATIONS` times on one signed-out browser, each surface call and
+    /// trace line marked; reads CPU from `/proc` when `cpu` is set.
+    async fn profile(&self, surface: &ChromiumSurface, cpu: bool) -> Profile {
+        let pids: Vec<u32> = surface.browser_pid().into_iter().collect();
+        let meter = Arc::new(Meter::new(&pids, cpu));
+        let profiled = Profiled::new(surface, Arc::clone(&meter));
+        let mut profile = Profile::default();
+        for _ in 0..ITERATIONS {
+            self.sign_out(surface).await;
+            let clock = Arc::new(MarkingClock::new(Arc::clone(&meter)));
+            let started = meter.mark();
+            let (report, run_dir) = self
+                .harness
+                .replay_timed(
+                    &profiled,
+                    Arc::clone(&clock) as Arc<dyn Clock>,
+                    &self.savings,
+                    &[&self.sign_on],
+                    &MEMBERDESK_SECRETS,
+                    &[("member_id", "12345")],
+                )
+                .await;
+            let ended = meter.mark();
+            assert_eq!(report.result.status, RunStatus::Success);
+            let lines = cua_evidence::read_trace(&run_dir).unwrap();
+            let marks = std::mem::take(&mut *clock.marks.lock().unwrap());
+            profile.add((started, ended), &marks, &lines, &profiled);
+        }
+        profile
     }
 
     /// Signs the browser out (untimed), through the policy like anything else.
@@ -180,6 +235,12 @@ async fn bench() {
         .clone();
     let launch = || ChromiumSurface::launch(ChromiumConfig::from_env(allowlist.clone()));
 
+    println!(
+        "browser, both sides: {}",
+        ChromiumConfig::from_env(allowlist.clone())
+            .executable
+            .display()
+    );
     println!("savings_balance flow: sign on, search, read three values ({ITERATIONS} iterations)");
     // cua, browser start excluded.
     let mut cua_excluded = Vec::new();
@@ -211,14 +272,55 @@ async fn bench() {
         .and_then(|result| {
             let values = &result["values"];
             if values["savings_balance"] == "$4,210.55" {
-                Ok(times(&result))
+                Ok(result)
             } else {
                 Err(format!(
                     "the Playwright flow read the wrong values: {values}"
                 ))
             }
         });
-    side_by_side(&cua_excluded, &cua_included, &playwright);
+    side_by_side(
+        &cua_excluded,
+        &cua_included,
+        &playwright.as_ref().map(times).map_err(Clone::clone),
+    );
+
+    println!(
+        "profile: where one savings_balance replay's time and CPU go, browser start excluded \
+         ({ITERATIONS} replays per pass; CPU from a second pass, as reading it slows a run)"
+    );
+    {
+        let surface = launch().await.unwrap();
+        let wall = setup.profile(&surface, false).await;
+        let cpu = setup.profile(&surface, true).await;
+        wall.print(&cpu);
+        surface.close().await;
+        let (own, browser) = cpu.cpu_per_replay();
+        match &playwright {
+            Ok(result) => {
+                let median_of = |key: &str| {
+                    median(
+                        &result[key]
+                            .as_array()
+                            .map(|all| all.iter().filter_map(Value::as_f64).collect::<Vec<_>>())
+                            .unwrap_or_default(),
+                    )
+                };
+                let (node, chromium) = (median_of("ownCpu"), median_of("browserCpu"));
+                println!(
+                    "  CPU per flow: cua {:.0} ms (cua {own:.0} + Chromium {browser:.0})   \
+                     playwright {:.0} ms (node {node:.0} + Chromium {chromium:.0})   ratio {:.2}",
+                    own + browser,
+                    node + chromium,
+                    (own + browser) / (node + chromium)
+                );
+            }
+            Err(_) => println!(
+                "  CPU per flow: cua {:.0} ms (cua {own:.0} + Chromium {browser:.0})   playwright (not run)",
+                own + browser
+            ),
+        }
+    }
 
     println!("batch throughput: {BATCH_ROWS} savings lookups (medians above are per flow)");
     for (pool, concurrency) in [
@@ -228,10 +330,19 @@ async fn bench() {
         ("browsers", 2),
         ("browsers", 4),
     ] {
-        let (per_minute, peak) = batch(&setup, &launch, pool, concurrency).await;
+        let measured = batch(&setup, &launch, pool, concurrency).await;
+        let cpu = measured.own_cpu + measured.browser_cpu;
         println!(
-            "  {pool:<8} concurrency {concurrency}: {per_minute:>6.1} replays/min, peak RSS {:.0} MiB (bench process + Chromium)",
-            peak as f64 / 1024.0 / 1024.0
+            "  {pool:<8} concurrency {concurrency}: {:>6.1} replays/min, CPU {:>4.0} ms per replay \
+             (cua {:>3.0} + Chromium {:>3.0}), {:>5.1} replays/min per busy core, peak RSS {:>5.0} MiB \
+             ({:.0} MiB per page)",
+            measured.per_minute,
+            cpu * 1000.0,
+            measured.own_cpu * 1000.0,
+            measured.browser_cpu * 1000.0,
+            60.0 / cpu,
+            measured.peak as f64 / 1024.0 / 1024.0,
+            measured.peak as f64 / 1024.0 / 1024.0 / concurrency as f64,
         );
     }
     fixture.shutdown().await.unwrap();
@@ -418,9 +529,18 @@ async fn conformance(root: &Path, harness: Harness) {
     }
 }
 
-/// Runs `BATCH_ROWS` lookups over `concurrency` workers; returns replays per minute and the peak
-/// resident memory of this process plus its Chromium processes.
-async fn batch<F, Fut>(setup: &Setup, launch: &F, pool: &str, concurrency: usize) -> (f64, u64)
+/// What a batch measured.
+struct Batch {
+    per_minute: f64,
+    /// Peak resident bytes of this process and its Chromium processes.
+    peak: u64,
+    /// CPU seconds per replay: this process (cua and the in-process fixture), and Chromium.
+    own_cpu: f64,
+    browser_cpu: f64,
+}
+
+/// Runs `BATCH_ROWS` lookups over `concurrency` workers.
+async fn batch<F, Fut>(setup: &Setup, launch: &F, pool: &str, concurrency: usize) -> Batch
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<ChromiumSurface, cua_chromium::LaunchError>>,
@@ -457,15 +577,23 @@ where
     let sampler = {
         let done = Arc::clone(&done);
         let peak = Arc::clone(&peak);
+        let pids = pids.clone();
         std::thread::spawn(move || {
             while !done.load(Ordering::Relaxed) {
-                peak.fetch_max(resident_bytes(&pids), Ordering::Relaxed);
+                peak.fetch_max(procfs::resident_bytes(&pids), Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(100));
             }
         })
     };
     let members = ["12345", "67890", "24680", "13579"];
     let next = AtomicU64::new(0);
+    let cpu = || {
+        (
+            procfs::cpu_ns(&[std::process::id()]),
+            procfs::cpu_ns(&procfs::family(&pids)),
+        )
+    };
+    let (own_before, browser_before) = cpu();
     let start = Instant::now();
     let workers = surfaces.iter().map(|surface| async {
         loop {
@@ -482,19 +610,24 @@ where
     });
     futures::future::join_all(workers).await;
     let elapsed = start.elapsed();
+    let (own_after, browser_after) = cpu();
     done.store(true, Ordering::Relaxed);
     let _ = sampler.join();
     for surface in surfaces {
         surface.close().await;
     }
-    (
-        BATCH_ROWS as f64 / elapsed.as_secs_f64() * 60.0,
-        peak.load(Ordering::Relaxed),
-    )
+    let per_replay =
+        |before: u64, after: u64| after.saturating_sub(before) as f64 / 1e9 / BATCH_ROWS as f64;
+    Batch {
+        per_minute: BATCH_ROWS as f64 / elapsed.as_secs_f64() * 60.0,
+        peak: peak.load(Ordering::Relaxed),
+        own_cpu: per_replay(own_before, own_after),
+        browser_cpu: per_replay(browser_before, browser_after),
+    }
 }
 
 /// The Playwright side: installs `playwright-core` beside the scripts if needed, runs `script`
-/// with `args`, and returns what it printed.
+/// with `args` on the browser executable cua launches, and returns what it printed.
 fn playwright(script: &str, args: &[&str]) -> Result<Value, String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/playwright");
     if !dir.join("node_modules/playwright-core").is_dir() {
@@ -507,7 +640,10 @@ fn playwright(script: &str, args: &[&str]) -> Result<Value, String> {
             return Err("npm install playwright-core failed".to_owned());
         }
     }
+    let executable =
+        ChromiumConfig::from_env(cua_policy::Allowlist::new(&[], &[]).unwrap()).executable;
     let output = Command::new("node")
+        .env("CUA_CHROMIUM", executable)
         .arg(script)
         .args(args)
         .current_dir(&dir)
@@ -537,49 +673,4 @@ fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
-/// Resident memory of this process and every descendant of the given browser processes.
-fn resident_bytes(browsers: &[u32]) -> u64 {
-    let mut parents: BTreeMap<u32, u32> = BTreeMap::new();
-    let mut rss: BTreeMap<u32, u64> = BTreeMap::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else {
-            continue;
-        };
-        for line in status.lines() {
-            if let Some(ppid) = line.strip_prefix("PPid:") {
-                parents.insert(pid, ppid.trim().parse().unwrap_or(0));
-            }
-            if let Some(kb) = line.strip_prefix("VmRSS:") {
-                let kb: u64 = kb
-                    .trim()
-                    .trim_end_matches(" kB")
-                    .trim()
-                    .parse()
-                    .unwrap_or(0);
-                rss.insert(pid, kb * 1024);
-            }
-        }
-    }
-    let own = std::process::id();
-    let belongs = |mut pid: u32| {
-        for _ in 0..64 {
-            if pid == own || browsers.contains(&pid) {
-                return true;
-            }
-            match parents.get(&pid) {
-                Some(&parent) if parent > 1 => pid = parent,
-                _ => return false,
-            }
-        }
-        false
-    };
-    rss.iter()
-        .filter(|(pid, _)| belongs(**pid))
-        .map(|(_, bytes)| *bytes)
-        .sum()
 }
