@@ -1,6 +1,8 @@
 //! Driver benchmark against real Chromium and the MemberDesk fixture: browser launch,
-//! `observe()` on the member detail page, click round trips, and `observe()` on a generated
-//! page of about 10,000 nodes. Medians of repeated runs are printed, never asserted.
+//! `observe()` on the member detail page, click round trips, and `observe()` on generated pages
+//! of about 1,000 and 10,000 nodes, both reused (nothing changed since the last observation)
+//! and fetched afresh (what any change costs). Medians of repeated runs are printed, never
+//! asserted.
 //!
 //! Run with `cargo bench -p cua-chromium --bench driver` (or `make bench`).
 #![allow(clippy::print_stdout, reason = "a benchmark prints its figures")]
@@ -22,7 +24,8 @@ const LAUNCHES: usize = 5;
 const OBSERVES: usize = 30;
 const CLICKS: usize = 30;
 const LARGE_OBSERVES: usize = 10;
-const LARGE_ROWS: usize = 1_100;
+/// Rows of the generated pages: about 1,000 and 10,000 accessibility nodes.
+const GENERATED_ROWS: [usize; 2] = [110, 1_100];
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -79,7 +82,7 @@ async fn run() {
     let fixture = memberdesk::serve(FixtureConfig::loopback(Variant::FirstValley))
         .await
         .expect("the fixture serves");
-    let large = large_page_server().await;
+    let large = generated_pages_server().await;
     let entries = vec![fixture.addr().to_string(), large.to_string()];
     let allowlist = Allowlist::new(&entries, &[]).expect("loopback entries");
     let config = ChromiumConfig::from_env(allowlist.clone());
@@ -91,7 +94,8 @@ async fn run() {
         .unwrap_or_else(|error| format!("unknown ({error})"));
     println!("cua-chromium driver benchmark");
     println!(
-        "browser: {version}; cores: {}",
+        "browser: {version} ({}); cores: {}",
+        config.executable.display(),
         std::thread::available_parallelism().map_or(0, usize::from)
     );
     println!();
@@ -175,7 +179,13 @@ async fn run() {
     report(
         "observe(), member detail",
         &observes,
-        &format!("{} nodes, 3 frames", detail.nodes.len()),
+        &format!("{} nodes, 3 frames, unchanged", detail.nodes.len()),
+    );
+    let afresh = observe_afresh(&surface, &detail).await;
+    report(
+        "observe afresh, member detail",
+        &afresh,
+        "every tree fetched again",
     );
 
     let cell = find(&detail, "cell", "09/11/2026").clone();
@@ -207,45 +217,81 @@ async fn run() {
         "until the new document loaded",
     );
 
-    act(
-        BrowserAction::Navigate {
-            url: format!("http://{large}/"),
-        },
-        None,
-    )
-    .await
-    .expect("navigate");
-    let mut large_observes = Vec::new();
-    let mut nodes = 0;
-    for _ in 0..LARGE_OBSERVES {
-        let started = Instant::now();
-        let snapshot = surface.observe().await.expect("observe");
-        large_observes.push(started.elapsed());
-        nodes = snapshot.nodes.len();
+    for rows in GENERATED_ROWS {
+        act(
+            BrowserAction::Navigate {
+                url: format!("http://{large}/{rows}"),
+            },
+            None,
+        )
+        .await
+        .expect("navigate");
+        let page = until(&surface, |s| {
+            has(s, "cell", &format!("Member {}", rows - 1))
+        })
+        .await;
+        let afresh = observe_afresh(&surface, &page).await;
+        let mut reused = Vec::new();
+        let (_, reused_before) = surface.observation_counts();
+        for _ in 0..LARGE_OBSERVES {
+            let started = Instant::now();
+            let snapshot = surface.observe().await.expect("observe");
+            reused.push(started.elapsed());
+            assert_eq!(snapshot, page, "the generated page did not change");
+        }
+        let (_, reused_after) = surface.observation_counts();
+        let nodes = page.nodes.len();
+        report(
+            &format!("observe(), {nodes} nodes, unchanged"),
+            &reused,
+            &format!(
+                "{} of {LARGE_OBSERVES} reused",
+                reused_after - reused_before
+            ),
+        );
+        report(
+            &format!("observe afresh, {nodes} nodes"),
+            &afresh,
+            "what any change costs",
+        );
     }
-    report(
-        "observe(), generated page",
-        &large_observes,
-        &format!("{nodes} nodes"),
-    );
     surface.close().await;
     let _ = fixture.shutdown().await;
 }
 
-/// Serves one generated page: a table of `LARGE_ROWS` rows of four cells (about 10,000
-/// accessibility nodes once rows, cells and their texts are counted).
-async fn large_page_server() -> std::net::SocketAddr {
-    let mut html = String::from("<!doctype html><title>Large</title><h1>Generated</h1><table>");
-    for row in 0..LARGE_ROWS {
-        html.push_str(&format!(
-            "<tr><td>R{row}</td><td>Member {row}</td><td>${row}.00</td><td><a href=\"#r{row}\">Open</a></td></tr>"
-        ));
+/// Fresh observations of an unchanged page, each equal to `page`.
+async fn observe_afresh(surface: &ChromiumSurface, page: &UiSnapshot) -> Vec<Duration> {
+    let mut samples = Vec::new();
+    for _ in 0..LARGE_OBSERVES {
+        let started = Instant::now();
+        let snapshot = surface.observe_afresh().await.expect("observe afresh");
+        samples.push(started.elapsed());
+        assert_eq!(snapshot.digest(), page.digest(), "the page did not change");
     }
-    html.push_str("</table>");
-    let app = axum::Router::new().route(
-        "/",
-        axum::routing::get(move || async move { axum::response::Html(html) }),
-    );
+    samples
+}
+
+/// Serves generated pages at `/<rows>`: a table of that many rows of four cells (ten
+/// accessibility nodes a row once rows, cells and their texts are counted).
+async fn generated_pages_server() -> std::net::SocketAddr {
+    let page = |rows: usize| {
+        let mut html = String::from("<!doctype html><title>Large</title><h1>Generated</h1><table>");
+        for row in 0..rows {
+            html.push_str(&format!(
+                "<tr><td>R{row}</td><td>Member {row}</td><td>${row}.00</td><td><a href=\"#r{row}\">Open</a></td></tr>"
+            ));
+        }
+        html.push_str("</table>");
+        html
+    };
+    let mut app = axum::Router::new();
+    for rows in GENERATED_ROWS {
+        let html = page(rows);
+        app = app.route(
+            &format!("/{rows}"),
+            axum::routing::get(move || async move { axum::response::Html(html) }),
+        );
+    }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind loopback");
