@@ -98,15 +98,8 @@ fn diagnostics(verbose: u8, quiet: bool) {
         (false, 2) => "debug",
         (false, _) => "trace",
     };
-    // chromiumoxide warns of every DevTools event it has no type for (newer Chromium sends
-    // many): nothing a person can act on, so only its errors show unless asked with `-v`.
-    let directives = if verbose == 0 {
-        format!("{level},chromiumoxide=error")
-    } else {
-        level.to_owned()
-    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(directives));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     // Colour only for a person at a terminal, and never under NO_COLOR: a log file or CI gets
     // plain text.
     let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())

@@ -1,11 +1,10 @@
-//! A small, loosely typed CDP connection: JSON in, JSON out.
+//! The one CDP connection to the browser, loosely typed: JSON in, JSON out.
 //!
-//! chromiumoxide parses every event into a generated type and drops a message whose payload
-//! does not fit (a Chromium newer than its protocol revision adds an enum variant, say). A
-//! dropped `Fetch.requestPaused` would leave a request hanging and a dropped
-//! `Network.responseReceived` would silently lose a status, so the allowlist guard and the
-//! page monitor listen on this second connection, which keeps every message as
-//! `serde_json::Value` and reads only the fields it needs.
+//! Every message stays a `serde_json::Value` and only the fields needed are read, so a
+//! Chromium newer than any generated protocol revision (a new enum variant, a new field) never
+//! makes a message fail to parse: a dropped `Fetch.requestPaused` would leave a request
+//! hanging, a dropped `Network.responseReceived` would silently lose a status. Commands to the
+//! page, the allowlist guard and the page monitor all share it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -77,6 +76,8 @@ impl RawCdp {
             .await
             .map_err(|_| format!("no WebSocket handshake within {timeout:?}"))?
             .map_err(|error| error.to_string())?;
+        // As on the bridge's side: a command is a header and a payload, never held for an ack.
+        let _ = stream.get_ref().get_ref().set_nodelay(true);
         let (sink, source) = stream.split();
         let pending: Pending = Arc::default();
         let (events_tx, events_rx) = mpsc::unbounded_channel();

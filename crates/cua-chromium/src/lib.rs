@@ -7,10 +7,9 @@
 //! target pauses every request of every frame, popup, redirect hop, subresource and WebSocket
 //! handshake, and an off-list one is failed before it is fetched.
 //!
-//! Commands go through chromiumoxide (its `Browser`, `Handler` task and `Page`), with raw JSON
-//! parameters and answers. Events go through a second, loosely typed connection
-//! (`cdp.rs`): chromiumoxide drops an event that does not fit its generated types, and the
-//! allowlist guard and the page monitor must not depend on every event fitting them.
+//! Commands and events share one loosely typed connection (`cdp.rs`): raw JSON both ways, so
+//! no event or answer from a newer Chromium fails to parse, and the allowlist guard and the
+//! page monitor see every message. A launched browser's own first page is the one driven.
 //!
 //! Behaviour worth knowing:
 //! - The guard checks every paused request with `Allowlist::check`, so only allowlisted http(s)
@@ -22,6 +21,8 @@
 //!   subresource fails as blocked by client.
 //! - JavaScript dialogs are answered at once: alerts and leave-page prompts accepted, confirm
 //!   and prompt declined. The receipt of the action that raised them says so.
+//! - The page is a desktop one: the viewport is emulated at the configured size with no touch
+//!   and no mobile metrics, as a person at a desk sees the application.
 //! - Popups are not driven: the surface stays on its own page and takes the foreground back
 //!   before the next action.
 //! - A launched browser is this process's alone: it opens no debugging port and speaks CDP

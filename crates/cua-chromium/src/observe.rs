@@ -118,6 +118,16 @@ pub(crate) async fn frames(session: &Session) -> Result<Vec<FrameMeta>, SurfaceE
     Ok(frames)
 }
 
+/// Every frame's id and loader, in frame order: it changes exactly when some frame shows a new
+/// document.
+pub(crate) fn documents_signature(frames: &[FrameMeta]) -> String {
+    frames
+        .iter()
+        .map(|frame| format!("{}:{}", frame.id, frame.loader_id))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// The top-left of each frame's viewport in top-level viewport CSS px (the main frame at the
 /// origin); `None` for a frame whose host element has no box.
 pub(crate) async fn frame_origins(
@@ -289,11 +299,7 @@ async fn fetch(
             .filter_map(|frame| state.status_of(&frame.id, &frame.loader_id))
             .max()
     };
-    let documents = frames
-        .iter()
-        .map(|frame| format!("{}:{}", frame.id, frame.loader_id))
-        .collect::<Vec<_>>()
-        .join(",");
+    let documents = documents_signature(frames);
     Ok((
         Observation {
             snapshot: UiSnapshot {

@@ -7,7 +7,7 @@
 //! and 4 (`--remote-debugging-pipe`, messages ended by a NUL byte), inherited from this process
 //! and from nobody else.
 //!
-//! chromiumoxide, the raw monitor connection and the console's screencast all connect by a
+//! The driver's connection and the console's screencast both connect by a
 //! WebSocket URL, so the bridge listens on `127.0.0.1` and completes a handshake only for the
 //! path `/devtools/browser/<token>`. The token is 256 random bits that never leave this
 //! process (no command line, no file, no discovery endpoint): any other request is answered
@@ -414,6 +414,9 @@ async fn accept_loop(
     to_chromium: mpsc::UnboundedSender<Vec<u8>>,
 ) {
     while let Ok((stream, _)) = listener.accept().await {
+        // A CDP answer is written as a frame header and a payload: with Nagle's algorithm on,
+        // the payload waits for the client's delayed acknowledgement of the header (40 ms).
+        let _ = stream.set_nodelay(true);
         tokio::spawn(serve_client(
             stream,
             Arc::clone(&path),

@@ -107,7 +107,7 @@ impl ChromiumSurface {
             .await
             .map_err(unavailable)?;
         let connection = Arc::new(connection);
-        let target = self.session().page.target_id().as_ref().to_string();
+        let target = self.session().target_id.clone();
         let attached = connection
             .call(
                 "Target.attachToTarget",

@@ -1,46 +1,17 @@
 //! The command path to the page: every CDP call bounded by a timeout and raced against the
 //! browser's death, so a crashed or killed browser surfaces as `Unavailable`, never a hang.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chromiumoxide::error::CdpError;
-use chromiumoxide::types::{Command, Method, MethodId};
 use cua_surface::SurfaceError;
-use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::cdp::{RawCallError, RawCdp};
 
-/// A chromiumoxide command carrying raw JSON both ways, so that a field or enum variant newer
-/// than chromiumoxide's protocol revision never breaks a call.
-#[derive(Debug, Clone)]
-pub(crate) struct RawCommand {
-    method: &'static str,
-    params: Value,
-}
-
-impl Serialize for RawCommand {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.params.serialize(serializer)
-    }
-}
-
-impl Method for RawCommand {
-    fn identifier(&self) -> MethodId {
-        Cow::Borrowed(self.method)
-    }
-}
-
-impl Command for RawCommand {
-    type Response = Value;
-}
-
 /// Whether the browser is still there. Set once, by whichever watcher notices first (the
-/// chromiumoxide handler ending, the monitor socket closing, the process exiting, the page
-/// crashing).
+/// connection closing, the process exiting, the page crashing or being closed).
 #[derive(Debug, Clone)]
 pub(crate) struct Liveness {
     state: Arc<watch::Sender<Option<String>>>,
@@ -113,67 +84,59 @@ impl CallError {
     }
 }
 
-/// The page and the monitor session, with the bound every call runs under.
+/// The page's CDP session on the one connection to the browser, with the bound every call
+/// runs under.
 pub(crate) struct Session {
-    pub(crate) page: chromiumoxide::Page,
     pub(crate) monitor: Arc<RawCdp>,
-    pub(crate) monitor_session: String,
+    /// The page's target id.
+    pub(crate) target_id: String,
+    /// The flattened session attached to the page.
+    pub(crate) session_id: String,
     pub(crate) timeout: Duration,
     pub(crate) liveness: Liveness,
 }
 
 impl Session {
-    /// One call on the page through chromiumoxide.
-    pub(crate) async fn call(
-        &self,
-        method: &'static str,
-        params: Value,
-    ) -> Result<Value, CallError> {
-        self.check_alive()?;
-        let call = self.page.execute(RawCommand { method, params });
-        let outcome = tokio::select! {
-            outcome = tokio::time::timeout(self.timeout, call) => outcome,
-            reason = self.liveness.wait_dead() => return Err(unavailable(reason)),
-        };
-        match outcome {
-            Ok(Ok(response)) => Ok(response.result),
-            Ok(Err(CdpError::Chrome(error))) => Err(CallError::Protocol(error.message)),
-            Ok(Err(CdpError::Timeout)) | Err(_) => Err(self.timed_out(method)),
-            Ok(Err(other)) => {
-                let reason = self
-                    .dead_after_a_moment()
-                    .await
-                    .unwrap_or_else(|| other.to_string());
-                Err(unavailable(reason))
-            }
-        }
-    }
-
-    /// One call on the monitor's page session (navigation commands and dialog answers, which
-    /// chromiumoxide's own navigation tracking would otherwise queue).
-    pub(crate) async fn monitor_call(
-        &self,
-        method: &str,
-        params: Value,
-    ) -> Result<Value, CallError> {
+    /// One call on the page, bounded by the timeout and raced against the browser's death.
+    pub(crate) async fn call(&self, method: &str, params: Value) -> Result<Value, CallError> {
         self.check_alive()?;
         let call = self
             .monitor
-            .call(method, params, Some(&self.monitor_session), self.timeout);
+            .call(method, params, Some(&self.session_id), self.timeout);
         let outcome = tokio::select! {
             outcome = call => outcome,
             reason = self.liveness.wait_dead() => return Err(unavailable(reason)),
         };
         match outcome {
             Ok(value) => Ok(value),
+            // The page went away (closed, or its renderer gone) and this answer overtook the
+            // event that says so.
+            Err(RawCallError::Protocol(message)) if message.contains("Session with given id") => {
+                let reason = self
+                    .dead_after_a_moment()
+                    .await
+                    .unwrap_or_else(|| format!("the page's session ended: {message}"));
+                Err(unavailable(reason))
+            }
             Err(RawCallError::Protocol(message)) => Err(CallError::Protocol(message)),
             Err(RawCallError::Timeout(_)) => Err(self.timed_out(method)),
             Err(RawCallError::Closed(reason)) => {
-                self.liveness
-                    .mark_dead(format!("the monitor connection closed: {reason}"));
+                let reason = self
+                    .dead_after_a_moment()
+                    .await
+                    .unwrap_or_else(|| format!("the browser connection closed: {reason}"));
+                self.liveness.mark_dead(reason.clone());
                 Err(unavailable(self.liveness.dead().unwrap_or(reason)))
             }
         }
+    }
+
+    /// A failed call usually means the browser or the page just went; give the watchers (the
+    /// process exiting, the page crashing) a moment to say why.
+    async fn dead_after_a_moment(&self) -> Option<String> {
+        tokio::time::timeout(Duration::from_millis(300), self.liveness.wait_dead())
+            .await
+            .ok()
     }
 
     pub(crate) fn check_alive(&self) -> Result<(), CallError> {
@@ -191,14 +154,6 @@ impl Session {
                 after: self.timeout,
             }),
         }
-    }
-
-    /// A failed channel usually means the browser just died; give the watchers a moment to
-    /// say why.
-    async fn dead_after_a_moment(&self) -> Option<String> {
-        tokio::time::timeout(Duration::from_millis(300), self.liveness.wait_dead())
-            .await
-            .ok()
     }
 }
 

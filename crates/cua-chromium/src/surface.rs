@@ -6,16 +6,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use chromiumoxide::Browser;
-use chromiumoxide::handler::HandlerConfig;
-use chromiumoxide::handler::viewport::Viewport as OxideViewport;
 use cua_policy::{Authorized, BrowserAction, RawInput, ScrollDirection};
 use cua_snapshot::{NodeId, UiSnapshot};
 use cua_surface::{
     BlockedRequest, DispatchReceipt, Screenshot, ScreenshotRequest, SurfaceDriver, SurfaceError,
     WaitCondition, WaitOutcome,
 };
-use futures::StreamExt;
 use serde_json::json;
 use tokio::task::JoinHandle;
 
@@ -30,7 +26,7 @@ use crate::process::BrowserProcess;
 use crate::screenshot;
 use crate::session::{Liveness, Session};
 use crate::tree::NodeHandle;
-use crate::watch::{self, Watchers};
+use crate::watch::{self, Stillness, Watch, Watchers};
 
 /// How often waits for a navigation or a condition observe.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
@@ -46,6 +42,24 @@ const STABLE_INTERVAL: Duration = Duration::from_millis(40);
 /// than [`STABLE_INTERVAL`], so a page changing on a timer that often is not caught between two
 /// ticks.
 const QUIET: Duration = Duration::from_millis(50);
+
+/// The same judged inside the page: every frame quiet for [`QUIET`] since its last change and
+/// since the wait began (or, for a page that updates itself on a timer, half as long again as
+/// the widest gap between its own recent changes), at least this many animation frames
+/// rendered since its last change, and nothing animating. The page says so the moment it is
+/// true, while the driver observes it, so no look is spent on a page still settling.
+const STILL: Stillness = Stillness {
+    frames: 2,
+    quiet: QUIET,
+};
+
+/// How long one wait inside the page may last before the driver looks again (a load may have
+/// begun, the deadline may be near).
+const STILL_CAP: Duration = Duration::from_millis(100);
+
+/// How much longer than [`STILL_CAP`] the page's answer may take before the look goes on
+/// without it.
+const STILL_PATIENCE: Duration = Duration::from_millis(100);
 
 /// Loads an action started are over once two looks this far apart find nothing loading (a frame
 /// whose load starts the next one is still caught; the wait after the action judges the page).
@@ -76,8 +90,6 @@ pub struct ChromiumSurface {
     /// Every document's change watcher, and the last observation kept while nothing changes.
     watchers: Watchers,
     reuse: Reuse,
-    /// Held so that chromiumoxide keeps serving the page; never used directly.
-    _browser: Browser,
     endpoint: String,
     tasks: Vec<JoinHandle<()>>,
     process: Option<Arc<BrowserProcess>>,
@@ -129,7 +141,7 @@ impl ChromiumSurface {
                 .await;
             process.wait_or_kill(Duration::from_secs(3)).await;
         } else {
-            let target = self.session.page.target_id().as_ref().to_string();
+            let target = self.session.target_id.clone();
             let _ = self
                 .session
                 .monitor
@@ -184,81 +196,57 @@ impl ChromiumSurface {
             return Err(setup("installing the allowlist guard", error.to_string()));
         }
 
-        let handler_config = HandlerConfig {
-            ignore_https_errors: false,
-            request_timeout: timeout,
-            viewport: Some(OxideViewport {
-                width: config.viewport.width,
-                height: config.viewport.height,
-                device_scale_factor: Some(1.0),
-                ..OxideViewport::default()
-            }),
-            ..HandlerConfig::default()
-        };
-        let connected = Browser::connect_with_config(ws_url.clone(), handler_config).await;
-        let (browser, mut handler) = match connected {
-            Ok(connected) => connected,
-            Err(error) => {
-                abort_all(&tasks);
-                return Err(unreachable(error.to_string()));
-            }
-        };
-        let handler_liveness = liveness.clone();
-        tasks.push(tokio::spawn(async move {
-            let reason = loop {
-                match handler.next().await {
-                    Some(Ok(())) => {}
-                    Some(Err(error)) => break format!("the CDP connection failed: {error}"),
-                    None => break "the CDP connection ended".to_string(),
-                }
-            };
-            handler_liveness.mark_dead(reason);
-        }));
         if let Some(process) = &process {
             tasks.push(tokio::spawn(watch_process(
                 Arc::downgrade(process),
                 liveness.clone(),
             )));
         }
-
-        let page = match tokio::time::timeout(timeout, browser.new_page("about:blank")).await {
-            Ok(Ok(page)) => page,
-            Ok(Err(error)) => {
+        // A launched browser opened its one page on about:blank: that page is driven. An
+        // attached browser gets a page of its own.
+        let page = match &process {
+            Some(_) => initial_page(&monitor, timeout).await,
+            None => new_page(&monitor, timeout).await,
+        };
+        let target_id = match page {
+            Ok(target_id) => target_id,
+            Err(reason) => {
                 abort_all(&tasks);
-                return Err(setup("opening a page", error.to_string()));
-            }
-            Err(_) => {
-                abort_all(&tasks);
-                return Err(setup(
-                    "opening a page",
-                    format!("no page within {timeout:?}"),
-                ));
+                return Err(setup("opening a page", reason));
             }
         };
-        let target_id = page.target_id().as_ref().to_string();
         lock(&shared.state).main_frame = Some(target_id.clone());
         let attach = json!({ "targetId": target_id, "flatten": true });
-        let monitor_session = match monitor
+        let session_id = match monitor
             .call("Target.attachToTarget", attach, None, timeout)
             .await
         {
             Ok(answer) => answer["sessionId"].as_str().unwrap_or_default().to_string(),
             Err(error) => {
                 abort_all(&tasks);
-                return Err(setup("attaching the monitor", error.to_string()));
+                return Err(setup("attaching to the page", error.to_string()));
             }
         };
-        for method in ["Page.enable", "Network.enable", "Inspector.enable"] {
+        let viewport = json!({
+            "width": config.viewport.width,
+            "height": config.viewport.height,
+            "deviceScaleFactor": 1,
+            "mobile": false,
+        });
+        let page_setup = [
+            ("Page.enable", json!({})),
+            ("Network.enable", json!({})),
+            ("Inspector.enable", json!({})),
+            ("Emulation.setDeviceMetricsOverride", viewport),
+        ];
+        for (method, params) in page_setup {
             if let Err(error) = monitor
-                .call(method, json!({}), Some(&monitor_session), timeout)
+                .call(method, params, Some(&session_id), timeout)
                 .await
             {
                 abort_all(&tasks);
                 return Err(setup(method, error.to_string()));
             }
-        }
-        if process.is_some() {
-            close_other_pages(&monitor, &target_id, timeout).await;
         }
         // Popups are noticed (and this page brought back to the front) through target events;
         // focus is emulated so that the page behaves as the focused window whatever happens.
@@ -271,15 +259,15 @@ impl ChromiumSurface {
             .call(
                 "Emulation.setFocusEmulationEnabled",
                 focus,
-                Some(&monitor_session),
+                Some(&session_id),
                 timeout,
             )
             .await;
         let surface = Self {
             session: Session {
-                page,
                 monitor,
-                monitor_session,
+                target_id,
+                session_id,
                 timeout,
                 liveness,
             },
@@ -288,7 +276,6 @@ impl ChromiumSurface {
             documents_seen: Mutex::new(VecDeque::new()),
             watchers: Watchers::default(),
             reuse: Reuse::default(),
-            _browser: browser,
             endpoint: ws_url,
             tasks,
             process,
@@ -344,12 +331,8 @@ impl ChromiumSurface {
         self.reuse.counts()
     }
 
-    /// Observes, keeping the node handles; returns the snapshot, its documents signature, and
-    /// how long every frame has been quiet (`None` when a watcher could not be read or the page
-    /// is animating; zero when something changed while the snapshot was taken).
-    async fn observe_recorded(
-        &self,
-    ) -> Result<(UiSnapshot, String, Option<Duration>), SurfaceError> {
+    /// Observes, keeping the node handles (see [`Recorded`] for what comes with the snapshot).
+    async fn observe_recorded(&self) -> Result<Recorded, SurfaceError> {
         let Observation {
             snapshot,
             handles,
@@ -373,7 +356,31 @@ impl ChromiumSurface {
             seen.pop_front();
         }
         seen.push_back((snapshot.digest(), documents.clone()));
-        Ok((snapshot, documents, quiet))
+        Ok(Recorded {
+            snapshot,
+            documents,
+            quiet,
+            watch,
+            steady,
+        })
+    }
+
+    /// Every frame's watch once it is [`STILL`] for a wait that began at `started` (or
+    /// [`STILL_CAP`] passed), with the documents it was read in; `None` when the page did not
+    /// answer in time (a timer the page throttles, a document frozen while it is left).
+    async fn read_still(&self, started: Instant) -> Option<(String, Watch)> {
+        let read = async {
+            let frames = observe::frames(&self.session).await.ok()?;
+            let watch = self
+                .watchers
+                .read_still(&self.session, &frames, STILL, started.elapsed(), STILL_CAP)
+                .await;
+            Some((observe::documents_signature(&frames), watch))
+        };
+        tokio::time::timeout(STILL_CAP + STILL_PATIENCE, read)
+            .await
+            .ok()
+            .flatten()
     }
 
     fn handle(&self, id: &NodeId) -> Result<NodeHandle, SurfaceError> {
@@ -390,7 +397,7 @@ impl ChromiumSurface {
         let lost = std::mem::take(&mut lock(&self.shared.state).foreground_lost);
         if lost {
             self.session
-                .monitor_call("Page.bringToFront", json!({}))
+                .call("Page.bringToFront", json!({}))
                 .await
                 .map_err(|error| error.into_surface("bringing the page to the front"))?;
         }
@@ -457,7 +464,7 @@ impl ChromiumSurface {
             BrowserAction::Navigate { url } => self.navigate(url, mark).await,
             BrowserAction::Reload => {
                 session
-                    .monitor_call("Page.reload", json!({}))
+                    .call("Page.reload", json!({}))
                     .await
                     .map_err(|error| error.into_surface("reloading"))?;
                 Ok("reloaded".to_string())
@@ -504,7 +511,7 @@ impl ChromiumSurface {
         }
         let answer = self
             .session
-            .monitor_call("Page.navigate", json!({ "url": url }))
+            .call("Page.navigate", json!({ "url": url }))
             .await
             .map_err(|error| error.into_surface("navigating"))?;
         // A redirect the guard blocked aborts the navigation, so Page.navigate reports an
@@ -581,10 +588,11 @@ impl ChromiumSurface {
         &self,
         timeout: Duration,
         idle: bool,
+        still: Option<Instant>,
         mut done: F,
     ) -> Result<WaitOutcome, SurfaceError>
     where
-        F: FnMut(&UiSnapshot, &str, bool, Option<Duration>) -> Option<Duration> + Send,
+        F: FnMut(&UiSnapshot, &str, &Calm) -> Option<Duration> + Send,
     {
         let deadline = Instant::now() + timeout;
         let mut last: Option<UiSnapshot> = None;
@@ -592,10 +600,27 @@ impl ChromiumSurface {
             let loading = idle && lock(&self.shared.state).is_loading();
             let mut pause = POLL_INTERVAL;
             if !loading {
-                match self.observe_recorded().await {
-                    Ok((snapshot, documents, quiet)) => {
-                        let loading = lock(&self.shared.state).is_loading();
-                        match done(&snapshot, &documents, loading, quiet) {
+                // The page is watched settling while it is observed: the observation stands
+                // if nothing changed from its start until the page said it was still.
+                let (waited, observed) = match still {
+                    Some(started) => {
+                        futures::join!(self.read_still(started), self.observe_recorded())
+                    }
+                    None => (None, self.observe_recorded().await),
+                };
+                match observed {
+                    Ok(recorded) => {
+                        let calm = Calm {
+                            loading: lock(&self.shared.state).is_loading(),
+                            quiet: recorded.quiet,
+                            needed: watch::needed(&recorded.watch),
+                            still: matches!(&waited, Some((documents, watch)) if
+                                recorded.steady
+                                && *documents == recorded.documents
+                                && watch::still(watch, &recorded.watch, STILL)),
+                        };
+                        let snapshot = recorded.snapshot;
+                        match done(&snapshot, &recorded.documents, &calm) {
                             None => return Ok(WaitOutcome::Met(Box::new(snapshot))),
                             Some(next) => pause = next,
                         }
@@ -615,7 +640,7 @@ impl ChromiumSurface {
                     return Ok(WaitOutcome::TimedOut(Box::new(snapshot)));
                 }
                 // Never saw the page at all: one last observation decides.
-                let (snapshot, _, _) = self.observe_recorded().await?;
+                let snapshot = self.observe_recorded().await?.snapshot;
                 return Ok(WaitOutcome::TimedOut(Box::new(snapshot)));
             }
             tokio::time::sleep(pause).await;
@@ -623,11 +648,36 @@ impl ChromiumSurface {
     }
 }
 
+/// One observation with what the waits judge it by.
+struct Recorded {
+    snapshot: UiSnapshot,
+    documents: String,
+    /// How long every frame has been quiet (see `observe_recorded`).
+    quiet: Option<Duration>,
+    /// The watchers as the observation left them.
+    watch: Watch,
+    /// Nothing changed while it was taken.
+    steady: bool,
+}
+
+/// What a wait knows about the page beside its snapshot.
+struct Calm {
+    /// A load is under way.
+    loading: bool,
+    /// How long every frame has been quiet, `None` when unknown (see `observe_recorded`).
+    quiet: Option<Duration>,
+    /// The longest quiet a frame's own rhythm asks for (see `FrameWatch::needed_ms`).
+    needed: Duration,
+    /// Every frame was [`STILL`], and nothing changed from the observation's start until
+    /// then.
+    still: bool,
+}
+
 impl SurfaceDriver for ChromiumSurface {
     async fn observe(&self) -> Result<UiSnapshot, SurfaceError> {
         self.observe_recorded()
             .await
-            .map(|(snapshot, _, _)| snapshot)
+            .map(|recorded| recorded.snapshot)
     }
 
     async fn dispatch(
@@ -705,16 +755,22 @@ impl SurfaceDriver for ChromiumSurface {
                 // (a debounced update still to come) was not watched settling.
                 let started = Instant::now();
                 let mut previous: Option<(Instant, UiSnapshot)> = None;
-                self.poll(timeout, true, move |snapshot, _, loading, quiet| {
-                    if loading {
+                self.poll(timeout, true, Some(started), move |snapshot, _, calm| {
+                    if calm.loading {
                         previous = None;
                         return Some(POLL_INTERVAL);
                     }
-                    let quiet = quiet.map(|quiet| quiet.min(started.elapsed()));
+                    if calm.still {
+                        return None;
+                    }
+                    let quiet = calm.quiet.map(|quiet| quiet.min(started.elapsed()));
+                    // A page that updates itself on a timer must be quiet, or seen alike,
+                    // for longer than its own gaps.
+                    let wanted = QUIET.max(calm.needed);
                     let seen_alike = previous.as_ref().is_some_and(|(at, before)| {
-                        at.elapsed() >= STABLE_INTERVAL && before == snapshot
+                        at.elapsed() >= STABLE_INTERVAL.max(calm.needed) && before == snapshot
                     });
-                    if seen_alike || quiet.is_some_and(|quiet| quiet >= QUIET) {
+                    if seen_alike || quiet.is_some_and(|quiet| quiet >= wanted) {
                         return None;
                     }
                     // A different screen starts the interval again (a page flipping back and
@@ -726,7 +782,7 @@ impl SurfaceDriver for ChromiumSurface {
                         previous = Some((Instant::now(), snapshot.clone()));
                     }
                     Some(match quiet {
-                        Some(quiet) => QUIET.saturating_sub(quiet).max(GRACE_POLL),
+                        Some(quiet) => wanted.saturating_sub(quiet).max(GRACE_POLL),
                         None => STABLE_INTERVAL,
                     })
                 })
@@ -739,7 +795,8 @@ impl SurfaceDriver for ChromiumSurface {
                     .rev()
                     .find(|(seen, _)| *seen == digest)
                     .map(|(_, documents)| documents.clone());
-                self.poll(timeout, true, move |snapshot, documents, loading, _| {
+                self.poll(timeout, true, None, move |snapshot, documents, calm| {
+                    let loading = calm.loading;
                     let changed = snapshot.url != before.url
                         || match &before_documents {
                             Some(before_documents) => before_documents != documents,
@@ -760,7 +817,7 @@ impl SurfaceDriver for ChromiumSurface {
     where
         P: Fn(&UiSnapshot) -> bool + Send + Sync,
     {
-        self.poll(timeout, false, |snapshot, _, _, _| {
+        self.poll(timeout, false, None, |snapshot, _, _| {
             (!predicate(snapshot)).then_some(POLL_INTERVAL)
         })
         .await
@@ -823,25 +880,45 @@ async fn watch_process(process: Weak<BrowserProcess>, liveness: Liveness) {
     }
 }
 
-/// Closes the tab Chromium opened at start-up, so the browser holds only this surface's page.
-async fn close_other_pages(monitor: &RawCdp, keep: &str, timeout: Duration) {
-    let Ok(targets) = monitor
+/// The page a launched browser opened at start-up (on `about:blank`), which is the one driven;
+/// any other page is closed, so the browser holds only this surface's. A new page when it
+/// opened none.
+async fn initial_page(monitor: &RawCdp, timeout: Duration) -> Result<String, String> {
+    let targets = monitor
         .call("Target.getTargets", json!({}), None, timeout)
         .await
-    else {
-        return;
+        .map_err(|error| error.to_string())?;
+    let mut pages = targets["targetInfos"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|target| target["type"] == "page")
+        .filter_map(|target| target["targetId"].as_str());
+    let Some(kept) = pages.next() else {
+        return new_page(monitor, timeout).await;
     };
-    for target in targets["targetInfos"].as_array().into_iter().flatten() {
-        let id = target["targetId"].as_str().unwrap_or_default();
-        if target["type"] == "page" && id != keep {
-            let _ = monitor
-                .call(
-                    "Target.closeTarget",
-                    json!({ "targetId": id }),
-                    None,
-                    timeout,
-                )
-                .await;
-        }
+    for other in pages {
+        let close = json!({ "targetId": other });
+        let _ = monitor
+            .call("Target.closeTarget", close, None, timeout)
+            .await;
     }
+    Ok(kept.to_owned())
+}
+
+/// Opens a new page on `about:blank`.
+async fn new_page(monitor: &RawCdp, timeout: Duration) -> Result<String, String> {
+    let created = monitor
+        .call(
+            "Target.createTarget",
+            json!({ "url": "about:blank" }),
+            None,
+            timeout,
+        )
+        .await
+        .map_err(|error| error.to_string())?;
+    created["targetId"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| "no target id in the answer".to_owned())
 }

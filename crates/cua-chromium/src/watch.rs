@@ -22,10 +22,10 @@ use crate::session::{CallError, Session};
 /// The isolated world the watcher lives in.
 const WORLD: &str = "cua-watch";
 
-/// Reads the watcher: `[changes, quiet milliseconds, fingerprint, settled]`, where `settled` is
-/// false while an animation or transition runs or fonts load, and in a document holding a
-/// custom element without an open shadow root (the tree may change with no event then); `null`
-/// where it is not installed.
+/// Reads the watcher: `[changes, quiet milliseconds, fingerprint, settled, still frames, quiet
+/// needed]`, where `settled` is false while an animation or transition runs or fonts load, and
+/// in a document holding a custom element without an open shadow root (the tree may change with
+/// no event then); `null` where it is not installed.
 const READ: &str = "globalThis.__cuaWatch ? globalThis.__cuaWatch() : null";
 
 /// Installs the watcher in its world (once per document) and reads it.
@@ -34,7 +34,50 @@ const INSTALL: &str = r"(() => {
   if (!g.__cuaWatch) {
     let changes = 0;
     let last = performance.now();
-    const bump = () => { changes += 1; last = performance.now(); };
+    // Animation frames rendered since the last change, counted for a few frames after each
+    // change and then left alone, so a still page runs no callbacks. A frame that renders
+    // nothing (hidden, or laid out at no size) gets no animation frames: none is waited for.
+    let still = 0;
+    let counting = false;
+    const count = () => {
+      still += 1;
+      counting = still < 3;
+      if (counting) requestAnimationFrame(count);
+    };
+    const recount = () => {
+      still = 0;
+      if (!counting) { counting = true; requestAnimationFrame(count); }
+    };
+    const renders = () => !document.hidden && innerWidth > 0 && innerHeight > 0;
+    const stillFrames = () => (renders() ? still : 3);
+    // The page's own rhythm: when its recent changes came in separate bursts (a page updating
+    // itself on a timer), quiet shorter than the gaps between them is no sign it stopped. Input
+    // from outside the page (a trusted input, focus or pointer event, as an action raises)
+    // starts the count again: the gap before it was the driver's, not the page's.
+    const bursts = [];
+    const outside = new Set(['input', 'change', 'focusin', 'focusout', 'pointerover', 'pointerout',
+      'submit', 'reset']);
+    const bump = (event) => {
+      const now = performance.now();
+      changes += 1;
+      if (event && event.isTrusted && outside.has(event.type)) bursts.length = 0;
+      if (now - last > 8 || bursts.length === 0) bursts.push(now); else bursts[bursts.length - 1] = now;
+      if (bursts.length > 8) bursts.shift();
+      last = now;
+      recount();
+    };
+    recount();
+    // How long a frame must stay quiet after its last change: half as long again as the
+    // widest gap (up to 250 ms) between its bursts of the last half second.
+    const needed = () => {
+      const now = performance.now();
+      let widest = 0;
+      for (let i = 1; i < bursts.length; i += 1) {
+        const gap = bursts[i] - bursts[i - 1];
+        if (now - bursts[i - 1] <= 500 && gap <= 250) widest = Math.max(widest, gap);
+      }
+      return widest * 1.5;
+    };
     const observer = new MutationObserver(bump);
     const options = { subtree: true, childList: true, attributes: true, characterData: true };
     const watched = new WeakSet();
@@ -63,6 +106,33 @@ const INSTALL: &str = r"(() => {
       if (!ids.has(node)) ids.set(node, nextId++);
       return ids.get(node);
     };
+    // Resolves once the frame is still: `wanted` animation frames rendered since its last
+    // change, and quiet for `floor` ms (counted from the wait's start, `waited` ms ago, at the
+    // latest) or as long as its rhythm asks; at once if it is. Or after `cap` ms whatever
+    // happened (a page that never stops). The watch then, its quiet as the wait saw it.
+    g.__cuaStill = (wanted, floor, waited, cap) => new Promise((resolve) => {
+      const since = performance.now() - waited;
+      let finished = false;
+      let pending = 0;
+      const quiet = () => performance.now() - Math.max(last, since);
+      const finish = () => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(timer);
+        cancelAnimationFrame(pending);
+        const read = g.__cuaWatch();
+        read[1] = quiet();
+        resolve(read);
+      };
+      const timer = setTimeout(finish, cap);
+      const check = () => {
+        if (finished) return;
+        const enough = stillFrames() >= wanted && quiet() >= floor
+          && performance.now() - last >= needed();
+        if (enough) finish(); else pending = requestAnimationFrame(check);
+      };
+      check();
+    });
     g.__cuaWatch = () => {
       let hash = 2166136261;
       const mix = (text) => {
@@ -107,7 +177,8 @@ const INSTALL: &str = r"(() => {
       sheets(document);
       const moving = document.getAnimations().some((a) => a.playState === 'running' || a.pending);
       const fonts = !document.fonts || document.fonts.status === 'loaded';
-      return [changes, performance.now() - last, (hash >>> 0).toString(16), !moving && fonts && !opaque];
+      return [changes, performance.now() - last, (hash >>> 0).toString(16), !moving && fonts && !opaque,
+        stillFrames(), needed()];
     };
   }
   return g.__cuaWatch();
@@ -126,6 +197,29 @@ pub(crate) async fn install_on_new_documents(session: &Session) -> Result<(), Ca
         .map(drop)
 }
 
+/// What a frame must show to count as stopped: animation frames rendered since its last
+/// change, and how long it has been quiet (or longer, as its own rhythm asks).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stillness {
+    pub(crate) frames: u32,
+    pub(crate) quiet: Duration,
+}
+
+/// The most animation frames the watcher counts after a change.
+const FRAMES_COUNTED: u32 = 3;
+
+/// Waits, in the watcher's world, until the frame is still (see `__cuaStill`) for a wait that
+/// began `waited` ago, or `cap` passes.
+fn still_expression(still: Stillness, waited: Duration, cap: Duration) -> String {
+    format!(
+        "globalThis.__cuaStill ? globalThis.__cuaStill({}, {}, {}, {}) : null",
+        still.frames.min(FRAMES_COUNTED),
+        still.quiet.as_millis(),
+        waited.as_millis(),
+        cap.as_millis()
+    )
+}
+
 /// What one frame's watcher said.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct FrameWatch {
@@ -136,9 +230,25 @@ pub(crate) struct FrameWatch {
     /// No animation, transition or font load under way, and no custom element that could
     /// change unseen.
     pub(crate) settled: bool,
+    /// Animation frames rendered since the last change (counted up to three).
+    pub(crate) still_frames: u32,
+    /// How long the frame must be quiet before it counts as stopped, in milliseconds: half as
+    /// long again as the widest recent gap between its bursts of changes (a page updating
+    /// itself on a timer is not stopped between two ticks), zero after a single burst.
+    pub(crate) needed_ms: f64,
 }
 
 impl FrameWatch {
+    /// Quiet as long as `still` asks, or its own rhythm if longer, with the animation frames
+    /// rendered since, and nothing moving that no change would show (an animation, a font
+    /// load, a custom element).
+    fn still(&self, still: Stillness) -> bool {
+        let floor = still.quiet.as_secs_f64() * 1000.0;
+        self.settled
+            && self.still_frames >= still.frames.min(FRAMES_COUNTED)
+            && self.quiet_ms >= floor.max(self.needed_ms)
+    }
+
     /// Whether nothing the tree depends on changed between `self` and `later`.
     pub(crate) fn unchanged(&self, later: &FrameWatch) -> bool {
         self.changes == later.changes && self.fingerprint == later.fingerprint
@@ -179,6 +289,35 @@ impl Watchers {
             .collect();
         lock(&self.worlds).retain(|key, _| present.contains(key));
         watch
+    }
+
+    /// Every frame's watch once it is still for a wait that began `waited` ago, or `cap` has
+    /// passed. The frames wait together (each answer comes when its page says so, so they do
+    /// not queue behind one another).
+    pub(crate) async fn read_still(
+        &self,
+        session: &Session,
+        frames: &[FrameMeta],
+        still: Stillness,
+        waited: Duration,
+        cap: Duration,
+    ) -> Watch {
+        let expression = still_expression(still, waited, cap);
+        let reads = frames.iter().map(|frame| async {
+            let key = (frame.id.clone(), frame.loader_id.clone());
+            let known = lock(&self.worlds).get(&key).copied();
+            let context = match known {
+                Some(context) => context,
+                // A document not read before gets its watcher first.
+                None => {
+                    self.read_frame(session, frame).await.ok().flatten()?;
+                    lock(&self.worlds).get(&key).copied()?
+                }
+            };
+            // A renderer that does not answer is not asked again: nothing is known then.
+            evaluate(session, context, &expression).await.ok().flatten()
+        });
+        futures::future::join_all(reads).await
     }
 
     /// One frame's watch (`None`: the frame could not be read); `Err` when the renderer did not
@@ -227,7 +366,12 @@ async fn evaluate(
     let answer = match session
         .call(
             "Runtime.evaluate",
-            json!({ "expression": expression, "contextId": context, "returnByValue": true }),
+            json!({
+                "expression": expression,
+                "contextId": context,
+                "returnByValue": true,
+                "awaitPromise": true,
+            }),
         )
         .await
     {
@@ -248,7 +392,25 @@ fn parse(value: &Value) -> Option<FrameWatch> {
         quiet_ms: parts.get(1)?.as_f64()?,
         fingerprint: parts.get(2)?.as_str()?.to_owned(),
         settled: parts.get(3)?.as_bool()?,
+        still_frames: u32::try_from(parts.get(4)?.as_u64()?).ok()?,
+        needed_ms: parts.get(5)?.as_f64()?,
     })
+}
+
+/// The longest quiet any frame's rhythm asks for (see [`FrameWatch::needed_ms`]).
+pub(crate) fn needed(watch: &Watch) -> Duration {
+    let longest = watch
+        .iter()
+        .flatten()
+        .map(|frame| frame.needed_ms)
+        .fold(0.0, f64::max);
+    Duration::try_from_secs_f64(longest / 1000.0).unwrap_or_default()
+}
+
+/// Whether every frame, read in both watches, was still in `before` and changed nothing
+/// between `before` and `after`.
+pub(crate) fn still(before: &Watch, after: &Watch, stillness: Stillness) -> bool {
+    unchanged(before, after) && before.iter().flatten().all(|frame| frame.still(stillness))
 }
 
 /// The shortest quiet time over every frame, or `None` when some frame could not be read.
@@ -281,18 +443,73 @@ mod tests {
             quiet_ms,
             fingerprint: fingerprint.to_owned(),
             settled: true,
+            still_frames: 0,
+            needed_ms: 0.0,
         })
     }
 
     #[test]
     fn a_watch_is_read_from_the_script_answer_and_nothing_else() {
         assert_eq!(
-            parse(&json!([3, 12.5, "beef", true])),
+            parse(&json!([3, 12.5, "beef", true, 0, 0.0])),
             frame(3, 12.5, "beef")
         );
         assert_eq!(parse(&json!([3, 12.5, "beef"])), None);
         assert_eq!(parse(&json!({"changes": 3})), None);
         assert_eq!(parse(&json!(null)), None);
+    }
+
+    #[test]
+    fn a_frame_is_still_after_its_frames_and_its_rhythm_and_no_change_after() {
+        let read = |changes, still_frames, needed_ms| {
+            parse(&json!([
+                changes,
+                40.0,
+                "beef",
+                true,
+                still_frames,
+                needed_ms
+            ]))
+        };
+        assert_eq!(read(3, 2, 0.0).map(|frame| frame.still_frames), Some(2));
+        assert_eq!(parse(&json!([3, 40.0, "beef", true, -1, 0.0])), None);
+        assert_eq!(parse(&json!([3, 40.0, "beef", true, 2])), None);
+        let wanting = |frames, quiet_ms| Stillness {
+            frames,
+            quiet: Duration::from_millis(quiet_ms),
+        };
+        let before = vec![read(3, 2, 0.0), read(7, 3, 30.0)];
+        assert!(still(&before, &before, wanting(2, 40)));
+        assert!(!still(&before, &before, wanting(3, 40)), "too few frames");
+        assert!(
+            !still(&before, &before, wanting(2, 50)),
+            "too short a quiet"
+        );
+        assert!(
+            !still(
+                &before,
+                &vec![read(3, 2, 0.0), read(8, 3, 30.0)],
+                wanting(2, 40)
+            ),
+            "a change after the wait"
+        );
+        let mut moving = before.clone();
+        if let Some(frame) = moving[0].as_mut() {
+            frame.settled = false;
+        }
+        assert!(
+            !still(&moving, &moving, wanting(2, 40)),
+            "an animation runs"
+        );
+        let ticking = vec![read(3, 3, 0.0), read(7, 3, 60.0)];
+        assert!(
+            !still(&ticking, &ticking, wanting(2, 40)),
+            "40 ms quiet on a page ticking every 40 ms"
+        );
+        assert_eq!(needed(&ticking), Duration::from_millis(60));
+        let unread = vec![read(3, 2, 0.0), None];
+        assert!(!still(&unread, &unread, wanting(2, 0)));
+        assert!(!still(&vec![read(3, 2, 0.0)], &before, wanting(2, 0)));
     }
 
     #[test]

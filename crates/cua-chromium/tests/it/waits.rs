@@ -20,6 +20,41 @@ fn pages() -> Vec<(&'static str, Page)> {
             ),
         ),
         (
+            // Slower than any fixed quiet window: only the page's own rhythm says it goes on.
+            "/ticking",
+            Page::html(
+                r#"<title>Ticking</title><p id="n">0</p><script>
+                let n = 0; const t = setInterval(() => {
+                  document.getElementById('n').textContent = ++n < 8 ? String(n) : 'done';
+                  if (n >= 8) clearInterval(t);
+                }, 70);</script>"#,
+            ),
+        ),
+        (
+            // One change starts a slide that no further change shows until it ends.
+            "/sliding",
+            Page::html(
+                r#"<title>Sliding</title><style>#box { transition: transform 400ms linear; }
+                .moved { transform: translateX(300px); }</style>
+                <div id="box"><p id="s">sliding</p></div><script>
+                requestAnimationFrame(() => requestAnimationFrame(() => {
+                  const box = document.getElementById('box');
+                  box.addEventListener('transitionend', () => {
+                    document.getElementById('s').textContent = 'arrived';
+                  });
+                  box.className = 'moved';
+                }));</script>"#,
+            ),
+        ),
+        (
+            // A frame that renders nothing gets no animation frames.
+            "/hidden-frame",
+            Page::html(
+                r#"<title>Hidden frame</title><h1>Visible</h1>
+                <iframe src="/next" style="display:none"></iframe>"#,
+            ),
+        ),
+        (
             "/restless",
             Page::html(
                 r#"<title>Restless</title><p id="n">0</p><script>
@@ -66,6 +101,92 @@ async fn stable_is_met_once_the_page_stops_changing_and_times_out_otherwise() {
         "took {:?}",
         started.elapsed()
     );
+}
+
+/// The texts of a snapshot, for a failure message.
+fn texts(snapshot: &cua_snapshot::UiSnapshot) -> Vec<&str> {
+    snapshot
+        .nodes
+        .iter()
+        .map(|node| node.name.as_str())
+        .collect()
+}
+
+/// Waits for a stable screen and says whether it shows `text`.
+async fn stable_shows(surface: &impl SurfaceDriver, text: &str) -> Result<(), String> {
+    match surface
+        .wait(WaitCondition::SnapshotStable, Duration::from_secs(5))
+        .await
+        .map_err(|error| error.to_string())?
+    {
+        WaitOutcome::Met(snapshot) if has(&snapshot, "text", text) => Ok(()),
+        WaitOutcome::Met(snapshot) => Err(format!(
+            "stable before {text:?} showed: {:?}",
+            texts(&snapshot)
+        )),
+        WaitOutcome::TimedOut(snapshot) => Err(format!("never stable: {:?}", texts(&snapshot))),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_updating_itself_on_a_timer_is_not_stable_between_two_ticks() {
+    let site = Site::serve(pages()).await;
+    let surface = launch(&[site.entry()]).await;
+    let authority = Authority::new(&[site.entry()]);
+    goto(&surface, &authority, &site.url("/ticking")).await;
+    // Before its first tick a page has shown no rhythm; from then on a wait rides it out.
+    let ticked = surface
+        .wait_until(
+            |snapshot| has(snapshot, "text", "1"),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(ticked, WaitOutcome::Met(_)), "{ticked:?}");
+    stable_shows(&surface, "done").await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moving_page_is_not_stable_until_it_stops_moving() {
+    let site = Site::serve(pages()).await;
+    let surface = launch(&[site.entry()]).await;
+    let authority = Authority::new(&[site.entry()]);
+    goto(&surface, &authority, &site.url("/sliding")).await;
+    stable_shows(&surface, "arrived").await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_counts_from_the_wait_not_from_the_last_change() {
+    let site = Site::serve(pages()).await;
+    let surface = launch(&[site.entry()]).await;
+    let authority = Authority::new(&[site.entry()]);
+    goto(&surface, &authority, &site.url("/next")).await;
+    surface.observe().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Looked at once already: the wait's own look is the kept one, in a few milliseconds.
+    surface.observe().await.unwrap();
+    // Long quiet before the wait says nothing of what its action may still start: the page is
+    // watched for the whole window from the wait's start, however still it was before.
+    let started = Instant::now();
+    let outcome = surface
+        .wait(WaitCondition::SnapshotStable, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(matches!(outcome, WaitOutcome::Met(_)), "{outcome:?}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(50),
+        "met after {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_that_renders_nothing_does_not_hold_a_wait() {
+    let site = Site::serve(pages()).await;
+    let surface = launch(&[site.entry()]).await;
+    let authority = Authority::new(&[site.entry()]);
+    goto(&surface, &authority, &site.url("/hidden-frame")).await;
+    stable_shows(&surface, "Visible").await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
