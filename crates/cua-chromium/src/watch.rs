@@ -5,6 +5,11 @@
 //! and a fingerprint of what changes without any event (a control's value or checked state set
 //! by a script, the focused element, scroll offsets, the viewport, style sheets, the URL).
 //!
+//! It also counts the animation frames rendered since the last change and keeps the gaps
+//! between recent bursts of changes (a page updating itself on a timer has a rhythm), and
+//! answers a promise (`__cuaStill`) the moment the frame is still, so the driver waits inside the
+//! page instead of looking again and again.
+//!
 //! Two uses: a screen is stable when every frame has been quiet long enough (instead of
 //! comparing two full observations), and an observation is reused while nothing in any frame
 //! changed (an observation of 10,000 nodes costs a second; reading the watchers, milliseconds).
