@@ -116,6 +116,11 @@ impl RawCdp {
         }
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id, tx);
+        // Removed however the call ends, a caller that gave up on it (dropped it) included.
+        let _forget = Forget {
+            pending: &self.pending,
+            id,
+        };
         let send = async {
             let mut sink = self.sink.lock().await;
             sink.send(Message::text(message.to_string())).await
@@ -127,13 +132,24 @@ impl RawCdp {
                 .map_err(|_| RawCallError::Closed("the reader stopped".to_string()))?
         })
         .await;
-        lock(&self.pending).remove(&id);
         outcome.unwrap_or(Err(RawCallError::Timeout(timeout)))
     }
 
     /// Resolves when the connection closes, with the reason.
     pub(crate) fn closed(&self) -> watch::Receiver<Option<String>> {
         self.closed.clone()
+    }
+}
+
+/// Forgets a call's answer slot when the call ends.
+struct Forget<'a> {
+    pending: &'a Pending,
+    id: u64,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        lock(self.pending).remove(&self.id);
     }
 }
 

@@ -116,7 +116,8 @@ impl Session {
                     .dead_after_a_moment()
                     .await
                     .unwrap_or_else(|| format!("the page's session ended: {message}"));
-                Err(unavailable(reason))
+                self.liveness.mark_dead(reason.clone());
+                Err(unavailable(self.liveness.dead().unwrap_or(reason)))
             }
             Err(RawCallError::Protocol(message)) => Err(CallError::Protocol(message)),
             Err(RawCallError::Timeout(_)) => Err(self.timed_out(method)),

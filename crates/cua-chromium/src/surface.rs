@@ -55,7 +55,7 @@ const STILL: Stillness = Stillness {
 
 /// How long one wait inside the page may last before the driver looks again (a load may have
 /// begun, the deadline may be near).
-const STILL_CAP: Duration = Duration::from_millis(100);
+const STILL_CAP: Duration = Duration::from_millis(60);
 
 /// How much longer than [`STILL_CAP`] the page's answer may take before the look goes on
 /// without it.
@@ -365,19 +365,19 @@ impl ChromiumSurface {
         })
     }
 
-    /// Every frame's watch once it is [`STILL`] for a wait that began at `started` (or
-    /// [`STILL_CAP`] passed), with the documents it was read in; `None` when the page did not
+    /// Every frame's watch once it is [`STILL`] for a wait that began at `started` (or `cap`
+    /// passed), with the documents it was read in; `None` when the page did not
     /// answer in time (a timer the page throttles, a document frozen while it is left).
-    async fn read_still(&self, started: Instant) -> Option<(String, Watch)> {
+    async fn read_still(&self, started: Instant, cap: Duration) -> Option<(String, Watch)> {
         let read = async {
             let frames = observe::frames(&self.session).await.ok()?;
             let watch = self
                 .watchers
-                .read_still(&self.session, &frames, STILL, started.elapsed(), STILL_CAP)
+                .read_still(&self.session, &frames, STILL, started.elapsed(), cap)
                 .await;
             Some((observe::documents_signature(&frames), watch))
         };
-        tokio::time::timeout(STILL_CAP + STILL_PATIENCE, read)
+        tokio::time::timeout(cap + STILL_PATIENCE, read)
             .await
             .ok()
             .flatten()
@@ -604,18 +604,30 @@ impl ChromiumSurface {
                 // if nothing changed from its start until the page said it was still.
                 let (waited, observed) = match still {
                     Some(started) => {
-                        futures::join!(self.read_still(started), self.observe_recorded())
+                        let cap = STILL_CAP.min(deadline.saturating_duration_since(Instant::now()));
+                        futures::join!(self.read_still(started, cap), self.observe_recorded())
                     }
                     None => (None, self.observe_recorded().await),
                 };
                 match observed {
                     Ok(recorded) => {
+                        // The page said something changed after the observation: it is not
+                        // quiet, whatever the observation's own reads said.
+                        let changed_after = matches!(&waited, Some((documents, watch)) if
+                            watch.iter().all(Option::is_some)
+                            && (*documents != recorded.documents
+                                || !watch::unchanged(watch, &recorded.watch)));
                         let calm = Calm {
                             loading: lock(&self.shared.state).is_loading(),
-                            quiet: recorded.quiet,
+                            quiet: if changed_after {
+                                Some(Duration::ZERO)
+                            } else {
+                                recorded.quiet
+                            },
                             needed: watch::needed(&recorded.watch),
                             still: matches!(&waited, Some((documents, watch)) if
                                 recorded.steady
+                                && recorded.watch.iter().flatten().all(|frame| frame.settled)
                                 && *documents == recorded.documents
                                 && watch::still(watch, &recorded.watch, STILL)),
                         };

@@ -59,17 +59,26 @@ const INSTALL: &str = r"(() => {
     // itself on a timer), quiet shorter than the gaps between them is no sign it stopped. Input
     // from outside the page (a trusted input, focus or pointer event, as an action raises)
     // starts the count again: the gap before it was the driver's, not the page's.
+    // The input's own burst (its handlers' immediate changes) is not the page's either: a rhythm
+    // takes two bursts of the page's own.
     const bursts = [];
+    let outsideAt = -Infinity;
     const outside = new Set(['input', 'change', 'focusin', 'focusout', 'pointerover', 'pointerout',
       'submit', 'reset']);
+    const fromOutside = (event) => {
+      if (event && event.isTrusted) { bursts.length = 0; outsideAt = performance.now(); return true; }
+      return false;
+    };
     const bump = (event) => {
       const now = performance.now();
       changes += 1;
-      if (event && event.isTrusted && outside.has(event.type)) bursts.length = 0;
-      if (now - last > 8 || bursts.length === 0) bursts.push(now); else bursts[bursts.length - 1] = now;
-      if (bursts.length > 8) bursts.shift();
       last = now;
       recount();
+      if (event && outside.has(event.type) && fromOutside(event)) return;
+      if (now - outsideAt <= 8) return;
+      const end = bursts.length - 1;
+      if (end >= 0 && now - bursts[end] <= 8) bursts[end] = now; else bursts.push(now);
+      if (bursts.length > 8) bursts.shift();
     };
     recount();
     // How long a frame must stay quiet after its last change: half as long again as the
@@ -103,6 +112,9 @@ const INSTALL: &str = r"(() => {
       document.addEventListener(type, bump, listen);
     }
     for (const type of ['resize', 'hashchange', 'popstate', 'pageshow']) addEventListener(type, bump, listen);
+    for (const type of ['pointerdown', 'mousedown', 'keydown', 'click', 'wheel']) {
+      addEventListener(type, fromOutside, listen);
+    }
     if (document.fonts) document.fonts.addEventListener('loadingdone', bump);
     const ids = new WeakMap();
     let nextId = 1;
@@ -119,22 +131,29 @@ const INSTALL: &str = r"(() => {
       const since = performance.now() - waited;
       let finished = false;
       let pending = 0;
+      let later = 0;
       const quiet = () => performance.now() - Math.max(last, since);
       const finish = () => {
         if (finished) return;
         finished = true;
         clearTimeout(timer);
+        clearTimeout(later);
         cancelAnimationFrame(pending);
         const read = g.__cuaWatch();
         read[1] = quiet();
         resolve(read);
       };
       const timer = setTimeout(finish, cap);
+      // Looked at again on the next animation frame and when the quiet it lacks has passed, so
+      // a frame with no animation frames is not left to the cap.
       const check = () => {
         if (finished) return;
-        const enough = stillFrames() >= wanted && quiet() >= floor
-          && performance.now() - last >= needed();
-        if (enough) finish(); else pending = requestAnimationFrame(check);
+        const wantedQuiet = Math.max(floor, needed());
+        if (stillFrames() >= wanted && quiet() >= wantedQuiet) { finish(); return; }
+        cancelAnimationFrame(pending);
+        pending = requestAnimationFrame(check);
+        clearTimeout(later);
+        later = setTimeout(check, Math.max(1, wantedQuiet - quiet()));
       };
       check();
     });
