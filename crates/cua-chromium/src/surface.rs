@@ -44,7 +44,7 @@ const STABLE_INTERVAL: Duration = Duration::from_millis(40);
 const QUIET: Duration = Duration::from_millis(50);
 
 /// The same judged inside the page: every frame quiet for [`QUIET`] since its last change and
-/// since the wait began (or, for a page that updates itself on a timer, half as long again as
+/// since the wait began (or, for a page that updates itself on a timer, twice
 /// the widest gap between its own recent changes), at least this many animation frames
 /// rendered since its last change, and nothing animating. The page says so the moment it is
 /// true, while the driver observes it, so no look is spent on a page still settling.

@@ -81,8 +81,9 @@ const INSTALL: &str = r"(() => {
       if (bursts.length > 8) bursts.shift();
     };
     recount();
-    // How long a frame must stay quiet after its last change: half as long again as the
-    // widest gap (up to 250 ms) between its bursts of the last half second.
+    // How long a frame must stay quiet after its last change: twice the widest gap (up to
+    // 250 ms) between its bursts of the last half second, so a tick its timer runs late is
+    // still waited for.
     const needed = () => {
       const now = performance.now();
       let widest = 0;
@@ -90,7 +91,7 @@ const INSTALL: &str = r"(() => {
         const gap = bursts[i] - bursts[i - 1];
         if (now - bursts[i - 1] <= 500 && gap <= 250) widest = Math.max(widest, gap);
       }
-      return widest * 1.5;
+      return widest * 2;
     };
     const observer = new MutationObserver(bump);
     const options = { subtree: true, childList: true, attributes: true, characterData: true };
@@ -256,8 +257,8 @@ pub(crate) struct FrameWatch {
     pub(crate) settled: bool,
     /// Animation frames rendered since the last change (counted up to three).
     pub(crate) still_frames: u32,
-    /// How long the frame must be quiet before it counts as stopped, in milliseconds: half as
-    /// long again as the widest recent gap between its bursts of changes (a page updating
+    /// How long the frame must be quiet before it counts as stopped, in milliseconds: twice the
+    /// widest recent gap between its bursts of changes (a page updating
     /// itself on a timer is not stopped between two ticks), zero after a single burst.
     pub(crate) needed_ms: f64,
 }
