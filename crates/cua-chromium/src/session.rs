@@ -87,7 +87,8 @@ impl CallError {
 /// The page's CDP session on the one connection to the browser, with the bound every call
 /// runs under.
 pub(crate) struct Session {
-    pub(crate) monitor: Arc<RawCdp>,
+    /// The one connection to the browser (the page monitor and the allowlist guard listen on it).
+    pub(crate) connection: Arc<RawCdp>,
     /// The page's target id.
     pub(crate) target_id: String,
     /// The flattened session attached to the page.
@@ -101,7 +102,7 @@ impl Session {
     pub(crate) async fn call(&self, method: &str, params: Value) -> Result<Value, CallError> {
         self.check_alive()?;
         let call = self
-            .monitor
+            .connection
             .call(method, params, Some(&self.session_id), self.timeout);
         let outcome = tokio::select! {
             outcome = call => outcome,
@@ -112,32 +113,27 @@ impl Session {
             // The page went away (closed, or its renderer gone) and this answer overtook the
             // event that says so.
             Err(RawCallError::Protocol(message)) if message.contains("Session with given id") => {
-                let reason = self
-                    .dead_after_a_moment()
-                    .await
-                    .unwrap_or_else(|| format!("the page's session ended: {message}"));
-                self.liveness.mark_dead(reason.clone());
-                Err(unavailable(self.liveness.dead().unwrap_or(reason)))
+                Err(self
+                    .gone(format!("the page's session ended: {message}"))
+                    .await)
             }
             Err(RawCallError::Protocol(message)) => Err(CallError::Protocol(message)),
             Err(RawCallError::Timeout(_)) => Err(self.timed_out(method)),
-            Err(RawCallError::Closed(reason)) => {
-                let reason = self
-                    .dead_after_a_moment()
-                    .await
-                    .unwrap_or_else(|| format!("the browser connection closed: {reason}"));
-                self.liveness.mark_dead(reason.clone());
-                Err(unavailable(self.liveness.dead().unwrap_or(reason)))
-            }
+            Err(RawCallError::Closed(reason)) => Err(self
+                .gone(format!("the browser connection closed: {reason}"))
+                .await),
         }
     }
 
-    /// A failed call usually means the browser or the page just went; give the watchers (the
-    /// process exiting, the page crashing) a moment to say why.
-    async fn dead_after_a_moment(&self) -> Option<String> {
-        tokio::time::timeout(Duration::from_millis(300), self.liveness.wait_dead())
+    /// The page or the browser is gone: the first reason a watcher gives (the process exiting,
+    /// the page crashing; they are given a moment to say it), else `fallback`. Every later call
+    /// fails at once.
+    async fn gone(&self, fallback: String) -> CallError {
+        let reason = tokio::time::timeout(Duration::from_millis(300), self.liveness.wait_dead())
             .await
-            .ok()
+            .unwrap_or(fallback);
+        self.liveness.mark_dead(reason);
+        unavailable(self.liveness.dead().unwrap_or_default())
     }
 
     pub(crate) fn check_alive(&self) -> Result<(), CallError> {

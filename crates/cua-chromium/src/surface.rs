@@ -136,7 +136,7 @@ impl ChromiumSurface {
         if let Some(process) = &self.process {
             let _ = self
                 .session
-                .monitor
+                .connection
                 .call("Browser.close", json!({}), None, bound)
                 .await;
             process.wait_or_kill(Duration::from_secs(3)).await;
@@ -144,7 +144,7 @@ impl ChromiumSurface {
             let target = self.session.target_id.clone();
             let _ = self
                 .session
-                .monitor
+                .connection
                 .call(
                     "Target.closeTarget",
                     json!({ "targetId": target }),
@@ -178,19 +178,21 @@ impl ChromiumSurface {
         let mut tasks = Vec::new();
 
         // The guard first: nothing is fetched before the allowlist is in place.
-        let (monitor, events) = RawCdp::connect(&ws_url, timeout)
+        let (connection, events) = RawCdp::connect(&ws_url, timeout)
             .await
             .map_err(unreachable)?;
-        let monitor = Arc::new(monitor);
+        let connection = Arc::new(connection);
         tasks.push(tokio::spawn(monitor::run(
             events,
-            Arc::clone(&monitor),
+            Arc::clone(&connection),
             config.allowlist.clone(),
             shared.clone(),
             timeout,
         )));
         let patterns = json!({ "patterns": [{ "urlPattern": "*", "requestStage": "Request" }] });
-        let installed = monitor.call("Fetch.enable", patterns, None, timeout).await;
+        let installed = connection
+            .call("Fetch.enable", patterns, None, timeout)
+            .await;
         if let Err(error) = installed {
             abort_all(&tasks);
             return Err(setup("installing the allowlist guard", error.to_string()));
@@ -205,8 +207,8 @@ impl ChromiumSurface {
         // A launched browser opened its one page on about:blank: that page is driven. An
         // attached browser gets a page of its own.
         let page = match &process {
-            Some(_) => initial_page(&monitor, timeout).await,
-            None => new_page(&monitor, timeout).await,
+            Some(_) => initial_page(&connection, timeout).await,
+            None => new_page(&connection, timeout).await,
         };
         let target_id = match page {
             Ok(target_id) => target_id,
@@ -217,7 +219,7 @@ impl ChromiumSurface {
         };
         lock(&shared.state).main_frame = Some(target_id.clone());
         let attach = json!({ "targetId": target_id, "flatten": true });
-        let session_id = match monitor
+        let session_id = match connection
             .call("Target.attachToTarget", attach, None, timeout)
             .await
         {
@@ -240,7 +242,7 @@ impl ChromiumSurface {
             ("Emulation.setDeviceMetricsOverride", viewport),
         ];
         for (method, params) in page_setup {
-            if let Err(error) = monitor
+            if let Err(error) = connection
                 .call(method, params, Some(&session_id), timeout)
                 .await
             {
@@ -251,11 +253,11 @@ impl ChromiumSurface {
         // Popups are noticed (and this page brought back to the front) through target events;
         // focus is emulated so that the page behaves as the focused window whatever happens.
         let discover = json!({ "discover": true });
-        let _ = monitor
+        let _ = connection
             .call("Target.setDiscoverTargets", discover, None, timeout)
             .await;
         let focus = json!({ "enabled": true });
-        let _ = monitor
+        let _ = connection
             .call(
                 "Emulation.setFocusEmulationEnabled",
                 focus,
@@ -265,7 +267,7 @@ impl ChromiumSurface {
             .await;
         let surface = Self {
             session: Session {
-                monitor,
+                connection,
                 target_id,
                 session_id,
                 timeout,
@@ -611,26 +613,8 @@ impl ChromiumSurface {
                 };
                 match observed {
                     Ok(recorded) => {
-                        // The page said something changed after the observation: it is not
-                        // quiet, whatever the observation's own reads said.
-                        let changed_after = matches!(&waited, Some((documents, watch)) if
-                            watch.iter().all(Option::is_some)
-                            && (*documents != recorded.documents
-                                || !watch::unchanged(watch, &recorded.watch)));
-                        let calm = Calm {
-                            loading: lock(&self.shared.state).is_loading(),
-                            quiet: if changed_after {
-                                Some(Duration::ZERO)
-                            } else {
-                                recorded.quiet
-                            },
-                            needed: watch::needed(&recorded.watch),
-                            still: matches!(&waited, Some((documents, watch)) if
-                                recorded.steady
-                                && recorded.watch.iter().flatten().all(|frame| frame.settled)
-                                && *documents == recorded.documents
-                                && watch::still(watch, &recorded.watch, STILL)),
-                        };
+                        let loading = lock(&self.shared.state).is_loading();
+                        let calm = Calm::judge(&recorded, waited.as_ref(), loading);
                         let snapshot = recorded.snapshot;
                         match done(&snapshot, &recorded.documents, &calm) {
                             None => return Ok(WaitOutcome::Met(Box::new(snapshot))),
@@ -683,6 +667,40 @@ struct Calm {
     /// Every frame was [`STILL`], and nothing changed from the observation's start until
     /// then.
     still: bool,
+}
+
+impl Calm {
+    /// What a wait knows from one observation and, when the page was asked, what the page
+    /// said once it was still (`waited`: the documents it was read in and every frame's watch).
+    fn judge(recorded: &Recorded, waited: Option<&(String, Watch)>, loading: bool) -> Self {
+        let (still, changed_after) = match waited {
+            Some((documents, watch)) => {
+                let same =
+                    *documents == recorded.documents && watch::unchanged(watch, &recorded.watch);
+                let settled = recorded.watch.iter().flatten().all(|frame| frame.settled);
+                (
+                    same && recorded.steady
+                        && settled
+                        && watch::still(watch, &recorded.watch, STILL),
+                    // Every frame answered and one changed after the observation.
+                    !same && watch.iter().all(Option::is_some),
+                )
+            }
+            None => (false, false),
+        };
+        Self {
+            loading,
+            // The page said something changed after the observation: it is not quiet, whatever
+            // the observation's own reads said.
+            quiet: if changed_after {
+                Some(Duration::ZERO)
+            } else {
+                recorded.quiet
+            },
+            needed: watch::needed(&recorded.watch),
+            still,
+        }
+    }
 }
 
 impl SurfaceDriver for ChromiumSurface {
@@ -895,8 +913,8 @@ async fn watch_process(process: Weak<BrowserProcess>, liveness: Liveness) {
 /// The page a launched browser opened at start-up (on `about:blank`), which is the one driven;
 /// any other page is closed, so the browser holds only this surface's. A new page when it
 /// opened none.
-async fn initial_page(monitor: &RawCdp, timeout: Duration) -> Result<String, String> {
-    let targets = monitor
+async fn initial_page(connection: &RawCdp, timeout: Duration) -> Result<String, String> {
+    let targets = connection
         .call("Target.getTargets", json!({}), None, timeout)
         .await
         .map_err(|error| error.to_string())?;
@@ -907,11 +925,11 @@ async fn initial_page(monitor: &RawCdp, timeout: Duration) -> Result<String, Str
         .filter(|target| target["type"] == "page")
         .filter_map(|target| target["targetId"].as_str());
     let Some(kept) = pages.next() else {
-        return new_page(monitor, timeout).await;
+        return new_page(connection, timeout).await;
     };
     for other in pages {
         let close = json!({ "targetId": other });
-        let _ = monitor
+        let _ = connection
             .call("Target.closeTarget", close, None, timeout)
             .await;
     }
@@ -919,8 +937,8 @@ async fn initial_page(monitor: &RawCdp, timeout: Duration) -> Result<String, Str
 }
 
 /// Opens a new page on `about:blank`.
-async fn new_page(monitor: &RawCdp, timeout: Duration) -> Result<String, String> {
-    let created = monitor
+async fn new_page(connection: &RawCdp, timeout: Duration) -> Result<String, String> {
+    let created = connection
         .call(
             "Target.createTarget",
             json!({ "url": "about:blank" }),

@@ -42,11 +42,12 @@ const INSTALL: &str = r"(() => {
     // Animation frames rendered since the last change, counted for a few frames after each
     // change and then left alone, so a still page runs no callbacks. A frame that renders
     // nothing (hidden, or laid out at no size) gets no animation frames: none is waited for.
+    const counted = 3;
     let still = 0;
     let counting = false;
     const count = () => {
       still += 1;
-      counting = still < 3;
+      counting = still < counted;
       if (counting) requestAnimationFrame(count);
     };
     const recount = () => {
@@ -54,7 +55,7 @@ const INSTALL: &str = r"(() => {
       if (!counting) { counting = true; requestAnimationFrame(count); }
     };
     const renders = () => !document.hidden && innerWidth > 0 && innerHeight > 0;
-    const stillFrames = () => (renders() ? still : 3);
+    const stillFrames = () => (renders() ? still : counted);
     // The page's own rhythm: when its recent changes came in separate bursts (a page updating
     // itself on a timer), quiet shorter than the gaps between them is no sign it stopped. Input
     // from outside the page (a trusted input, focus or pointer event, as an action raises)
@@ -230,7 +231,7 @@ pub(crate) struct Stillness {
     pub(crate) quiet: Duration,
 }
 
-/// The most animation frames the watcher counts after a change.
+/// The most animation frames the watcher counts after a change (`counted` in [`INSTALL`]).
 const FRAMES_COUNTED: u32 = 3;
 
 /// Waits, in the watcher's world, until the frame is still (see `__cuaStill`) for a wait that
@@ -291,22 +292,10 @@ pub(crate) struct Watchers {
 }
 
 impl Watchers {
-    /// Reads every frame's watcher, installing it in documents that have none yet.
+    /// Reads every frame's watcher, installing it in documents that have none yet. The frames
+    /// are read together.
     pub(crate) async fn read(&self, session: &Session, frames: &[FrameMeta]) -> Watch {
-        // One frame after another: a few milliseconds each, and concurrent calls were seen to
-        // stall one frame's answer for tens of milliseconds.
-        let mut watch = Vec::with_capacity(frames.len());
-        for frame in frames {
-            match self.read_frame(session, frame).await {
-                Ok(read) => watch.push(read),
-                // A renderer that does not answer in time is not asked again for every other
-                // frame: nothing is known about any of them.
-                Err(()) => {
-                    watch.resize(frames.len(), None);
-                    break;
-                }
-            }
-        }
+        let watch = self.read_each(session, frames, READ).await;
         // Forget the worlds of documents that are gone.
         let present: Vec<(String, String)> = frames
             .iter()
@@ -317,8 +306,7 @@ impl Watchers {
     }
 
     /// Every frame's watch once it is still for a wait that began `waited` ago, or `cap` has
-    /// passed. The frames wait together (each answer comes when its page says so, so they do
-    /// not queue behind one another).
+    /// passed. The frames wait together: each answer comes when its page says so.
     pub(crate) async fn read_still(
         &self,
         session: &Session,
@@ -328,34 +316,34 @@ impl Watchers {
         cap: Duration,
     ) -> Watch {
         let expression = still_expression(still, waited, cap);
+        self.read_each(session, frames, &expression).await
+    }
+
+    /// `expression` evaluated in every frame's watcher world at once; `None` for a frame that
+    /// could not be read or whose renderer did not answer: nothing is known about it then.
+    async fn read_each(&self, session: &Session, frames: &[FrameMeta], expression: &str) -> Watch {
         let reads = frames.iter().map(|frame| async {
-            let key = (frame.id.clone(), frame.loader_id.clone());
-            let known = lock(&self.worlds).get(&key).copied();
-            let context = match known {
-                Some(context) => context,
-                // A document not read before gets its watcher first.
-                None => {
-                    self.read_frame(session, frame).await.ok().flatten()?;
-                    lock(&self.worlds).get(&key).copied()?
-                }
-            };
-            // A renderer that does not answer is not asked again: nothing is known then.
-            evaluate(session, context, &expression).await.ok().flatten()
+            self.read_frame(session, frame, expression)
+                .await
+                .ok()
+                .flatten()
         });
         futures::future::join_all(reads).await
     }
 
-    /// One frame's watch (`None`: the frame could not be read); `Err` when the renderer did not
-    /// answer at all.
+    /// One frame's answer to `expression` (`None`: the frame could not be read), installing the
+    /// watcher first in a document that has none (or whose world is gone); `Err` when the
+    /// renderer did not answer at all.
     async fn read_frame(
         &self,
         session: &Session,
         frame: &FrameMeta,
+        expression: &str,
     ) -> Result<Option<FrameWatch>, ()> {
         let key = (frame.id.clone(), frame.loader_id.clone());
         let known = lock(&self.worlds).get(&key).copied();
         if let Some(context) = known
-            && let Some(watch) = evaluate(session, context, READ).await?
+            && let Some(watch) = evaluate(session, context, expression).await?
         {
             return Ok(Some(watch));
         }
@@ -373,11 +361,16 @@ impl Watchers {
         let Some(context) = world["executionContextId"].as_i64() else {
             return Ok(None);
         };
-        let watch = evaluate(session, context, INSTALL).await?;
-        if watch.is_some() {
-            lock(&self.worlds).insert(key, context);
+        // Installing reads the watcher too: a plain read needs nothing more.
+        let installed = evaluate(session, context, INSTALL).await?;
+        if installed.is_none() {
+            return Ok(None);
         }
-        Ok(watch)
+        lock(&self.worlds).insert(key, context);
+        if expression == READ {
+            return Ok(installed);
+        }
+        evaluate(session, context, expression).await
     }
 }
 
@@ -535,6 +528,25 @@ mod tests {
         let unread = vec![read(3, 2, 0.0), None];
         assert!(!still(&unread, &unread, wanting(2, 0)));
         assert!(!still(&vec![read(3, 2, 0.0)], &before, wanting(2, 0)));
+    }
+
+    #[test]
+    fn the_watcher_counts_as_many_frames_as_the_driver_asks_for_at_most() {
+        assert!(INSTALL.contains(&format!("const counted = {FRAMES_COUNTED};")));
+        let expression = still_expression(
+            Stillness {
+                frames: FRAMES_COUNTED + 5,
+                quiet: Duration::from_millis(50),
+            },
+            Duration::from_millis(7),
+            Duration::from_millis(60),
+        );
+        assert_eq!(
+            expression,
+            format!(
+                "globalThis.__cuaStill ? globalThis.__cuaStill({FRAMES_COUNTED}, 50, 7, 60) : null"
+            )
+        );
     }
 
     #[test]
